@@ -1,0 +1,1 @@
+"""icefloe Spark jobs: actors (merge, sort, maintenance), skew detection and salted joins."""

@@ -1,0 +1,1 @@
+"""icefloe service side: configuration, catalog access, the decider and the CLI."""

@@ -1,0 +1,79 @@
+"""Per-partition file stats of an Iceberg table, read from metadata only (no data files).
+
+One PyIceberg ``inspect.files()`` call lists the current data and delete files; the entropy
+itself is the pure core's (:func:`optimizer.stats_from_sizes`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from optimizer import PartitionStats, stats_from_sizes
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The current files of one partition: ``key`` is ``col=value/...`` ('' unpartitioned)."""
+
+    key: str
+    spec_id: int
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    records: tuple[int, ...]
+    delete_files: int
+
+    def stats(self, target: int) -> PartitionStats:
+        return stats_from_sizes(self.sizes, target, delete_files=self.delete_files)
+
+
+def partition_key(partition: dict[str, Any] | None) -> str:
+    """A stable, readable key for a partition tuple: ``day=2026-11-01/region=eu``."""
+    if not partition:
+        return ""
+    return "/".join(f"{k}={'null' if v is None else v}" for k, v in partition.items())
+
+
+def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:
+    """Data files grouped by (spec, partition), with the count of delete files beside them."""
+    snap = snapshot_id if snapshot_id is not None else _current_snapshot_id(table)
+    if snap is None:
+        return []
+    rows = (
+        table.inspect.files(snapshot_id=snap)
+        .select(["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"])
+        .to_pylist()
+    )
+    data: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    deletes: dict[tuple[int, str], int] = defaultdict(int)
+    for row in rows:
+        key = (row["spec_id"], partition_key(row["partition"]))
+        if row["content"] == DATA:
+            data[key].append(row)
+        else:
+            deletes[key] += 1
+    out = []
+    for (spec_id, key), files in sorted(data.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        files.sort(key=lambda r: r["file_path"])
+        out.append(
+            PartitionFiles(
+                key=key,
+                spec_id=spec_id,
+                paths=tuple(r["file_path"] for r in files),
+                sizes=tuple(int(r["file_size_in_bytes"]) for r in files),
+                records=tuple(int(r["record_count"]) for r in files),
+                delete_files=deletes.get((spec_id, key), 0),
+            )
+        )
+    return out
+
+
+def _current_snapshot_id(table: Table) -> int | None:
+    snap = table.current_snapshot()
+    return None if snap is None else snap.snapshot_id
