@@ -6,40 +6,12 @@ line on stderr, never a traceback. Every command that reports takes ``--json``.
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import click
 
-from service.config import Config, load_config
+from service.cli_common import Context, emit, pass_ctx  # noqa: F401  (re-exported)
 from service.errors import IcefloeError
-
-
-class Context:
-    """Lazily loaded config shared by the commands of one invocation."""
-
-    def __init__(self, config_path: str | None) -> None:
-        self.config_path = config_path
-        self._cfg: Config | None = None
-
-    @property
-    def cfg(self) -> Config:
-        if self._cfg is None:
-            self._cfg = load_config(self.config_path)
-        return self._cfg
-
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
-    """Print ``data`` as JSON or through ``render`` (a rich table, usually)."""
-    if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
-        render(data)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

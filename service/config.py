@@ -79,8 +79,10 @@ class SparkConfig:
 
 @dataclass(frozen=True)
 class TablePolicy:
-    """How one table is optimised. ``target_file_size_bytes`` None = the table's
-    ``write.target-file-size-bytes`` property, else ``defaults``."""
+    """How one table is optimised.
+
+    Target size precedence (see :meth:`Config.policy_for`): ``tables.<name>`` override, then
+    the table's ``write.target-file-size-bytes`` property, then ``defaults``."""
 
     target_file_size_bytes: int | None
     tolerance_bytes: int
@@ -110,8 +112,9 @@ class Config:
 
     def policy_for(self, table: str, table_properties: Mapping[str, str] | None = None) -> TablePolicy:
         """The effective policy of ``table``: per-table override, table property, default."""
-        policy = self.tables.get(table, self.defaults)
-        target = policy.target_file_size_bytes
+        override = self.tables.get(table)
+        policy = override or self.defaults
+        target = override.target_file_size_bytes if override else None
         if target is None and table_properties:
             raw = table_properties.get("write.target-file-size-bytes")
             if raw is not None and str(raw).isdigit() and int(raw) > 0:
@@ -293,7 +296,9 @@ def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) ->
     for ident, override in tables_raw.items():
         if not isinstance(ident, str) or not _TABLE_RE.match(ident):
             raise ConfigError(f"config key 'tables' has bad table identifier {ident!r}")
-        tables[ident] = _policy(override, f"tables.{ident}", defaults)
+        # the per-table target stays None unless set: the table's own property comes next
+        inherited = replace(defaults, target_file_size_bytes=None)
+        tables[ident] = _policy(override, f"tables.{ident}", inherited)
     return Config(catalog, redis_cfg, spark, defaults, managed, tables, source, str(home))
 
 

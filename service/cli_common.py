@@ -1,0 +1,36 @@
+"""What every CLI command module shares: the lazily loaded config and JSON/rich output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from service.config import Config, load_config
+
+
+class Context:
+    """Lazily loaded config shared by the commands of one invocation."""
+
+    def __init__(self, config_path: str | None) -> None:
+        self.config_path = config_path
+        self._cfg: Config | None = None
+
+    @property
+    def cfg(self) -> Config:
+        if self._cfg is None:
+            self._cfg = load_config(self.config_path)
+        return self._cfg
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    """Print ``data`` as JSON or through ``render`` (a rich table, usually)."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        render(data)
