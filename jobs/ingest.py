@@ -20,6 +20,8 @@ from service.config import parse_table_identifier
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
 EPOCH_DAY = dt.date(2026, 11, 1)
@@ -49,7 +51,7 @@ class CommitInfo:
     late: bool
 
 
-def schema() -> object:
+def schema() -> Schema:
     from pyiceberg.schema import Schema
     from pyiceberg.types import (
         DoubleType,
@@ -69,7 +71,7 @@ def schema() -> object:
     )
 
 
-def partition_spec() -> object:
+def partition_spec() -> PartitionSpec:
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import DayTransform, IdentityTransform
 
@@ -87,15 +89,21 @@ def create_table(catalog: Catalog, spec: TableSpec, replace: bool = True) -> Tab
     if replace and catalog.table_exists(parts):
         catalog.purge_table(parts)
     props = {
-        "write.target-file-size-bytes": str(spec.target_file_size_bytes),
+        # PyIceberg splits writes by in-memory Arrow size (2-3x the Parquet size), so the
+        # ingest writes under a large limit; ``ingest`` sets the real target when done.
+        "write.target-file-size-bytes": str(spec.target_file_size_bytes * 8),
         "format-version": "2",
         "write.parquet.compression-codec": "zstd",
         **spec.properties,
     }
-    return catalog.create_table(parts, schema=schema(), partition_spec=partition_spec(), properties=props)
+    return catalog.create_table(
+        parts, schema=schema(), partition_spec=partition_spec(), properties=props
+    )
 
 
-def batch(rng: random.Random, day: dt.date, regions: tuple[str, ...], rows: int, first_id: int) -> pa.Table:
+def batch(
+    rng: random.Random, day: dt.date, regions: tuple[str, ...], rows: int, first_id: int
+) -> pa.Table:
     """``rows`` rows per region for ``day``; payloads are random so sizes are predictable."""
     import pyarrow as pa
 
@@ -105,10 +113,14 @@ def batch(rng: random.Random, day: dt.date, regions: tuple[str, ...], rows: int,
     return pa.table(
         {
             "event_id": pa.array(range(first_id, first_id + n), pa.int64()),
-            "event_ts": pa.array([start + dt.timedelta(seconds=s) for s in seconds], pa.timestamp("us", tz="UTC")),
+            "event_ts": pa.array(
+                [start + dt.timedelta(seconds=s) for s in seconds], pa.timestamp("us", tz="UTC")
+            ),
             "region": pa.array([r for r in regions for _ in range(rows)], pa.string()),
             "user_id": pa.array([int(rng.paretovariate(1.2)) for _ in range(n)], pa.int64()),
-            "amount": pa.array([round(rng.lognormvariate(3, 1), 2) for _ in range(n)], pa.float64()),
+            "amount": pa.array(
+                [round(rng.lognormvariate(3, 1), 2) for _ in range(n)], pa.float64()
+            ),
             "payload": pa.array([rng.randbytes(12).hex() for _ in range(n)], pa.string()),
         }
     )
@@ -153,6 +165,8 @@ def ingest(
         out.append(info)
         if on_commit:
             on_commit(info)
+    with table.transaction() as tx:
+        tx.set_properties({"write.target-file-size-bytes": str(spec.target_file_size_bytes)})
     return out
 
 

@@ -48,7 +48,9 @@ def under_spark_submit(env: Mapping[str, str] = os.environ) -> bool:
     return "PYSPARK_GATEWAY_PORT" in env
 
 
-def build_spark(cfg: Config, app_name: str = "icefloe", extra: Mapping[str, str] | None = None) -> SparkSession:
+def build_spark(
+    cfg: Config, app_name: str = "icefloe", extra: Mapping[str, str] | None = None
+) -> SparkSession:
     from pyspark.sql import SparkSession
 
     if cfg.spark.master.startswith("local"):

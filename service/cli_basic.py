@@ -33,7 +33,9 @@ def doctor(ctx: Context, as_json: bool) -> None:
             out.add_row(c.name, "[green]ok[/]" if c.ok else "[red]FAIL[/]", c.detail, c.fix)
         console.print(out)
 
-    emit({"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}, as_json, render)
+    emit(
+        {"ok": all(c.ok for c in checks), "checks": [c.to_dict() for c in checks]}, as_json, render
+    )
     if not all(c.ok for c in checks):
         raise SystemExit(1)
 
@@ -45,7 +47,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
 
     table = load_table(catalog, name)
     policy = cfg.policy_for(name, table.properties)
-    target = policy.target_file_size_bytes or cfg.defaults.target_file_size_bytes
+    target = policy.target
     snap = table.current_snapshot()
     parts = []
     for p in current_partitions(table):
@@ -103,20 +105,31 @@ def tables(ctx: Context, as_json: bool) -> None:
     rows = []
     for name in managed_tables(ctx.cfg, catalog):
         s = table_summary(ctx.cfg, catalog, name)
-        rows.append({k: s[k] for k in ("table", "files", "bytes", "snapshot_id")} | {
-            "partitions": len(s["partitions"]),
-            "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
-        })
+        rows.append(
+            {k: s[k] for k in ("table", "files", "bytes", "snapshot_id")}
+            | {
+                "partitions": len(s["partitions"]),
+                "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
+            }
+        )
 
     def render(_: Any) -> None:
         out = RichTable(title="managed tables")
         for col in ("table", "files", "MiB", "partitions", "need work", "snapshot"):
             out.add_column(col)
         for r in rows:
-            out.add_row(r["table"], str(r["files"]), f"{r['bytes'] / MIB:.1f}", str(r["partitions"]),
-                        str(r["partitions_needing_work"]), str(r["snapshot_id"]))
+            out.add_row(
+                r["table"],
+                str(r["files"]),
+                f"{r['bytes'] / MIB:.1f}",
+                str(r["partitions"]),
+                str(r["partitions_needing_work"]),
+                str(r["snapshot_id"]),
+            )
         if not rows:
-            console.print("no managed tables: set managed.namespaces or managed.tables in the config")
+            console.print(
+                "no managed tables: set managed.namespaces or managed.tables in the config"
+            )
         else:
             console.print(out)
 
@@ -124,7 +137,9 @@ def tables(ctx: Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--namespace", default="demo", show_default=True, help="Namespace of the demo tables.")
+@click.option(
+    "--namespace", default="demo", show_default=True, help="Namespace of the demo tables."
+)
 @click.option("--seed", default=7, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary at the end.")
 @pass_ctx
@@ -141,13 +156,17 @@ def demo(ctx: Context, namespace: str, seed: int, as_json: bool) -> None:
     summaries = []
     for i, spec in enumerate(demo_tables(namespace)):
         with console.status(f"ingesting {spec.name}") as status:
+
             def tick(info: Any, spec: Any = spec, status: Any = status) -> None:
-                status.update(f"ingesting {spec.name}: snapshot {info.snapshot_id} (+{info.rows} rows)")
+                status.update(
+                    f"ingesting {spec.name}: snapshot {info.snapshot_id} (+{info.rows} rows)"
+                )
 
             commits = ingest(catalog, spec, seed=seed + i, on_commit=tick)
         if not as_json:
-            console.print(f"[bold]{spec.name}[/]: {len(commits)} commits, "
-                          f"{sum(c.late for c in commits)} late")
+            console.print(
+                f"[bold]{spec.name}[/]: {len(commits)} commits, {sum(c.late for c in commits)} late"
+            )
         summary = table_summary(cfg, catalog, spec.name)
         summaries.append(summary)
         if not as_json:

@@ -92,6 +92,13 @@ class TablePolicy:
     sort_order: tuple[str, ...]
     enabled: bool = True
 
+    @property
+    def target(self) -> int:
+        """The resolved target size (policies from :meth:`Config.policy_for` always have one)."""
+        if self.target_file_size_bytes is None:
+            raise ValueError("target size not resolved: use Config.policy_for(table)")
+        return self.target_file_size_bytes
+
 
 @dataclass(frozen=True)
 class ManagedConfig:
@@ -110,7 +117,9 @@ class Config:
     source: str = "<defaults>"
     home: str = str(PROJECT_ROOT)
 
-    def policy_for(self, table: str, table_properties: Mapping[str, str] | None = None) -> TablePolicy:
+    def policy_for(
+        self, table: str, table_properties: Mapping[str, str] | None = None
+    ) -> TablePolicy:
         """The effective policy of ``table``: per-table override, table property, default."""
         override = self.tables.get(table)
         policy = override or self.defaults
@@ -119,9 +128,14 @@ class Config:
             raw = table_properties.get("write.target-file-size-bytes")
             if raw is not None and str(raw).isdigit() and int(raw) > 0:
                 target = int(raw)
+        default_target = self.defaults.target
         if target is None:
-            target = self.defaults.target_file_size_bytes
-        return replace(policy, target_file_size_bytes=target)
+            target = default_target
+        tolerance = policy.tolerance_bytes
+        if tolerance == self.defaults.tolerance_bytes and target != default_target:
+            # an inherited tolerance is relative: it scales with the table's own target
+            tolerance = tolerance * target // default_target
+        return replace(policy, target_file_size_bytes=target, tolerance_bytes=tolerance)
 
     def is_managed(self, table: str) -> bool:
         namespace = table.rsplit(".", 1)[0]
@@ -143,9 +157,7 @@ def _section(raw: Any, key: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         raise ConfigError(f"config key {key!r} must be a mapping, got {raw!r}")
     for name in raw:
         if name not in allowed:
-            raise ConfigError(
-                f"unknown config key '{key}.{name}' (allowed: {', '.join(allowed)})"
-            )
+            raise ConfigError(f"unknown config key '{key}.{name}' (allowed: {', '.join(allowed)})")
     return dict(raw)
 
 
@@ -161,7 +173,7 @@ def _int(raw: Any, key: str, minimum: int) -> int:
     if raw < minimum:
         what = "positive" if minimum == 1 else f">= {minimum}"
         raise ConfigError(f"config key {key!r} must be {what}, got {raw!r}")
-    return raw
+    return int(raw)
 
 
 def _str_map(raw: Any, key: str) -> dict[str, str]:
@@ -250,7 +262,9 @@ def _resolve_paths(catalog: dict[str, Any], home: Path) -> None:
 def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) -> Config:
     """Validate a raw (YAML-shaped) mapping into a frozen :class:`Config`."""
     top = _section(raw, "<root>", ("catalog", "redis", "spark", "defaults", "managed", "tables"))
-    cat = _section(top.get("catalog"), "catalog", ("name", "type", "uri", "warehouse", "properties"))
+    cat = _section(
+        top.get("catalog"), "catalog", ("name", "type", "uri", "warehouse", "properties")
+    )
     _resolve_paths(cat, home)
     name = _str(cat.get("name"), "catalog.name")
     if not re.match(rf"^{_IDENT_PART}$", name):
@@ -271,7 +285,9 @@ def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) ->
     url = _str(red.get("url"), "redis.url")
     if not re.match(r"^(redis|rediss|unix)://", url):
         raise ConfigError("config key 'redis.url' must start with redis://, rediss:// or unix://")
-    redis_cfg = RedisConfig(url=url, key_prefix=_str(red.get("key_prefix", "icefloe"), "redis.key_prefix"))
+    redis_cfg = RedisConfig(
+        url=url, key_prefix=_str(red.get("key_prefix", "icefloe"), "redis.key_prefix")
+    )
     spk = _section(top.get("spark"), "spark", ("master", "conf"))
     spark = SparkConfig(
         master=_str(spk.get("master", "local[*]"), "spark.master"),

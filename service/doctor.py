@@ -26,7 +26,12 @@ class Check:
 def check_java() -> Check:
     java = shutil.which("java")
     if java is None:
-        return Check("java", False, "java not found on PATH", "install Java 17+ (apt-get install openjdk-17-jre-headless)")
+        return Check(
+            "java",
+            False,
+            "java not found on PATH",
+            "install Java 17+ (apt-get install openjdk-17-jre-headless)",
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -34,7 +39,9 @@ def check_java() -> Check:
     m = re.search(r'version "(\d+)', out)
     major = int(m.group(1)) if m else 0
     if major < 17:
-        return Check("java", False, f"Java {major or '?'} found, Spark 4.1 needs 17+", "install Java 17+")
+        return Check(
+            "java", False, f"Java {major or '?'} found, Spark 4.1 needs 17+", "install Java 17+"
+        )
     return Check("java", True, f"Java {major} at {java}")
 
 
@@ -57,9 +64,15 @@ def check_catalog(cfg: Config) -> Check:
     try:
         namespaces = load_catalog(cfg).list_namespaces()
     except Exception as e:
-        return Check("catalog", False, f"{cfg.catalog.name}: {str(e).splitlines()[0][:200]}",
-                     "check catalog.uri / catalog.warehouse in the config")
-    return Check("catalog", True, f"{cfg.catalog.name} ({cfg.catalog.type}): {len(namespaces)} namespaces")
+        return Check(
+            "catalog",
+            False,
+            f"{cfg.catalog.name}: {str(e).splitlines()[0][:200]}",
+            "check catalog.uri / catalog.warehouse in the config",
+        )
+    return Check(
+        "catalog", True, f"{cfg.catalog.name} ({cfg.catalog.type}): {len(namespaces)} namespaces"
+    )
 
 
 def check_redis(cfg: Config) -> Check:
@@ -71,7 +84,12 @@ def check_redis(cfg: Config) -> Check:
         client.ping()
         version = client.info("server").get("redis_version", "?")
     except Exception as e:
-        return Check("redis", False, f"{url}: {type(e).__name__}", f"start Redis or fix redis.url; {BOOTSTRAP}")
+        return Check(
+            "redis",
+            False,
+            f"{url}: {type(e).__name__}",
+            f"start Redis or fix redis.url; {BOOTSTRAP}",
+        )
     return Check("redis", True, f"{url} (Redis {version})")
 
 
@@ -93,4 +111,10 @@ def check_python_packages() -> Check:
 
 
 def run_checks(cfg: Config) -> list[Check]:
-    return [check_python_packages(), check_java(), check_jars(cfg), check_catalog(cfg), check_redis(cfg)]
+    return [
+        check_python_packages(),
+        check_java(),
+        check_jars(cfg),
+        check_catalog(cfg),
+        check_redis(cfg),
+    ]

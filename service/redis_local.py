@@ -19,7 +19,9 @@ def ping(url: str, timeout: float = 1.0) -> bool:
     import redis
 
     try:
-        return bool(redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout).ping())
+        return bool(
+            redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout).ping()
+        )
     except Exception:
         return False
 
@@ -28,13 +30,27 @@ def start(url: str, data_dir: str, wait: float = 10.0) -> None:
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     if host not in LOOPBACK:
-        raise SystemExit(f"redis at {host} does not answer, and only a loopback Redis is started here")
+        raise SystemExit(
+            f"redis at {host} does not answer, and only a loopback Redis is started here"
+        )
     port = parts.port or 6379
     subprocess.run(["mkdir", "-p", data_dir], check=True)
     cmd = [
-        "redis-server", "--bind", "127.0.0.1", "--port", str(port), "--daemonize", "yes",
-        "--dir", data_dir, "--appendonly", "yes", "--save", "",
-        "--logfile", f"{data_dir}/redis.log",
+        "redis-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--daemonize",
+        "yes",
+        "--dir",
+        data_dir,
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+        "--logfile",
+        f"{data_dir}/redis.log",
     ]
     if parts.password:
         cmd += ["--requirepass", parts.password]

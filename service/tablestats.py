@@ -47,17 +47,19 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
         return []
     rows = (
         table.inspect.files(snapshot_id=snap)
-        .select(["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"])
+        .select(
+            ["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"]
+        )
         .to_pylist()
     )
     data: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
     deletes: dict[tuple[int, str], int] = defaultdict(int)
     for row in rows:
-        key = (row["spec_id"], partition_key(row["partition"]))
+        group = (int(row["spec_id"]), partition_key(row["partition"]))
         if row["content"] == DATA:
-            data[key].append(row)
+            data[group].append(row)
         else:
-            deletes[key] += 1
+            deletes[group] += 1
     out = []
     for (spec_id, key), files in sorted(data.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         files.sort(key=lambda r: r["file_path"])

@@ -24,7 +24,9 @@ def test_bootstrap_second_run_changes_nothing() -> None:
     before = {p: p.stat().st_mtime_ns for p in [venv_stamp, *jars]}
     out = subprocess.run(
         ["bash", str(PROJECT_ROOT / "scripts" / "bootstrap.sh")],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     assert "python packages: up to date" in out.stdout
@@ -38,7 +40,9 @@ def test_bootstrap_second_run_changes_nothing() -> None:
 def test_doctor_is_green_json() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "service", "doctor", "--json"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     report = json.loads(out.stdout)
     assert out.returncode == 0, report
@@ -47,10 +51,17 @@ def test_doctor_is_green_json() -> None:
 
 
 def test_doctor_names_what_is_missing(tmp_path: Path) -> None:
-    env = {**os.environ, "ICEFLOE_REDIS__URL": "redis://127.0.0.1:1/0", "ICEFLOE_JARS_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "ICEFLOE_REDIS__URL": "redis://127.0.0.1:1/0",
+        "ICEFLOE_JARS_DIR": str(tmp_path),
+    }
     out = subprocess.run(
         [sys.executable, "-m", "service", "doctor", "--json"],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert out.returncode == 1
     failed = {c["name"]: c for c in json.loads(out.stdout)["checks"] if not c["ok"]}
@@ -59,10 +70,18 @@ def test_doctor_names_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_ingest_produces_the_small_file_shape(catalog: object, namespace: str) -> None:
-    spec = TableSpec(f"{namespace}.stream", days=3, regions=("eu", "us"), commits=12,
-                     late_share=0.3, healthy_days=1, target_file_size_bytes=256 << 10)
+    spec = TableSpec(
+        f"{namespace}.stream",
+        days=3,
+        regions=("eu", "us"),
+        commits=16,
+        late_share=0.5,
+        healthy_days=1,
+        target_file_size_bytes=256 << 10,
+        small_file_bytes=(4 << 10, 64 << 10),
+    )
     commits = ingest(catalog, spec, seed=3)  # type: ignore[arg-type]
-    assert len(commits) == 12 + 2  # two large commits for the healthy day
+    assert len(commits) == 16 + 2  # two large commits for the healthy day
     assert any(c.late for c in commits)
     table = catalog.load_table((namespace, "stream"))  # type: ignore[attr-defined]
     parts = {p.key: p for p in current_partitions(table)}
@@ -72,8 +91,9 @@ def test_ingest_produces_the_small_file_shape(catalog: object, namespace: str) -
     streaming = [p for k, p in parts.items() if not k.startswith("day=2026-11-01")]
     assert all(not p.stats(target).needs_work(target // 4) for p in healthy)
     assert all(p.stats(target).needs_work(target // 4) for p in streaming)
-    # the stream is made of small files: most are under a quarter of the target
+    # the stream is made of small files: one per partition per commit, all well under target
     sizes = [s for p in streaming for s in p.sizes]
-    assert sum(s < target // 4 for s in sizes) > 0.6 * len(sizes)
+    assert all(s < target // 2 for s in sizes)
+    assert len(sizes) == 2 * 16
     rows = sum(sum(p.records) for p in parts.values())
     assert rows == sum(c.rows for c in commits)

@@ -24,7 +24,10 @@ def test_sqlite_catalog_maps_to_jdbc() -> None:
     assert conf["spark.sql.catalog.lake.warehouse"] == "file:///data/wh"
     assert conf["spark.sql.catalog.lake.k"] == "v"
     assert pyiceberg_properties(cat) == {
-        "type": "sql", "uri": "sqlite:////data/cat.db", "warehouse": "file:///data/wh", "k": "v"
+        "type": "sql",
+        "uri": "sqlite:////data/cat.db",
+        "warehouse": "file:///data/wh",
+        "k": "v",
     }
 
 
@@ -37,7 +40,9 @@ def test_postgres_catalog_credentials_move_to_properties() -> None:
 
 
 def test_rest_catalog_passes_uri() -> None:
-    conf = spark_catalog_conf(CatalogConfig("prod", "rest", "https://cat/api", "wh", {"token": "t"}))
+    conf = spark_catalog_conf(
+        CatalogConfig("prod", "rest", "https://cat/api", "wh", {"token": "t"})
+    )
     assert conf["spark.sql.catalog.prod.type"] == "rest"
     assert conf["spark.sql.catalog.prod.uri"] == "https://cat/api"
     assert conf["spark.sql.catalog.prod.token"] == "t"

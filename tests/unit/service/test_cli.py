@@ -19,7 +19,10 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     import os
 
     return subprocess.run(
-        [*ICEFLOE, *args], capture_output=True, text=True, timeout=120,
+        [*ICEFLOE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, **(env or {})},
     )
 

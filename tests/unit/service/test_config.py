@@ -71,10 +71,19 @@ def test_config_path_from_env(tmp_path: Path) -> None:
     [
         (lambda r: r.update(bogus=1), "unknown config key '<root>.bogus'"),
         (lambda r: r["catalog"].update(colour="red"), "unknown config key 'catalog.colour'"),
-        (lambda r: r["defaults"].update(target_file_size_bytes=0), "'defaults.target_file_size_bytes' must be positive, got 0"),
+        (
+            lambda r: r["defaults"].update(target_file_size_bytes=0),
+            "'defaults.target_file_size_bytes' must be positive, got 0",
+        ),
         (lambda r: r["defaults"].update(target_file_size_bytes=-1), "must be positive, got -1"),
-        (lambda r: r["defaults"].update(target_file_size_bytes="big"), "must be an integer, got 'big'"),
-        (lambda r: r["defaults"].update(tolerance_bytes=-3), "'defaults.tolerance_bytes' must be >= 0, got -3"),
+        (
+            lambda r: r["defaults"].update(target_file_size_bytes="big"),
+            "must be an integer, got 'big'",
+        ),
+        (
+            lambda r: r["defaults"].update(tolerance_bytes=-3),
+            "'defaults.tolerance_bytes' must be >= 0, got -3",
+        ),
         (lambda r: r["defaults"].update(weight=0), "'defaults.weight' must be positive"),
         (lambda r: r["defaults"].update(actions=["merge", "explode"]), "unknown action 'explode'"),
         (lambda r: r["catalog"].update(type="oracle"), "'catalog.type' must be one of"),
@@ -83,9 +92,15 @@ def test_config_path_from_env(tmp_path: Path) -> None:
         (lambda r: r["spark"].update(conf=["a"]), "'spark.conf' must be a mapping"),
         (lambda r: r.update(tables={"no_namespace": {}}), "bad table identifier 'no_namespace'"),
         (lambda r: r.update(tables={"db.t; DROP": {}}), "bad table identifier 'db.t; DROP'"),
-        (lambda r: r.update(tables={"db.t": {"weight": True}}), "'tables.db.t.weight' must be an integer"),
+        (
+            lambda r: r.update(tables={"db.t": {"weight": True}}),
+            "'tables.db.t.weight' must be an integer",
+        ),
         (lambda r: r.update(tables={"db.t": {"sort_order": ["a b"]}}), "bad column 'a b'"),
-        (lambda r: r["managed"].update(tables=["x"]), "'managed.tables' has bad table identifier 'x'"),
+        (
+            lambda r: r["managed"].update(tables=["x"]),
+            "'managed.tables' has bad table identifier 'x'",
+        ),
     ],
 )
 def test_bad_values_name_key_and_value(mutate: Any, message: str) -> None:
@@ -123,9 +138,19 @@ def test_policy_precedence() -> None:
     assert cfg.policy_for("db.other", props).target_file_size_bytes == 5000
     assert cfg.policy_for("db.other", {}).target_file_size_bytes == 128 << 20
     assert cfg.is_managed("db.fixed") and not cfg.is_managed("db.other")
+    # an inherited tolerance keeps its ratio to the target; an explicit one is kept as is
+    assert cfg.policy_for("db.other", {}).tolerance_bytes == 32 << 20
+    assert (
+        cfg.policy_for("db.other", {"write.target-file-size-bytes": str(4 << 20)}).tolerance_bytes
+        == 1 << 20
+    )
+    raw["tables"]["db.fixed"]["tolerance_bytes"] = 7
+    assert build_config(raw).policy_for("db.fixed", props).tolerance_bytes == 7
 
 
-@pytest.mark.parametrize("text", ["t", "db.", ".t", "db.t-1", "db.t x", "db.`t`", "db.t;", "", "1db.t"])
+@pytest.mark.parametrize(
+    "text", ["t", "db.", ".t", "db.t-1", "db.t x", "db.`t`", "db.t;", "", "1db.t"]
+)
 def test_parse_table_identifier_rejects(text: str) -> None:
     with pytest.raises(UsageError, match="bad table identifier"):
         parse_table_identifier(text)
