@@ -17,8 +17,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ "$(cat .venv/.icefloe-stamp 2>/dev/null)" != "$(stamp_of)" ]; then
   say "installing pinned packages into .venv (first run: 2-3 minutes)"
-  .venv/bin/python -m pip install -q --upgrade pip setuptools wheel
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  log=.venv/pip-install.log
+  if ! { .venv/bin/python -m pip install -q --upgrade pip setuptools wheel &&
+         .venv/bin/python -m pip install -q -e '.[dev]'; } >"$log" 2>&1; then
+    tail -40 "$log"; say "pip install failed (full log: $log)"; exit 1
+  fi
   stamp_of > .venv/.icefloe-stamp
 else
   say "python packages: up to date"
