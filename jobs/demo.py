@@ -153,8 +153,8 @@ def converge(
         for t in threads:
             t.join()
 
-    rounds = 0
-    while rounds < max_rounds:
+    rounds = fruitless = 0
+    while rounds < max_rounds and fruitless < 3:
         rounds += 1
         report = decider.step(block_ms=None)
         queued = sum(decider.queue.depth().values())
@@ -163,7 +163,12 @@ def converge(
             f"ingest {'running' if streamer.is_alive() else 'done'}"
         )
         if queued:
+            ran = len(results)
             actor_pool()
+            ok = sum(1 for r in results[ran:] if r.get("status", "done") == "done")
+            fruitless = 0 if ok else fruitless + 1
+            if not ok:
+                say("[red]no action succeeded this round[/]")
         for name in tables:
             state = table_state(catalog, name, targets[name])
             timeline.append((time.monotonic() - started, name, state["mean_mse"]))

@@ -61,3 +61,15 @@ def build_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def activate(spark: SparkSession) -> None:
+    """Make ``spark`` the JVM's active session on the calling thread.
+
+    PySpark pins each Python thread to its own JVM thread, and a fresh JVM thread has no
+    active session: direct JVM calls such as ``Spark3Util.loadIcebergTable`` then resolve
+    catalog names against ``spark_catalog`` and fail. Call this before such calls.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from service.cli_common import Context, emit, pass_ctx
 from service.config import Config
 
 MIB = 1 << 20
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 
 @click.command()

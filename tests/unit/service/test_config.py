@@ -139,10 +139,11 @@ def test_policy_precedence() -> None:
     assert cfg.policy_for("db.other", {}).target_file_size_bytes == 128 << 20
     assert cfg.is_managed("db.fixed") and not cfg.is_managed("db.other")
     # an inherited tolerance keeps its ratio to the target; an explicit one is kept as is
-    assert cfg.policy_for("db.other", {}).tolerance_bytes == 32 << 20
+    tolerance = cfg.defaults.tolerance_bytes
+    assert cfg.policy_for("db.other", {}).tolerance_bytes == tolerance
     assert (
         cfg.policy_for("db.other", {"write.target-file-size-bytes": str(4 << 20)}).tolerance_bytes
-        == 1 << 20
+        == tolerance * 4 // 128
     )
     raw["tables"]["db.fixed"]["tolerance_bytes"] = 7
     assert build_config(raw).policy_for("db.fixed", props).tolerance_bytes == 7

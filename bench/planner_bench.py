@@ -1,0 +1,327 @@
+"""Planner benchmark: our minimum-replacement planner against models of Iceberg and Amoro.
+
+Run as ``python bench/planner_bench.py`` (about half a minute). Not a test: nothing here
+asserts on time. For a fixed, seeded mix of generated partitions it prints, per shape,
+bytes rewritten, predicted files after and entropy after for
+
+* ``ours-tol``  -- ``plan_partition`` at the default tolerance (essential plan),
+* ``ours-t0``   -- ``plan_partition`` at tolerance 0 (complete modified FFD),
+* ``iceberg``   -- Iceberg's default ``rewrite_data_files`` binpack selection: files
+  ``< 0.75·T`` or ``> 1.8·T``, next-fit in file order into groups of at most 100 GiB,
+  a group kept if it has >= 5 (min-input-files) files, or 2+ files totalling > T, or
+  more than 1.8·T; each group written by a rolling writer (``predict_output_sizes``).
+  Real Iceberg sizes its output count with ``expectedOutputFiles`` and may spread a
+  remainder under 0.75·T over the other files; the brief fixes the rolling model here.
+* ``amoro``     -- Amoro's self-optimizing defaults: fragments ``<= T/8``, undersized
+  segments ``(T/8, 0.75·T]``; the partition is planned if there are >= 2 fragments
+  (minor interval assumed elapsed) or undersized segments total >= T with the two
+  smallest fitting in T; undersized segments packed first-fit unsorted into tasks of T
+  (tasks of one segment dropped), fragments packed first-fit unsorted into tasks of T
+  (all kept); each task written by a rolling writer.
+
+Then plan time, rolling-update throughput and scheduler throughput, and one final
+``planner-summary`` line (ratios are ours / Iceberg model over the whole mix).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from optimizer import (  # noqa: E402
+    DEFAULT_TOLERANCE_FRACTION,
+    FlowView,
+    PartitionStats,
+    apply_delta,
+    default_tolerance,
+    fair_priority_scheduler,
+    plan_partition,
+    predict_output_sizes,
+    stats_from_sizes,
+)
+
+MB = 1 << 20
+GB = 1 << 30
+T = 512 * MB  # Iceberg's default write.target-file-size-bytes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    bytes_rewritten: int
+    files_after: int
+    mse_after: float
+
+
+def outcome(sizes: Sequence[int], groups: list[list[int]]) -> Outcome:
+    touched = {i for g in groups for i in g}
+    after = [s for i, s in enumerate(sizes) if i not in touched]
+    rewritten = 0
+    for g in groups:
+        total = sum(sizes[i] for i in g)
+        rewritten += total
+        after.extend(predict_output_sizes(total, T))
+    stats = stats_from_sizes(after, T)
+    return Outcome(rewritten, stats.n, stats.mse)
+
+
+def iceberg_groups(sizes: Sequence[int]) -> list[list[int]]:
+    min_size, max_size = int(T * 0.75), int(T * 1.8)
+    max_group, min_input_files = 100 * GB, 5
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    cur_bytes = 0
+    for i, s in enumerate(sizes):
+        if min_size <= s <= max_size:
+            continue
+        if cur and cur_bytes + s > max_group:  # next fit (ListPacker lookback 1)
+            groups.append(cur)
+            cur, cur_bytes = [], 0
+        cur.append(i)
+        cur_bytes += s
+    if cur:
+        groups.append(cur)
+
+    def keep(g: list[int]) -> bool:
+        total = sum(sizes[i] for i in g)
+        many = len(g) > 1 and len(g) >= min_input_files
+        return many or (len(g) > 1 and total > T) or total > max_size
+
+    return [g for g in groups if keep(g)]
+
+
+def first_fit_unsorted(items: list[int], sizes: Sequence[int], cap: int) -> list[list[int]]:
+    bins: list[list[int]] = []
+    fill: list[int] = []
+    for i in items:
+        for b, f in enumerate(fill):
+            if f + sizes[i] <= cap:
+                bins[b].append(i)
+                fill[b] += sizes[i]
+                break
+        else:
+            bins.append([i])
+            fill.append(sizes[i])
+    return bins
+
+
+def amoro_groups(sizes: Sequence[int]) -> list[list[int]]:
+    fragment, min_target = T // 8, int(T * 0.75)
+    frags = [i for i, s in enumerate(sizes) if s <= fragment]
+    under = [i for i, s in enumerate(sizes) if fragment < s <= min_target]
+    smallest = sorted(sizes[i] for i in under)[:2]
+    major = sum(sizes[i] for i in under) >= T and len(smallest) == 2 and sum(smallest) <= T
+    minor = len(frags) >= 2
+    if not (major or minor):
+        return []
+    task = max(T, 128 * MB)
+    groups = [g for g in first_fit_unsorted(under, sizes, task) if len(g) > 1]
+    return groups + first_fit_unsorted(frags, sizes, task)
+
+
+def lognormal(rng: random.Random, median: float, sigma: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(rng.lognormvariate(0, sigma) * median)))
+
+
+def make_mix(seed: int = 42) -> dict[str, list[list[int]]]:
+    rng = random.Random(seed)
+    mix: dict[str, list[list[int]]] = {}
+    mix["tiny-stream"] = [
+        [lognormal(rng, 2 * MB, 0.8, 64 * 1024, 64 * MB) for _ in range(rng.randint(500, 3000))]
+        for _ in range(6)
+    ]
+    mix["late-small"] = [
+        [rng.randint(int(0.8 * T), T) for _ in range(rng.randint(50, 300))]
+        + [lognormal(rng, 8 * MB, 1.0, 256 * 1024, 128 * MB) for _ in range(rng.randint(5, 60))]
+        for _ in range(6)
+    ]
+    mix["uniform"] = [[rng.randint(MB, T) for _ in range(rng.randint(100, 800))] for _ in range(6)]
+    mix["log-normal"] = [
+        [lognormal(rng, T / 8, 1.2, 64 * 1024, 2 * T) for _ in range(rng.randint(100, 800))]
+        for _ in range(6)
+    ]
+    mix["compacted"] = [
+        [rng.randint(int(0.85 * T), int(1.05 * T)) for _ in range(rng.randint(50, 400))]
+        + [rng.randint(5 * MB, int(0.7 * T)) for _ in range(rng.randint(0, 6))]
+        for _ in range(6)
+    ]
+    for shape, parts in mix.items():
+        if shape != "late-small":  # late files arrive last; the others in any order
+            for p in parts:
+                rng.shuffle(p)
+    return mix
+
+
+Strategy = Callable[[Sequence[int]], list[list[int]]]
+
+
+def strategies() -> dict[str, Strategy]:
+    tol = default_tolerance(T)
+    return {
+        "ours-tol": lambda s: plan_partition(s, T, tol).groups,
+        "ours-t0": lambda s: plan_partition(s, T).groups,
+        "iceberg": iceberg_groups,
+        "amoro": amoro_groups,
+    }
+
+
+def compare(mix: dict[str, list[list[int]]]) -> dict[str, list[Outcome]]:
+    names = list(strategies())
+    results: dict[str, list[Outcome]] = {n: [] for n in names}
+    tol = default_tolerance(T)
+    print(
+        f"target {T // MB} MiB, default tolerance {tol / MB:.1f} MiB "
+        f"({DEFAULT_TOLERANCE_FRACTION:.3f}·T)\n"
+    )
+    print(
+        f"{'shape':<12} {'strategy':<9} {'rewritten GiB':>14} {'files after':>12} "
+        f"{'RMS after MiB':>14}"
+    )
+    for shape, parts in mix.items():
+        before = [stats_from_sizes(p, T) for p in parts]
+        files = sum(b.n for b in before)
+        rms = statistics.fmean(b.mse for b in before) ** 0.5 / MB
+        print(f"{shape:<12} {'before':<9} {'':>14} {files:>12} {rms:>14.1f}")
+        for name, plan in strategies().items():
+            outs = [outcome(p, plan(p)) for p in parts]
+            results[name].extend(outs)
+            print(
+                f"{'':<12} {name:<9} {sum(o.bytes_rewritten for o in outs) / GB:>14.2f} "
+                f"{sum(o.files_after for o in outs):>12} "
+                f"{statistics.fmean(o.mse_after for o in outs) ** 0.5 / MB:>14.1f}"
+            )
+    return results
+
+
+def tolerance_sweep(mix: dict[str, list[list[int]]]) -> None:
+    """Bytes and files after vs Iceberg across tolerances: the default's trade-off."""
+    parts = [p for ps in mix.values() for p in ps]
+    ice = [outcome(p, iceberg_groups(p)) for p in parts]
+    ice_bytes = sum(o.bytes_rewritten for o in ice)
+    ice_files = sum(o.files_after for o in ice)
+    print("\ntolerance sweep (ours / iceberg over the mix)")
+    for frac in (0.2, 0.25, 0.3, DEFAULT_TOLERANCE_FRACTION, 0.4, 0.5):
+        outs = [outcome(p, plan_partition(p, T, int(T * frac)).groups) for p in parts]
+        mark = "  <- default" if frac == DEFAULT_TOLERANCE_FRACTION else ""
+        print(
+            f"  tol {frac:.3f}·T  bytes {sum(o.bytes_rewritten for o in outs) / ice_bytes:.3f}"
+            f"  files {sum(o.files_after for o in outs) / ice_files:.3f}{mark}"
+        )
+
+
+def median_ms(fn: Callable[[], object], runs: int) -> float:
+    """Median CPU time of ``fn`` in ms: process time, so that other jobs on a shared
+    machine do not count (on an idle machine it equals wall time: all of it is Python)."""
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times) * 1000
+
+
+def plan_times() -> dict[tuple[str, int], float]:
+    rng = random.Random(7)
+    out: dict[tuple[str, int], float] = {}
+    print("\nplan time, log-normal partitions (median CPU ms)")
+    for n in (1_000, 10_000, 100_000):
+        sizes = [lognormal(rng, T / 16, 1.5, 1024, 2 * T) for _ in range(n)]
+        runs = 5 if n < 100_000 else 3
+        ffd = median_ms(partial(plan_partition, sizes, T), runs)
+        kp = median_ms(partial(plan_partition, sizes, T, preserve_order=True), runs)
+        tol = median_ms(partial(plan_partition, sizes, T, default_tolerance(T)), runs)
+        out[("ffd", n)], out[("kp", n)] = ffd, kp
+        print(f"  {n:>7} files  FFD {ffd:9.1f}  Knuth-Plass {kp:9.1f}  essential FFD {tol:9.1f}")
+    return out
+
+
+def rolling_throughput() -> float:
+    rng = random.Random(11)
+    snapshots = []
+    present: list[int] = []
+    for _ in range(20_000):  # streaming commits: 8 new files, now and then a compaction
+        added = [lognormal(rng, 4 * MB, 1.0, 1024, T) for _ in range(8)]
+        deleted = [present.pop(rng.randrange(len(present))) for _ in range(min(2, len(present)))]
+        present.extend(added)
+        snapshots.append((added, deleted))
+    events = sum(len(a) + len(d) for a, d in snapshots)
+
+    def run() -> PartitionStats:
+        stats = PartitionStats()
+        for added, deleted in snapshots:
+            stats = apply_delta(stats, T, added, deleted)
+        return stats
+
+    assert run() == stats_from_sizes(present, T)
+    rate = events / (median_ms(run, 5) / 1000)
+    print(f"\nrolling updates: {events} file events per pass, {rate:,.0f} events/s")
+    return rate
+
+
+def scheduler_throughput() -> float:
+    rng = random.Random(5)
+    sched = fair_priority_scheduler(quantum=256 * MB, aging_seconds=600)
+    views = {
+        f"db.table_{k:03d}": FlowView(
+            head_cost=rng.randint(1, 1024) * MB,
+            enqueued_at=0.0,
+            priority=rng.randint(0, 2),
+            weight=rng.randint(1, 4),
+        )
+        for k in range(50)
+    }
+    n = 20_000
+    start = time.process_time()
+    for step in range(n):
+        flow = sched.choose(views, float(step))
+        assert flow is not None
+        old = views[flow]
+        views[flow] = FlowView(rng.randint(1, 1024) * MB, float(step), old.priority, old.weight)
+    rate = n / (time.process_time() - start)
+    print(f"scheduler: 50 flows, 3 classes, {rate:,.0f} dispatches/s")
+    return rate
+
+
+def ratio(ours: float, theirs: float) -> float:
+    return ours / theirs if theirs else float("inf")
+
+
+def main() -> None:
+    mix = make_mix()
+    results = compare(mix)
+    tolerance_sweep(mix)
+    times = plan_times()
+    rolling = rolling_throughput()
+    scheduler_throughput()
+    ice, t0, tol = results["iceberg"], results["ours-t0"], results["ours-tol"]
+
+    def total(outs: list[Outcome], field: str) -> float:
+        return float(sum(getattr(o, field) for o in outs))
+
+    def mean_mse(outs: list[Outcome]) -> float:
+        return statistics.fmean(o.mse_after for o in outs)
+
+    summary = {
+        "t0_bytes_vs_iceberg": ratio(total(t0, "bytes_rewritten"), total(ice, "bytes_rewritten")),
+        "t0_mse_vs_iceberg": ratio(mean_mse(t0), mean_mse(ice)),
+        "t0_files_vs_iceberg": ratio(total(t0, "files_after"), total(ice, "files_after")),
+        "tol_bytes_vs_iceberg": ratio(total(tol, "bytes_rewritten"), total(ice, "bytes_rewritten")),
+        "tol_files_vs_iceberg": ratio(total(tol, "files_after"), total(ice, "files_after")),
+    }
+    fields = [f"{k}={v:.3f}" for k, v in summary.items()] + [
+        f"ffd_100k_ms={times[('ffd', 100_000)]:.0f}",
+        f"kp_10k_ms={times[('kp', 10_000)]:.0f}",
+        f"rolling_events_per_s={rolling:.0f}",
+    ]
+    print("planner-summary " + " ".join(fields))
+
+
+if __name__ == "__main__":
+    main()

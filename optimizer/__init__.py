@@ -1,0 +1,55 @@
+"""icefloe's pure optimizer core: entropy stats, minimum-replacement planning, scheduling.
+
+Standard library only; no Spark, Redis, PyIceberg, ``service`` or ``jobs`` imports (a
+contract enforces it), no clocks, no I/O. Adapters pass data and ``now`` in.
+"""
+
+from optimizer.binpack import first_fit_decreasing
+from optimizer.entropy import (
+    PartitionStats,
+    apply_delta,
+    file_error,
+    merge_stats,
+    output_sse,
+    predict_output_sizes,
+    stats_from_sizes,
+)
+from optimizer.fairqueue import (
+    DeficitWeightedRoundRobin,
+    FlowView,
+    PriorityScheduler,
+    Scheduler,
+    WeightedRoundRobin,
+    fair_priority_scheduler,
+)
+from optimizer.linebreak import best_runs
+from optimizer.planner import (
+    DEFAULT_TOLERANCE_FRACTION,
+    NEAR_TARGET_FRACTION,
+    Plan,
+    default_tolerance,
+    plan_partition,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCE_FRACTION",
+    "NEAR_TARGET_FRACTION",
+    "DeficitWeightedRoundRobin",
+    "FlowView",
+    "PartitionStats",
+    "Plan",
+    "PriorityScheduler",
+    "Scheduler",
+    "WeightedRoundRobin",
+    "apply_delta",
+    "best_runs",
+    "default_tolerance",
+    "fair_priority_scheduler",
+    "file_error",
+    "first_fit_decreasing",
+    "merge_stats",
+    "output_sse",
+    "plan_partition",
+    "predict_output_sizes",
+    "stats_from_sizes",
+]

@@ -1,0 +1,124 @@
+"""Where merge candidates come from: FFD bins, spill groups and Knuth-Plass runs.
+
+A candidate is a group of file indices with what merging it would do under the output
+model (``predict_output_sizes``): its bytes, its SSE gain (inputs' Σ e² minus outputs'
+Σ e²) and its output file count. The planner decides which candidates to do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from optimizer.binpack import first_fit_decreasing
+from optimizer.entropy import output_sse
+from optimizer.linebreak import best_runs
+
+__all__ = ["Group", "candidate_groups", "ffd_groups", "make_group", "spill_group"]
+
+SPILL_GROUP_TARGETS = 32
+"""A spill group rewrites at most this many targets' worth of bytes (16 GiB at 512 MiB):
+one actor task stays bounded, and the essential plan can take spill work piecemeal."""
+
+_SPILL_TRIM_PASSES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Files to merge (sorted indices) and the predicted effect of merging them."""
+
+    members: tuple[int, ...]
+    total: int
+    gain: int  # SSE of the inputs minus SSE of the predicted outputs
+    outputs: int
+
+    @property
+    def removed(self) -> int:
+        return len(self.members) - self.outputs
+
+
+def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Group:
+    """Evaluate merging ``members`` under the rolling-writer output model."""
+    total = 0
+    before = 0
+    for i in members:
+        s = sizes[i]
+        total += s
+        e = target - s if s < target else 0
+        before += e * e
+    outputs = -(-total // target)
+    return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
+
+
+def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | None:
+    """One rolling group of the files FFD left alone, trimmed while trimming helps."""
+    members = sorted(lone, key=sizes.__getitem__)
+    if len(members) < 2:
+        return None
+    group = make_group(members, sizes, target)
+    for _ in range(_SPILL_TRIM_PASSES):
+        if len(members) <= 2:
+            break
+        best, best_gain, seen = -1, group.gain, set()
+        for pos, i in enumerate(members):
+            s = sizes[i]
+            if s in seen:
+                continue
+            seen.add(s)
+            e = target - s
+            gain = (
+                group.gain
+                - e * e
+                + output_sse(group.total, target)
+                - output_sse(group.total - s, target)
+            )
+            if gain > best_gain:
+                best, best_gain = pos, gain
+        if best < 0:
+            break
+        members.pop(best)
+        group = make_group(members, sizes, target)
+    return group if group.gain > 0 else None
+
+
+def ffd_groups(
+    movable: Sequence[int], sizes: Sequence[int], target: int
+) -> tuple[list[Group], list[int]]:
+    """FFD bins of 2+ files as groups, and the files left alone in their bins."""
+    bins = first_fit_decreasing([sizes[i] for i in movable], target)
+    groups: list[Group] = []
+    lone: list[int] = []
+    for b in bins:
+        if len(b) >= 2:
+            groups.append(make_group([movable[k] for k in b], sizes, target))
+        else:
+            lone.append(movable[b[0]])
+    return groups, lone
+
+
+def candidate_groups(
+    sizes: Sequence[int], target: int, limit: float, preserve_order: bool
+) -> list[Group]:
+    """Every candidate group that lowers the SSE; files ``>= limit`` are never included.
+
+    Unordered: FFD bins of 2+ files, then spill groups over the files FFD left alone.
+    Ordered: Knuth-Plass runs of 2+ consecutive files.
+    """
+    if preserve_order:
+        runs = best_runs(sizes, target, limit=math.ceil(limit))
+        return [make_group(range(a, b), sizes, target) for a, b in runs if b - a >= 2]
+    groups, lone = ffd_groups([i for i, s in enumerate(sizes) if s < limit], sizes, target)
+    lone.sort(key=sizes.__getitem__)
+    chunk: list[int] = []
+    chunk_bytes = 0
+    for k, i in enumerate(lone):  # spill groups of at most SPILL_GROUP_TARGETS · T bytes
+        chunk.append(i)
+        chunk_bytes += sizes[i]
+        last = k + 1 == len(lone)
+        if last or chunk_bytes + sizes[lone[k + 1]] > SPILL_GROUP_TARGETS * target:
+            spill = spill_group(chunk, sizes, target)
+            if spill is not None:
+                groups.append(spill)
+            chunk, chunk_bytes = [], 0
+    return [g for g in groups if g.gain > 0]

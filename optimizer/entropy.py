@@ -1,0 +1,175 @@
+"""File Size Entropy (FSE): how far a partition's data files fall short of the target size.
+
+Every data file of size ``s`` has an error ``e = T - min(s, T)`` against the target size
+``T``: files at or above the target score 0, undersized files score how many bytes they
+are missing. A partition's entropy is the mean squared error ``MSE = SSE / N``. Squaring
+is deliberate: it is biased towards outliers, so a mixed bag of perfect and tiny files
+scores worse than an even spread of slightly small ones.
+
+We keep ``N`` and ``SSE`` (an exact Python int), never the MSE itself, because both are
+sums over files: one snapshot's added and deleted files then update the stats exactly,
+in time proportional to the files the snapshot touched, and stats of disjoint file sets
+(shards of a scan, partitions of a table) add up. Nothing here ever drifts: the ints
+are exact, so a rolling update equals a full recomputation bit for bit.
+
+``predict_output_sizes`` is the single model of what a rewrite writes; the planner,
+the benchmark and the Spark actors all use (or must match) it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "PartitionStats",
+    "apply_delta",
+    "file_error",
+    "merge_stats",
+    "output_sse",
+    "predict_output_sizes",
+    "stats_from_sizes",
+]
+
+
+def _check_target(target: int) -> None:
+    if target <= 0:
+        raise ValueError(f"target file size must be > 0 bytes, got {target}")
+
+
+def file_error(size: int, target: int) -> int:
+    """Bytes a file of ``size`` is missing to reach ``target`` (0 when it reaches it)."""
+    _check_target(target)
+    if size < 0:
+        raise ValueError(f"file size must be >= 0 bytes, got {size}")
+    return target - size if size < target else 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStats:
+    """Entropy stats of one partition's data files against one target size.
+
+    ``n`` files, ``sse`` = sum of squared errors (exact int), ``total_bytes``,
+    ``undersized`` = files smaller than the target, ``delete_files`` = delete files that
+    apply to the partition (they do not enter the MSE; they feed other actions).
+    """
+
+    n: int = 0
+    sse: int = 0
+    total_bytes: int = 0
+    undersized: int = 0
+    delete_files: int = 0
+
+    @property
+    def mse(self) -> float:
+        """Mean squared error in bytes²; 0.0 for an empty partition."""
+        return self.sse / self.n if self.n else 0.0
+
+    @property
+    def is_empty(self) -> bool:
+        return self.n == 0
+
+    def needs_work(self, tolerance: float) -> bool:
+        """True iff the partition has files and ``mse >= tolerance²``.
+
+        Compared as ``sse >= tolerance² · n`` so that integer tolerances are exact even
+        when the SSE is far beyond float precision.
+        """
+        if tolerance < 0:
+            raise ValueError(f"tolerance must be >= 0 bytes, got {tolerance}")
+        return self.n > 0 and self.sse >= tolerance * tolerance * self.n
+
+    def __add__(self, other: PartitionStats) -> PartitionStats:
+        """Stats of the union of two disjoint file sets (same target)."""
+        return PartitionStats(
+            n=self.n + other.n,
+            sse=self.sse + other.sse,
+            total_bytes=self.total_bytes + other.total_bytes,
+            undersized=self.undersized + other.undersized,
+            delete_files=self.delete_files + other.delete_files,
+        )
+
+
+def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int]:
+    """(count, sse, bytes, undersized) of ``sizes``; the hot loop of rolling updates."""
+    n = sse = total = under = 0
+    for s in sizes:
+        if s < target:
+            if s < 0:
+                raise ValueError(f"file size must be >= 0 bytes, got {s}")
+            e = target - s
+            sse += e * e
+            under += 1
+        n += 1
+        total += s
+    return n, sse, total, under
+
+
+def stats_from_sizes(sizes: Iterable[int], target: int, delete_files: int = 0) -> PartitionStats:
+    """Full computation from a partition's complete list of data file sizes."""
+    _check_target(target)
+    if delete_files < 0:
+        raise ValueError(f"delete_files must be >= 0, got {delete_files}")
+    n, sse, total, under = _sums(sizes, target)
+    return PartitionStats(n, sse, total, under, delete_files)
+
+
+def apply_delta(
+    stats: PartitionStats,
+    target: int,
+    added_sizes: Iterable[int],
+    deleted_sizes: Iterable[int],
+    added_delete_files: int = 0,
+    removed_delete_files: int = 0,
+) -> PartitionStats:
+    """Exact rolling update from one snapshot's added and deleted data files.
+
+    ``N' = N + |added| - |deleted|`` and ``SSE' = SSE + Σ e_a² - Σ e_d²``; deleted sizes
+    must be files that are in ``stats`` (same target). A result with a negative count
+    or SSE proves they were not, and raises ``ValueError`` rather than hiding the bug.
+    When ``N'`` is 0 the partition is empty; the caller may drop its stats.
+    """
+    _check_target(target)
+    an, asse, abytes, aunder = _sums(added_sizes, target)
+    dn, dsse, dbytes, dunder = _sums(deleted_sizes, target)
+    result = PartitionStats(
+        n=stats.n + an - dn,
+        sse=stats.sse + asse - dsse,
+        total_bytes=stats.total_bytes + abytes - dbytes,
+        undersized=stats.undersized + aunder - dunder,
+        delete_files=stats.delete_files + added_delete_files - removed_delete_files,
+    )
+    if min(result.n, result.sse, result.total_bytes, result.undersized, result.delete_files) < 0:
+        raise ValueError(f"delta removes files that are not in the stats: {stats} -> {result}")
+    if result.n == 0 and (result.sse or result.total_bytes or result.undersized):
+        raise ValueError(f"delta leaves no files but non-zero sums: {result}")
+    return result
+
+
+def merge_stats(parts: Iterable[PartitionStats]) -> PartitionStats:
+    """Stats of the union of disjoint file sets, e.g. shards of a distributed scan."""
+    out = PartitionStats()
+    for p in parts:
+        out = out + p
+    return out
+
+
+def predict_output_sizes(total: int, target: int) -> list[int]:
+    """Sizes of the files a rolling writer with target ``T`` writes for ``total`` bytes.
+
+    ``floor(S/T)`` files of exactly ``T`` and one of ``S mod T`` when that is > 0, i.e.
+    ``ceil(S/T)`` files. Output bytes are taken equal to input bytes: the drift caused by
+    re-compression is measured by the actors after the fact, not guessed here.
+    """
+    _check_target(target)
+    if total < 0:
+        raise ValueError(f"total must be >= 0 bytes, got {total}")
+    full, rest = divmod(total, target)
+    return [target] * full + ([rest] if rest else [])
+
+
+def output_sse(total: int, target: int) -> int:
+    """SSE of ``predict_output_sizes(total, target)`` without building the list."""
+    _check_target(target)
+    rest = total % target
+    return (target - rest) ** 2 if rest else 0
