@@ -165,7 +165,7 @@ def converge(
         if queued:
             ran = len(results)
             actor_pool()
-            ok = sum(1 for r in results[ran:] if r.get("status", "done") == "done")
+            ok = sum(1 for r in results[ran:] if r.get("ok"))
             fruitless = 0 if ok else fruitless + 1
             if not ok:
                 say("[red]no action succeeded this round[/]")
@@ -176,7 +176,7 @@ def converge(
             break
         if not queued:
             time.sleep(0.5)
-    done = [r for r in results if r.get("status", "done") == "done"]
+    done = [r for r in results if r.get("ok")]
     return {
         "rounds": rounds,
         "actions": len(results),

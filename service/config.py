@@ -116,6 +116,7 @@ class Config:
     tables: Mapping[str, TablePolicy]
     source: str = "<defaults>"
     home: str = str(PROJECT_ROOT)
+    decider: Any = None  # service.decider.DeciderSettings, validated at load
 
     def policy_for(
         self, table: str, table_properties: Mapping[str, str] | None = None
@@ -261,7 +262,9 @@ def _resolve_paths(catalog: dict[str, Any], home: Path) -> None:
 
 def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) -> Config:
     """Validate a raw (YAML-shaped) mapping into a frozen :class:`Config`."""
-    top = _section(raw, "<root>", ("catalog", "redis", "spark", "defaults", "managed", "tables"))
+    top = _section(
+        raw, "<root>", ("catalog", "redis", "spark", "defaults", "managed", "tables", "decider")
+    )
     cat = _section(
         top.get("catalog"), "catalog", ("name", "type", "uri", "warehouse", "properties")
     )
@@ -315,7 +318,16 @@ def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) ->
         # the per-table target stays None unless set: the table's own property comes next
         inherited = replace(defaults, target_file_size_bytes=None)
         tables[ident] = _policy(override, f"tables.{ident}", inherited)
-    return Config(catalog, redis_cfg, spark, defaults, managed, tables, source, str(home))
+    from service.decider import DeciderSettings  # its knobs validate themselves
+
+    decider = DeciderSettings.from_mapping(_section_or_none(top.get("decider"), "decider"))
+    return Config(catalog, redis_cfg, spark, defaults, managed, tables, source, str(home), decider)
+
+
+def _section_or_none(raw: Any, key: str) -> Mapping[str, Any] | None:
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ConfigError(f"config key {key!r} must be a mapping, got {raw!r}")
+    return raw
 
 
 def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
