@@ -101,8 +101,14 @@ def test_config_path_from_env(tmp_path: Path) -> None:
             lambda r: r["managed"].update(tables=["x"]),
             "'managed.tables' has bad table identifier 'x'",
         ),
-        (lambda r: r["decider"].update(poll_seconds="x"), "'decider.poll_seconds' must be a number"),
-        (lambda r: r["decider"].update(lease_seconds=0), "'decider.lease_seconds' must be positive"),
+        (
+            lambda r: r["decider"].update(poll_seconds="x"),
+            "'decider.poll_seconds' must be a number",
+        ),
+        (
+            lambda r: r["decider"].update(lease_seconds=0),
+            "'decider.lease_seconds' must be positive",
+        ),
         (lambda r: r["decider"].update(leases=1), "unknown config key 'decider.leases'"),
         (lambda r: r.update(decider=[1]), "config key 'decider' must be a mapping"),
     ],
