@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -154,6 +155,8 @@ def ingest(
     on_commit: Callable[[CommitInfo], None] | None = None,
 ) -> list[CommitInfo]:
     """Create the table afresh and stream its commits into it; returns one info per commit."""
+    # PyIceberg writes its own row groups and says so about the row-group property: fine.
+    warnings.filterwarnings("ignore", message=r"Parquet writer option", category=UserWarning)
     table = create_table(catalog, spec)
     rng = random.Random(seed * 7919 + 1)
     out: list[CommitInfo] = []

@@ -21,6 +21,11 @@ TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:637
 
 def make_config(home: Path, **overrides: Any) -> Config:
     """A config whose catalog and warehouse live under ``home`` (tests never touch the demo)."""
+    return build_config(config_raw(home, **overrides), source="<tests>", home=home)
+
+
+def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
+    """The YAML-shaped mapping behind :func:`make_config` (for tests that need a file)."""
     raw: dict[str, Any] = {
         "catalog": {
             "name": "lake",
@@ -44,7 +49,7 @@ def make_config(home: Path, **overrides: Any) -> Config:
     }
     for key, value in overrides.items():
         raw[key] = value
-    return build_config(raw, source="<tests>", home=home)
+    return raw
 
 
 @pytest.fixture(scope="session")
