@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def test_adhoc_dag_compacts_a_table(
         timeout=600,
     )
     assert migrate.returncode == 0, migrate.stderr[-2000:]
-    conf = '{"table": "%s.clicks", "action": "merge"}' % namespace
+    conf = json.dumps({"table": f"{namespace}.clicks", "action": "merge"})
     run = subprocess.run(
         [
             sys.executable,
