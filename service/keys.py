@@ -113,6 +113,11 @@ class Keys:
         return f"{self.prefix}:actors"
 
     @property
+    def launch_guard(self) -> str:
+        """string with a TTL: set when actors were launched (no relaunch storm)."""
+        return f"{self.prefix}:launch-guard"
+
+    @property
     def known_tables(self) -> str:
         """set: tables the decider has applied stats for (for status and rebuilds)."""
         return f"{self.prefix}:known"

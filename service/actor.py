@@ -1,0 +1,224 @@
+"""The actor loop: lease an action from the queue, run it, ack or nack it.
+
+While the action runs, a background thread renews the lease every third of its length, so a
+long rewrite keeps its item and a dead actor (no renewals) loses it to the reaper after one
+lease. Delivery is at-least-once: a crash after the commit but before the ack makes another
+actor run the same action again, which is safe because the rewrite replans from the table's
+current files (a partition already fixed has nothing left to do).
+
+The work itself is a *runner* (``item -> report dict``), injected: tests pass a fake, the
+real one (:func:`spark_runner`) calls ``jobs.optimize.optimize_table`` on one SparkSession.
+
+The pool's size is the decider's call (:func:`desired_actors`); starting actors goes through
+a :class:`Launcher` (``spark-submit jobs/actor.py`` via ``jobs.submit``, or just a log line).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from service.queue import ActionItem, Lease, PriorityQueue
+
+if TYPE_CHECKING:
+    from service.config import Config
+
+log = logging.getLogger("icefloe.actor")
+
+Runner = Callable[[ActionItem], dict[str, Any]]
+Recorder = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class ActorReport:
+    done: int = 0
+    failed: int = 0
+    lost: int = 0  # leases that expired under us (ack refused)
+    idle_exit: bool = False
+
+
+class _Renewer(threading.Thread):
+    """Renews one lease until stopped; notes when the lease was lost."""
+
+    def __init__(self, queue: PriorityQueue, lease: Lease, lease_seconds: float,
+                 clock: Callable[[], float], on_renew: Callable[[float], None]):
+        super().__init__(daemon=True, name=f"renew-{lease.item.id}")
+        self.queue, self.lease, self.lease_seconds, self.clock = queue, lease, lease_seconds, clock
+        self.on_renew = on_renew
+        self.stop_event = threading.Event()
+        self.renewals = 0
+        self.lost = False
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.lease_seconds / 3):
+            try:
+                if self.queue.renew(self.lease.item.id, self.lease.token, self.clock(),
+                                    self.lease_seconds):
+                    self.renewals += 1
+                    self.on_renew(self.clock())  # a long action still shows a live actor
+                else:
+                    self.lost = True
+                    log.warning("lease of %s lost", self.lease.item.id)
+                    return
+            except Exception as e:  # Redis blip: try again next period
+                log.warning("lease renewal of %s failed: %s", self.lease.item.id, e)
+
+
+class Actor:
+    def __init__(self, queue: PriorityQueue, runner: Runner, lease_seconds: float = 300.0,
+                 poll_seconds: float = 1.0, recorder: Recorder | None = None,
+                 heartbeat: Callable[[str, float], None] | None = None,
+                 clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep, actor_id: str | None = None):
+        self.queue, self.runner = queue, runner
+        self.lease_seconds, self.poll_seconds = lease_seconds, poll_seconds
+        self.recorder = recorder or (lambda entry: None)
+        self.heartbeat = heartbeat or (lambda actor, now: None)
+        self.clock, self.sleep = clock, sleep
+        self.id = actor_id or f"actor-{uuid.uuid4().hex[:8]}"
+
+    def run_one(self, lease: Lease, report: ActorReport) -> None:
+        item = lease.item
+        renewer = _Renewer(self.queue, lease, self.lease_seconds, self.clock,
+                           lambda now: self.heartbeat(self.id, now))
+        renewer.start()
+        started = self.clock()
+        entry: dict[str, Any] = {
+            "id": item.id, "table": item.table, "partition": item.partition,
+            "action": item.action, "actor": self.id, "attempt": item.attempts + 1,
+        }
+        try:
+            result = self.runner(item)
+        except Exception as e:
+            renewer.stop_event.set()
+            renewer.join()
+            error = f"{type(e).__name__}: {e}"[:500]
+            log.error("action %s failed: %s\n%s", item.id, error, traceback.format_exc(limit=3))
+            outcome = self.queue.nack(item.id, lease.token, error, self.clock())
+            report.failed += 1
+            entry.update(ok=False, error=error, outcome=outcome or "lease lost")
+        else:
+            renewer.stop_event.set()
+            renewer.join()
+            if self.queue.ack(item.id, lease.token):
+                report.done += 1
+            else:
+                report.lost += 1  # someone else has it now; its run will find nothing to do
+            entry.update(ok=True, **_summary(result))
+        entry.update(seconds=round(self.clock() - started, 3), finished_at=self.clock(),
+                     renewals=renewer.renewals)
+        self.recorder(entry)
+
+    def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
+        """Work until ``max_actions`` were taken or nothing came for ``idle_exit`` seconds."""
+        report = ActorReport()
+        idle_since = self.clock()
+        taken = 0
+        while max_actions is None or taken < max_actions:
+            now = self.clock()
+            self.heartbeat(self.id, now)
+            lease = self.queue.dequeue(now, self.lease_seconds)
+            if lease is None:
+                if idle_exit is not None and now - idle_since >= idle_exit:
+                    report.idle_exit = True
+                    break
+                self.sleep(self.poll_seconds)
+                continue
+            taken += 1
+            self.run_one(lease, report)
+            idle_since = self.clock()
+        return report
+
+
+# ---- the pool: how many actors, and how to start more -----------------------------------
+
+
+def desired_actors(backlog: int, minimum: int, maximum: int, per_actor: int) -> int:
+    """Actors wanted for ``backlog`` items: one per ``per_actor`` items, within [min, max]."""
+    if per_actor < 1 or minimum < 0 or maximum < minimum:
+        raise ValueError(f"bad actor bounds min={minimum} max={maximum} per_actor={per_actor}")
+    return max(minimum, min(maximum, math.ceil(max(backlog, 0) / per_actor)))
+
+
+class Launcher(Protocol):
+    """Starts actor processes (``jobs.submit`` in production; a recorder in tests)."""
+
+    def launch(self, count: int) -> None: ...
+
+
+class LogLauncher:
+    """The fallback launcher: says what it would start (no ``jobs.submit`` available)."""
+
+    def launch(self, count: int) -> None:
+        log.info("scale: %d more actor(s) wanted (start with `icefloe actor`)", count)
+
+
+class SubmitLauncher:
+    """Starts actors as ``spark-submit jobs/actor.py`` processes (argv from ``jobs.submit``).
+
+    Each actor exits after ``idle_exit`` seconds without work, so the pool shrinks by itself
+    when the backlog is gone. The argv is never logged: Spark conf may carry catalog secrets.
+    """
+
+    def __init__(self, cfg: Config, idle_exit: float = 120.0,
+                 popen: Callable[[list[str]], Any] | None = None):
+        import subprocess
+
+        self.cfg = cfg
+        self.idle_exit = idle_exit
+        self.popen = popen or (lambda argv: subprocess.Popen(argv, start_new_session=True))
+
+    def argv(self) -> list[str]:
+        submit = importlib.import_module("jobs.submit")
+        cmd: list[str] = submit.submit_command_for(
+            self.cfg, "actor", args=["--idle-exit", str(self.idle_exit)])
+        return cmd
+
+    def launch(self, count: int) -> None:
+        for _ in range(count):
+            self.popen(self.argv())
+        log.info("scale: launched %d actor(s) with spark-submit", count)
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    """Before/after MSE and bytes from an ``OptimizeReport.to_dict()`` (or a fake's dict)."""
+    parts = result.get("partitions") or []
+    done = [p for p in parts if p.get("status") == "rewritten"]
+    before = [p["mse_before"] for p in done]
+    after = [p.get("actual_mse_after") for p in done if p.get("actual_mse_after") is not None]
+    return {
+        "mse_before": result.get("mse_before", max(before, default=None)),
+        "mse_after": result.get("mse_after", max(after, default=None)),
+        "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
+        "files_rewritten": int(result.get("files_rewritten") or 0),
+        "snapshot_ids": list(result.get("snapshot_ids") or []),
+    }
+
+
+def spark_runner(cfg: Any, spark: Any = None) -> Runner:
+    """The production runner: one SparkSession, ``jobs.optimize.optimize_table`` per item."""
+    state: dict[str, Any] = {"spark": spark}
+
+    def run(item: ActionItem) -> dict[str, Any]:
+        # heavy (Spark, great-expectations): imported only when there is work
+        optimize_table = importlib.import_module("jobs.optimize").optimize_table
+
+        if state["spark"] is None:
+            from jobs.session import build_spark
+
+            state["spark"] = build_spark(cfg, app_name="icefloe-actor")
+        partitions = [item.partition] if item.partition else None
+        report = optimize_table(state["spark"], cfg, item.table, partitions=partitions,
+                                action=item.action)
+        out: dict[str, Any] = report.to_dict()
+        return out
+
+    return run

@@ -1,0 +1,234 @@
+"""Decider commands: ``decide``, ``notify``, ``request``, ``status`` and ``actor``.
+
+Thin: parse and validate arguments (bad input is one :class:`UsageError` line, nothing
+changed), connect to Redis and the catalog, and hand over to ``service.decider``,
+``service.events``, ``service.queue``, ``service.status`` and ``service.actor``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from service.cli_common import Context, emit, pass_ctx
+from service.config import Config, parse_table_identifier
+from service.decider import DeciderSettings
+from service.errors import ServiceUnavailable, UsageError
+from service.keys import Keys
+
+ITEM_ACTIONS = ("merge", "sort")
+AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
+
+
+def connect(cfg: Config) -> Any:
+    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords)."""
+    import redis
+
+    client = redis.Redis.from_url(cfg.redis.url, socket_timeout=30, socket_connect_timeout=5,
+                                  health_check_interval=30)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as e:
+        raise ServiceUnavailable(
+            f"redis at {cfg.redis.redacted_url()} is unreachable ({type(e).__name__})"
+        ) from None
+    return client
+
+
+def settings_for(cfg: Config) -> DeciderSettings:
+    """The decider settings: a ``decider`` section of the config when it has one (mapping or
+    dataclass), else the defaults of :class:`DeciderSettings`."""
+    raw: Any = getattr(cfg, "decider", None)
+    if dataclasses.is_dataclass(raw) and not isinstance(raw, type):
+        raw = dataclasses.asdict(raw)
+    return DeciderSettings.from_mapping(raw)
+
+
+def _queue(cfg: Config, client: Any, settings: DeciderSettings) -> Any:
+    from service.queue import RedisQueue
+
+    return RedisQueue(client, Keys.for_config(cfg), settings.max_attempts, settings.aging_seconds)
+
+
+def queue_backlog(cfg: Config) -> int:
+    """Actions waiting for an actor (pending + ready): what actor pools are sized by."""
+    client = connect(cfg)
+    try:
+        depth = _queue(cfg, client, settings_for(cfg)).depth()
+    finally:
+        client.close()
+    return int(depth["pending"] + depth["ready"])
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+
+
+@click.command()
+@click.option("--once", is_flag=True, help="One observe/orient/decide pass, then exit.")
+@click.option("--poll", "poll", type=click.FloatRange(min=0.05), default=None,
+              metavar="SECONDS", help="Catalog poll interval (default 10).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0,
+              help="Serve Prometheus metrics on 127.0.0.1:PORT (0 = off).")
+@click.option("--launch-actors", is_flag=True,
+              help="Start actors with spark-submit when the backlog grows (else only log).")
+@click.option("--json", "as_json", is_flag=True, help="With --once: print the step as JSON.")
+@pass_ctx
+def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
+           launch_actors: bool, as_json: bool) -> None:
+    """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
+    from service.actor import SubmitLauncher
+    from service.catalog import load_catalog
+    from service.decider import Decider, StepReport
+    from service.metrics import DeciderMetrics, serve
+    from service.status import counters
+
+    _logging()
+    cfg = ctx.cfg
+    settings = settings_for(cfg)
+    if poll:
+        settings = replace(settings, poll_seconds=poll)
+    client = connect(cfg)
+    launcher = SubmitLauncher(cfg) if launch_actors else None
+    decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
+    metrics = DeciderMetrics()
+    if metrics_port:
+        serve(metrics, metrics_port)
+
+    def on_step(report: StepReport) -> None:
+        depth = decider.queue.depth()
+        metrics.update(counters(client, decider.k), depth, decider.events.lag(),
+                       decider.live_actors(time.time()), report.leader)
+        if once:
+            data = {
+                "leader": report.leader, "tables": report.tables, "events": report.events,
+                "rejected": report.rejected, "enqueued": report.enqueued,
+                "coalesced": report.coalesced, "dispatched": report.dispatched,
+                "snapshots_applied": sum(a.snapshots_applied for a in report.applied),
+                "full_scans": [a.table for a in report.applied if a.full_scan],
+                "desired_actors": report.desired_actors, "queue": depth,
+            }
+            emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))
+
+    try:
+        decider.run(once=once, on_step=on_step)
+    finally:
+        if not once:
+            decider.leader.release()
+
+
+@click.command()
+@click.argument("table")
+@click.argument("snapshot_id", required=False, type=int)
+@pass_ctx
+def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
+    """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
+    from service.catalog import load_catalog, load_table
+    from service.events import CommitEvents
+
+    parse_table_identifier(table)
+    load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written
+    client = connect(ctx.cfg)
+    event_id = CommitEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
+    click.echo(f"notified {table} (event {event_id})")
+
+
+def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | None:
+    """``("region=eu", "day=1")`` → ``"day=1/region=eu"`` in the spec's field order."""
+    if not pairs:
+        return None
+    given: dict[str, str] = {}
+    for pair in pairs:
+        col, sep, value = pair.partition("=")
+        if not sep or not col or not value:
+            raise UsageError(f"bad --partition {pair!r}: expected COL=VALUE")
+        if col not in spec_fields:
+            raise UsageError(f"--partition {col!r} is not a partition field "
+                             f"(fields: {', '.join(spec_fields) or 'none, unpartitioned'})")
+        if col in given:
+            raise UsageError(f"--partition {col!r} given twice")
+        given[col] = value
+    return "/".join(f"{c}={given[c]}" for c in spec_fields if c in given)
+
+
+@click.command()
+@click.argument("table")
+@click.option("--partition", "partitions", multiple=True, metavar="COL=VALUE",
+              help="Restrict to one partition (repeat for several fields).")
+@click.option("--action", type=click.Choice(ITEM_ACTIONS), default="merge", show_default=True)
+@click.option("--priority", type=click.IntRange(min=0), default=None,
+              help="Priority class (0 highest; default: the table's).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def request(ctx: Context, table: str, partitions: tuple[str, ...], action: str,
+            priority: int | None, as_json: bool) -> None:
+    """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
+    from service.catalog import load_catalog, load_table
+    from service.queue import ActionItem
+
+    parse_table_identifier(table)
+    pt = load_table(load_catalog(ctx.cfg), table)
+    selector = partition_selector([f.name for f in pt.spec().fields], partitions)
+    policy = ctx.cfg.policy_for(table, pt.properties)
+    cls = policy.priority if priority is None else priority
+    client = connect(ctx.cfg)
+    item = ActionItem.new(table, selector, action, cls, 1, AD_HOC_BENEFIT, time.time(),
+                          reason="ad-hoc request")
+    queue = _queue(ctx.cfg, client, settings_for(ctx.cfg))
+    outcome = queue.enqueue(item, time.time(), force=True)
+    data = {"id": item.id, "queued": outcome == 1, "coalesced": outcome == 0}
+    emit(data, as_json, lambda d: click.echo(
+        f"{'queued' if d['queued'] else 'already queued'}: {d['id']}"))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def status(ctx: Context, as_json: bool) -> None:
+    """Tables over tolerance, queue depth by class, leases, dead letters, recent actions."""
+    from service.status import gather, render
+
+    client = connect(ctx.cfg)
+    data = gather(ctx.cfg, client, _queue(ctx.cfg, client, settings_for(ctx.cfg)), time.time())
+    emit(data, as_json, render)
+
+
+@click.command()
+@click.option("--max-actions", type=click.IntRange(min=1), default=None, metavar="N")
+@click.option("--idle-exit", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Exit after this long without work.")
+@pass_ctx
+def actor(ctx: Context, max_actions: int | None, idle_exit: float | None) -> None:
+    """Run actions from the queue with Spark until told to stop."""
+    report = run_actor(ctx.cfg, max_actions, idle_exit)
+    click.echo(f"actor done={report.done} failed={report.failed} lost={report.lost}")
+
+
+def run_actor(cfg: Config, max_actions: int | None, idle_exit: float | None,
+              spark: Any = None, runner: Any = None) -> Any:
+    """Wire an :class:`~service.actor.Actor` to Redis (queue, heartbeat, recent list)."""
+    from service.actor import Actor, spark_runner
+    from service.status import record_action
+
+    _logging()
+    settings = settings_for(cfg)
+    client = connect(cfg)
+    keys = Keys.for_config(cfg)
+    a = Actor(
+        _queue(cfg, client, settings), runner or spark_runner(cfg, spark),
+        lease_seconds=settings.lease_seconds,
+        recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
+        heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),
+    )
+    try:
+        return a.run(max_actions=max_actions, idle_exit=idle_exit)
+    finally:
+        client.hdel(keys.actors, a.id)
+
+
+COMMANDS = [decide, notify, request, status, actor]

@@ -1,0 +1,357 @@
+"""The decider: an observe → orient → decide loop over the managed tables; state in Redis.
+
+* **Observe** — poll the catalog (PyIceberg, no JVM) for each managed table's current
+  snapshot, and read commit events from the Redis Stream (``service.events``); bring each
+  changed table's rolling stats up to date (``service.rolling``).
+* **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
+  actions; size the actor pool to the backlog (:func:`desired_actors`).
+* **Decide** — every touched partition with ``MSE >= tolerance²`` and at least two
+  undersized files becomes one action item (coalesced by id in the queue); then the fair
+  scheduler (fixed priority across classes, DWRR in bytes across tables, from
+  ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
+  one noisy table never starves the others.
+
+Only the leader decides. Several deciders may run against one Redis: the leader holds a
+lease (``SET NX PX``; renewed by a compare-and-extend Lua script) and the others stand by;
+if the leader dies its lease lapses within ``leader_ttl_seconds`` and another takes over.
+Even two leaders at once (a paused process whose lease lapsed) do no harm: stats updates
+are compare-and-set on the last applied snapshot and queue items are idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from optimizer import FlowView, PartitionStats, fair_priority_scheduler, output_sse
+from service.actor import Launcher, LogLauncher, desired_actors
+from service.config import Config, parse_table_identifier
+from service.errors import ConfigError, IcefloeError, ServiceUnavailable
+from service.events import CommitEvent, CommitEvents
+from service.keys import Keys
+from service.queue import LUA_DIR, ActionItem, PriorityQueue, RedisQueue
+from service.rolling import ApplyResult, RollingStats, catch_up
+
+log = logging.getLogger("icefloe.decider")
+
+
+@dataclass(frozen=True)
+class DeciderSettings:
+    """Decider knobs (proposed config section ``decider:``; defaults here)."""
+
+    poll_seconds: float = 10.0
+    lease_seconds: float = 300.0
+    max_attempts: int = 3
+    actors_min: int = 0
+    actors_max: int = 4
+    backlog_per_actor: int = 8
+    ready_depth: int = 8
+    aging_seconds: float = 3600.0
+    quantum_bytes: int = 1 << 30
+    leader_ttl_seconds: float = 30.0
+    claim_idle_ms: int = 60_000
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 60.0
+    recent_cap: int = 200
+    metrics_port: int = 0  # 0 = no endpoint
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> DeciderSettings:
+        """Validate a ``decider:`` config section; errors name the key and the value."""
+        data = dict(raw or {})
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"unknown config key 'decider.{key}' "
+                                  f"(allowed: {', '.join(known)})")
+            default = known[key].default
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(default, int) and not isinstance(value, int)):
+                kind = "an integer" if isinstance(default, int) else "a number"
+                raise ConfigError(f"config key 'decider.{key}' must be {kind}, got {value!r}")
+            if value < 0 or (value == 0 and key not in ("actors_min", "metrics_port")):
+                raise ConfigError(f"config key 'decider.{key}' must be positive, got {value!r}")
+            values[key] = value
+        settings = cls(**values)
+        if settings.actors_max < settings.actors_min:
+            raise ConfigError("config key 'decider.actors_max' must be >= decider.actors_min")
+        if settings.leader_ttl_seconds <= settings.poll_seconds:
+            raise ConfigError("config key 'decider.leader_ttl_seconds' must exceed poll_seconds")
+        return settings
+
+
+def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
+    """(bytes to rewrite, expected MSE reduction) if the partition's small files are merged.
+
+    The rolling stats hold N, SSE, bytes and the count ``k`` of undersized files, not their
+    sizes, so the undersized bytes are estimated: by Cauchy–Schwarz ``Σe <= sqrt(k·SSE)``,
+    exact when the small files are equal, so ``bytes ≈ k·T - sqrt(k·SSE)``. The merged
+    output is ``optimizer.predict_output_sizes`` of those bytes. The ordering value of an
+    item is ``reduction / bytes``: entropy removed per byte rewritten. The partition scan of
+    the actor (``optimizer.plan_partition``) then finds the exact minimum replacement.
+    """
+    k = stats.undersized
+    if k < 2 or stats.n == 0:
+        return 0, 0.0
+    under_bytes = max(0, min(stats.total_bytes, k * target - math.isqrt(k * stats.sse)))
+    n_after = stats.n - k + max(1, -(-under_bytes // target))
+    mse_after = output_sse(under_bytes, target) / n_after
+    return under_bytes, max(0.0, stats.mse - mse_after)
+
+
+class Leader:
+    """A leader lease: ``SET NX PX`` to take it, Lua compare-and-extend to keep it."""
+
+    def __init__(self, client: Any, keys: Keys, ttl_seconds: float, token: str | None = None):
+        self.r = client
+        self.key = keys.leader
+        self.ttl_ms = int(ttl_seconds * 1000)
+        self.token = token or uuid.uuid4().hex
+        self._extend = client.register_script((LUA_DIR / "leader_extend.lua").read_text())
+        self._release = client.register_script((LUA_DIR / "leader_release.lua").read_text())
+
+    def acquire(self) -> bool:
+        """True while this instance is (or just became) the leader."""
+        if self.r.set(self.key, self.token, nx=True, px=self.ttl_ms):
+            return True
+        return bool(self._extend(keys=[self.key], args=[self.token, self.ttl_ms]))
+
+    def release(self) -> None:
+        self._release(keys=[self.key], args=[self.token])
+
+    def holder(self) -> str | None:
+        raw = self.r.get(self.key)
+        return None if raw is None else raw.decode()
+
+
+@dataclass
+class StepReport:
+    leader: bool = False
+    tables: int = 0
+    events: int = 0
+    rejected: list[str] = field(default_factory=list)
+    applied: list[ApplyResult] = field(default_factory=list)
+    enqueued: int = 0
+    coalesced: int = 0
+    dispatched: int = 0
+    reaped: int = 0
+    desired_actors: int = 0
+
+
+class Decider:
+    """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff."""
+
+    def __init__(self, cfg: Config, client: Any, catalog: Any,
+                 settings: DeciderSettings | None = None, queue: PriorityQueue | None = None,
+                 launcher: Launcher | None = None, consumer: str | None = None,
+                 clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep,
+                 tables: Callable[[], list[str]] | None = None):
+        from service.catalog import managed_tables
+
+        self.cfg = cfg
+        self.s = settings or DeciderSettings()
+        self.r = client
+        self.catalog = catalog
+        self.k = Keys.for_config(cfg)
+        self.queue = queue or RedisQueue(client, self.k, self.s.max_attempts, self.s.aging_seconds)
+        self.stats = RollingStats(client, self.k)
+        self.consumer = consumer or f"decider-{uuid.uuid4().hex[:8]}"
+        self.events = CommitEvents(client, self.k, self.consumer, self.s.claim_idle_ms)
+        self.leader = Leader(client, self.k, self.s.leader_ttl_seconds, token=self.consumer)
+        self.launcher = launcher or LogLauncher()
+        self.clock, self.sleep = clock, sleep
+        self._tables = tables or (lambda: managed_tables(cfg, catalog))
+        self._weights: dict[str, int] = {}
+
+    # ---- observe ------------------------------------------------------------------------
+    def _validate(self, ev: CommitEvent, managed: set[str]) -> str | None:
+        """The reason to reject an event, or None when it names a managed table."""
+        try:
+            parse_table_identifier(ev.table)
+        except IcefloeError as e:
+            return str(e)
+        if ev.snapshot_id and not ev.snapshot_id.lstrip("-").isdigit():
+            return f"bad snapshot id {ev.snapshot_id!r}"
+        if ev.table not in managed:
+            return f"table {ev.table!r} is not managed (or does not exist)"
+        return None
+
+    def observe(self, block_ms: int | None = None) -> tuple[set[str], list[CommitEvent],
+                                                           StepReport]:
+        """Managed tables (all are polled) and the commit events to ack after processing."""
+        report = StepReport(leader=True)
+        try:
+            managed = set(self._tables())
+        except IcefloeError:
+            raise
+        except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
+            raise ServiceUnavailable(f"catalog unreachable ({type(e).__name__})") from e
+        report.tables = len(managed)
+        events = self.events.read(block_ms=block_ms)
+        report.events = len(events)
+        changed = set()
+        for ev in events:
+            reason = self._validate(ev, managed)
+            if reason:
+                log.warning("rejected commit event %s: %s", ev.id, reason)
+                report.rejected.append(ev.id)
+            else:
+                changed.add(ev.table)
+        return changed | managed, events, report
+
+    # ---- orient + decide ----------------------------------------------------------------
+    def refresh(self, name: str, now: float, report: StepReport) -> None:
+        """Catch one table up and enqueue what its touched partitions need."""
+        from service.catalog import load_table
+
+        table = load_table(self.catalog, name)
+        policy = self.cfg.policy_for(name, table.properties)
+        self._weights[name] = policy.weight
+        current = table.current_snapshot()
+        last = self.stats.last_applied(name)
+        if (current.snapshot_id if current is not None else None) == last:
+            return  # unchanged (or still empty)
+        target = int(policy.target_file_size_bytes or 1)
+        result = catch_up(self.stats, name, table, target, now)
+        report.applied.append(result)
+        if result.full_scan:
+            log.info("full scan of %s (%s): %d partitions", name, result.reason,
+                     len(result.touched))
+        if not policy.enabled:
+            return
+        action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+        if action not in policy.actions:
+            return
+        candidates = 0
+        for key, stats in sorted(result.touched.items()):
+            if not stats.needs_work(policy.tolerance_bytes):
+                continue
+            cost, benefit = estimate(stats, target)
+            if benefit <= 0:
+                continue
+            candidates += 1
+            item = ActionItem.new(name, key or None, action, policy.priority, cost, benefit, now,
+                                  reason=f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files")
+            outcome = self.queue.enqueue(item, now)
+            report.enqueued += outcome == 1
+            report.coalesced += outcome == 0
+        if not result.full_scan:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
+            pipe.hincrby(self.k.counters, "partition_scans", candidates)
+            pipe.hincrby(self.k.counters, "file_events", result.file_events)
+            pipe.execute()
+
+    def dispatch(self, now: float) -> int:
+        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state."""
+        ready = self.queue.depth()["ready"]
+        room = self.s.ready_depth - ready
+        if room <= 0:
+            return 0
+        raw = self.r.get(self.k.scheduler)
+        state = json.loads(raw) if raw else None
+        sched = fair_priority_scheduler(self.s.quantum_bytes, self.s.aging_seconds, state=state)
+        sent = 0
+        while sent < room:
+            heads = self.queue.heads()
+            views = {t: FlowView(max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority),
+                                 self._weight(t)) for t, it in heads.items()}
+            chosen = sched.choose(views, now)
+            if chosen is None or self.queue.dispatch(chosen) is None:
+                break
+            sent += 1
+        self.r.set(self.k.scheduler, json.dumps(sched.to_state()))
+        if sent:
+            self.r.hincrby(self.k.counters, "dispatches", sent)
+        return sent
+
+    def _weight(self, table: str) -> int:
+        if table not in self._weights:
+            self._weights[table] = self.cfg.policy_for(table).weight
+        return self._weights[table]
+
+    def live_actors(self, now: float) -> int:
+        beats = self.r.hgetall(self.k.actors)
+        return sum(float(v) >= now - 3 * self.s.lease_seconds for v in beats.values())
+
+    def scale(self, now: float) -> int:
+        d = self.queue.depth()
+        want = desired_actors(d["pending"] + d["ready"] + d["inflight"], self.s.actors_min,
+                              self.s.actors_max, self.s.backlog_per_actor)
+        live = self.live_actors(now)
+        # one launch per lease period at most: new actors need time to show a heartbeat
+        if want > live and self.r.set(self.k.launch_guard, now, nx=True,
+                                      ex=max(1, int(self.s.lease_seconds))):
+            self.launcher.launch(want - live)
+        return want
+
+    # ---- the loop -----------------------------------------------------------------------
+    def step(self, block_ms: int | None = None) -> StepReport:
+        if not self.leader.acquire():
+            return StepReport(leader=False)
+        tables, events, report = self.observe(block_ms)
+        now = self.clock()
+        import redis
+
+        failed = set()
+        for name in sorted(tables):
+            try:
+                self.refresh(name, now, report)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                    ServiceUnavailable):
+                raise  # the loop backs off; events stay pending
+            except Exception as e:  # one broken or dropped table must not stop the others
+                failed.add(name)
+                log.warning("skipped %s this pass: %s: %s", name, type(e).__name__, e)
+        # ack only now, and not for tables that failed: a crash before this leaves them pending
+        self.events.ack([e.id for e in events if e.table not in failed])
+        report.reaped = len(self.queue.reap(now))
+        report.dispatched = self.dispatch(now)
+        report.desired_actors = self.scale(now)
+        return report
+
+    def run(self, once: bool = False, on_step: Callable[[StepReport], None] | None = None,
+            max_steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> None:
+        """Loop (or one pass). An unreachable Redis or catalog → exponential backoff with one
+        clear log line per attempt: no crash loop, no busy spin."""
+        import redis
+
+        delay = self.s.backoff_initial_seconds
+        steps = 0
+        while True:
+            try:
+                # the leader blocks on the event stream for up to one poll interval, so a
+                # notified commit is handled at once and a silent one within poll_seconds
+                report = self.step(block_ms=None if once else int(self.s.poll_seconds * 1000))
+                delay = self.s.backoff_initial_seconds
+                if on_step:
+                    on_step(report)
+                wait = 0.0 if report.leader else self.s.poll_seconds
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                    ServiceUnavailable) as e:
+                log.error("decider: %s unreachable (redis %s); retrying in %.1fs",
+                          _what(e), self.cfg.redis.redacted_url(), delay)
+                if once:
+                    raise ServiceUnavailable(f"{_what(e)} unreachable") from e
+                wait = delay
+                delay = min(delay * 2, self.s.backoff_max_seconds)
+            steps += 1
+            if once or (max_steps is not None and steps >= max_steps):
+                return
+            if should_stop is not None and should_stop():
+                return
+            if wait > 0:
+                self.sleep(wait)
+
+
+def _what(e: BaseException) -> str:
+    text = type(e).__name__ + str(e)
+    return "catalog" if "catalog" in text.lower() else "redis"

@@ -1,0 +1,127 @@
+"""The actor loop with an injected fake runner and the in-memory queue."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from service.actor import Actor
+from service.queue import ActionItem, MemoryQueue
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def queue_with(n: int, max_attempts: int = 3) -> MemoryQueue:
+    q = MemoryQueue(max_attempts=max_attempts)
+    for i in range(n):
+        q.enqueue(ActionItem.new("db.t", f"p={i}", "merge", 1, 100, 1.0, T0), T0)
+        q.dispatch("db.t")
+    return q
+
+
+def test_runs_and_acks_each_item_and_records_it() -> None:
+    q = queue_with(3)
+    seen: list[str] = []
+    recorded: list[dict[str, Any]] = []
+    clock = Clock()
+
+    def runner(item: ActionItem) -> dict[str, Any]:
+        seen.append(item.partition or "")
+        return {"bytes_rewritten": 10, "files_rewritten": 2,
+                "partitions": [{"status": "rewritten", "mse_before": 9.0,
+                                "actual_mse_after": 1.0}]}
+
+    report = Actor(q, runner, recorder=recorded.append, clock=clock, sleep=clock.sleep,
+                   lease_seconds=60).run(idle_exit=5)
+    assert report.done == 3 and report.failed == 0 and report.idle_exit
+    assert seen == ["p=0", "p=1", "p=2"]
+    assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+    assert [r["ok"] for r in recorded] == [True] * 3
+    assert recorded[0]["mse_before"] == 9.0 and recorded[0]["mse_after"] == 1.0
+    assert recorded[0]["bytes_rewritten"] == 10
+
+
+def test_failures_are_nacked_then_dead_lettered_with_the_error() -> None:
+    q = queue_with(1, max_attempts=2)
+    clock = Clock()
+
+    def runner(item: ActionItem) -> dict[str, Any]:
+        raise RuntimeError(f"disk full on attempt {item.attempts + 1}")
+
+    actor = Actor(q, runner, clock=clock, sleep=clock.sleep)
+    assert actor.run(max_actions=1).failed == 1
+    assert q.depth()["pending"] == 1  # back for a retry, not lost
+    q.dispatch("db.t")
+    assert actor.run(max_actions=1).failed == 1
+    (dead,) = q.dead()
+    assert dead.attempts == 2 and dead.last_error == "RuntimeError: disk full on attempt 2"
+
+
+def test_max_actions_and_idle_exit() -> None:
+    q = queue_with(5)
+    clock = Clock()
+    actor = Actor(q, lambda item: {}, clock=clock, sleep=clock.sleep, poll_seconds=1)
+    assert actor.run(max_actions=2).done == 2
+    assert q.depth()["ready"] == 3
+    report = actor.run(idle_exit=10)
+    assert report.done == 3 and report.idle_exit
+    assert clock.now - T0 >= 10  # waited (on the fake clock) before giving up
+
+
+def test_heartbeat_is_sent_while_working() -> None:
+    q = queue_with(1)
+    beats: list[str] = []
+    clock = Clock()
+    Actor(q, lambda item: {}, heartbeat=lambda a, now: beats.append(a), clock=clock,
+          sleep=clock.sleep, actor_id="a1").run(max_actions=1)
+    assert beats == ["a1"]
+
+
+def test_lease_is_renewed_in_the_background_while_the_runner_works() -> None:
+    q = queue_with(1)
+    renewed = threading.Event()
+    real_renew = q.renew
+
+    def renew(item_id: str, token: str, now: float, lease_seconds: float) -> bool:
+        ok = real_renew(item_id, token, now, lease_seconds)
+        renewed.set()
+        return ok
+
+    q.renew = renew  # type: ignore[method-assign]
+
+    def runner(item: ActionItem) -> dict[str, Any]:
+        assert renewed.wait(timeout=30), "the lease was never renewed"
+        return {}
+
+    recorded: list[dict[str, Any]] = []
+    report = Actor(q, runner, lease_seconds=0.03, recorder=recorded.append).run(max_actions=1)
+    assert report.done == 1 and recorded[0]["renewals"] >= 1
+
+
+def test_a_lost_lease_is_reported_not_acked() -> None:
+    q = queue_with(1)
+    clock = Clock()
+
+    def runner(item: ActionItem) -> dict[str, Any]:
+        clock.now += 1000
+        q.reap(clock.now)  # the reaper thinks we died
+        return {}
+
+    report = Actor(q, runner, clock=clock, sleep=clock.sleep, lease_seconds=60).run(max_actions=1)
+    assert report.lost == 1 and report.done == 0
+    assert q.depth()["pending"] == 1  # someone else will run it again

@@ -1,0 +1,227 @@
+"""The RPQ contract suite (dagster style): every queue implementation runs these tests.
+
+``QueueContract`` is not collected by itself (``__test__ = False``); ``TestMemoryQueue``
+here runs it on the in-memory stub, ``tests/redis/test_queue_redis.py`` on Redis.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from service.queue import ActionItem, MemoryQueue, PriorityQueue
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+
+
+def item(table: str = "db.t", partition: str | None = "day=1", action: str = "merge",
+         priority: int = 1, cost: int = 1000, benefit: float = 10.0, now: float = T0) -> ActionItem:
+    return ActionItem.new(table, partition, action, priority, cost, benefit, now, reason="test")
+
+
+def drain(q: PriorityQueue, now: float = T0) -> list[str]:
+    """Dispatch everything (table by table, in name order) and lease it all."""
+    out = []
+    for table in sorted(q.pending_tables()):
+        while q.dispatch(table):
+            pass
+    while lease := q.dequeue(now, 60):
+        out.append(lease.item.id)
+    return out
+
+
+class QueueContract:
+    __test__ = False
+
+    def make_queue(self, max_attempts: int = 3) -> PriorityQueue:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def q(self) -> PriorityQueue:
+        return self.make_queue()
+
+    def test_roundtrip_keeps_every_field(self, q: PriorityQueue) -> None:
+        it = item(partition="day=2026-11-01/region=eu", cost=1 << 40, benefit=1.5e12)
+        assert q.enqueue(it, T0) == 1
+        assert q.dispatch("db.t") == it.id
+        lease = q.dequeue(T0, 30)
+        assert lease is not None and lease.item == it and lease.deadline == T0 + 30
+        assert ActionItem.from_json(lease.item.to_json()) == it
+
+    def test_empty_queue(self, q: PriorityQueue) -> None:
+        assert q.dequeue(T0, 30) is None
+        assert q.dispatch("db.t") is None
+        assert q.pending_tables() == {} and q.heads() == {}
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+        assert q.reap(T0 + 1e6) == {}
+
+    def test_coalesces_same_work_and_keeps_first_enqueue_time(self, q: PriorityQueue) -> None:
+        assert q.enqueue(item(now=T0), T0) == 1
+        assert q.enqueue(item(benefit=99.0, now=T0 + 5), T0 + 5) == 0
+        assert q.depth()["pending"] == 1
+        got = q.get(item().id)
+        assert got is not None and got.benefit == 99.0 and got.enqueued_at == T0
+
+    def test_in_flight_item_absorbs_new_events(self, q: PriorityQueue) -> None:
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        assert q.enqueue(item(), T0) == 0  # ready
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.enqueue(item(), T0 + 1) == 0  # in flight
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 1, "dead": 0}
+
+    def test_higher_value_per_byte_first_within_a_table(self, q: PriorityQueue) -> None:
+        q.enqueue(item(partition="a", cost=1000, benefit=10), T0)
+        q.enqueue(item(partition="b", cost=10, benefit=10), T0)
+        q.enqueue(item(partition="c", cost=100, benefit=10), T0)
+        assert q.heads()["db.t"].partition == "b"
+        assert [i.split(":")[-1] for i in drain(q)] == ["b", "c", "a"]
+
+    def test_aging_lets_old_items_overtake(self, q: PriorityQueue) -> None:
+        q.enqueue(item(partition="old", cost=1000, benefit=10), T0)
+        # 2x the value per byte, but enqueued three aging periods later
+        q.enqueue(item(partition="new", cost=500, benefit=10), T0 + 3 * 3600)
+        assert q.heads()["db.t"].partition == "old"
+
+    def test_ready_is_fifo_in_dispatch_order(self, q: PriorityQueue) -> None:
+        q.enqueue(item(table="db.a"), T0)
+        q.enqueue(item(table="db.b"), T0)
+        q.dispatch("db.b")
+        q.dispatch("db.a")
+        first, second = q.dequeue(T0, 5), q.dequeue(T0, 5)
+        assert first and second and (first.item.table, second.item.table) == ("db.b", "db.a")
+
+    def test_pending_tables_carry_class_and_empty_tables_leave(self, q: PriorityQueue) -> None:
+        q.enqueue(item(table="db.a", priority=0), T0)
+        q.enqueue(item(table="db.b", priority=2), T0)
+        assert q.pending_tables() == {"db.a": 0, "db.b": 2}
+        q.dispatch("db.a")
+        assert q.pending_tables() == {"db.b": 2}
+        assert q.pending_by_table() == {"db.b": 1}
+
+    def test_ack_needs_the_lease_token(self, q: PriorityQueue) -> None:
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert not q.ack(lease.item.id, "someone-else")
+        assert q.ack(lease.item.id, lease.token)
+        assert not q.ack(lease.item.id, lease.token)  # twice: nothing left
+        assert q.get(lease.item.id) is None
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+
+    def test_nack_retries_then_dead_letters(self) -> None:
+        q = self.make_queue(max_attempts=2)
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.nack(lease.item.id, "wrong-token", "x", T0) is None
+        assert q.nack(lease.item.id, lease.token, "boom 1", T0) == "pending"
+        again = q.heads()["db.t"]
+        assert again.attempts == 1 and again.last_error == "boom 1"
+        q.dispatch("db.t")
+        lease2 = q.dequeue(T0 + 1, 30)
+        assert lease2 is not None and lease2.item.attempts == 1
+        assert q.nack(lease2.item.id, lease2.token, "boom 2", T0 + 1) == "dead"
+        dead = q.dead()
+        assert [d.id for d in dead] == [item().id] and dead[0].last_error == "boom 2"
+        assert dead[0].attempts == 2
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 1}
+
+    def test_dead_item_is_only_revived_by_force(self) -> None:
+        q = self.make_queue(max_attempts=1)
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.nack(lease.item.id, lease.token, "boom", T0) == "dead"
+        assert q.enqueue(item(), T0 + 1) == -1
+        assert q.depth()["dead"] == 1
+        assert q.enqueue(item(), T0 + 2, force=True) == 1
+        revived = q.get(item().id)
+        assert revived is not None and revived.attempts == 0 and revived.enqueued_at == T0 + 2
+        assert q.depth() == {"pending": 1, "ready": 0, "inflight": 0, "dead": 0}
+
+    def test_expired_lease_returns_the_item(self, q: PriorityQueue) -> None:
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.reap(T0 + 29) == {}
+        assert q.reap(T0 + 30) == {lease.item.id: "pending"}
+        assert not q.ack(lease.item.id, lease.token)  # the old holder lost it
+        assert q.heads()["db.t"].last_error == "lease expired"
+
+    def test_renewal_keeps_the_lease(self, q: PriorityQueue) -> None:
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.renew(lease.item.id, lease.token, T0 + 25, 30)
+        assert not q.renew(lease.item.id, "other", T0 + 25, 30)
+        assert q.reap(T0 + 40) == {}
+        assert [(f.leased_at, f.deadline) for f in q.inflight()] == [(T0, T0 + 55)]
+        assert q.ack(lease.item.id, lease.token)
+
+    def test_random_operations_never_lose_or_duplicate_an_item(self) -> None:
+        """Every item created ends exactly once: acked or dead-lettered."""
+        rng = random.Random(7)
+        q = self.make_queue(max_attempts=3)
+        now = T0
+        created: Counter[str] = Counter()
+        leases: list[Any] = []
+        acked: list[str] = []
+        for _ in range(300):
+            now += 1
+            op = rng.random()
+            if op < 0.3:
+                it = item(table=f"db.t{rng.randrange(3)}", partition=str(rng.randrange(8)),
+                          cost=rng.randrange(1, 10_000), now=now)
+                if q.enqueue(it, now) == 1:
+                    created[it.id] += 1
+            elif op < 0.5 and q.pending_tables():
+                q.dispatch(rng.choice(sorted(q.pending_tables())))
+            elif op < 0.7:
+                lease = q.dequeue(now, rng.choice([3, 50]))
+                if lease:
+                    leases.append(lease)
+            elif op < 0.85 and leases:
+                lease = leases.pop(rng.randrange(len(leases)))
+                if q.ack(lease.item.id, lease.token):
+                    acked.append(lease.item.id)
+            elif op < 0.95 and leases:
+                lease = leases.pop(rng.randrange(len(leases)))
+                q.nack(lease.item.id, lease.token, "err", now)
+            else:
+                q.reap(now)
+        # finish: reap everything, then drain and ack
+        while True:
+            now += 100
+            q.reap(now)
+            for table in sorted(q.pending_tables()):
+                while q.dispatch(table):
+                    pass
+            got = False
+            while lease := q.dequeue(now, 10):
+                got = True
+                assert q.ack(lease.item.id, lease.token)
+                acked.append(lease.item.id)
+            if not got and q.depth()["inflight"] == 0 and q.depth()["pending"] == 0:
+                break
+        dead = [d.id for d in q.dead()]
+        assert Counter(acked) + Counter(dead) == created
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": len(dead)}
+
+
+class TestMemoryQueue(QueueContract):
+    __test__ = True
+
+    def make_queue(self, max_attempts: int = 3) -> PriorityQueue:
+        return MemoryQueue(max_attempts=max_attempts)
