@@ -1,0 +1,374 @@
+"""Rewrite an exact set of Iceberg data files and commit one ``replace`` snapshot.
+
+Iceberg's ``rewrite_data_files`` chooses its own files; the planner has already chosen
+ours, so this module drives the same machinery Iceberg's Spark runners use, through py4j
+(see shared/reference/iceberg-exact-rewrite.md for the verified path and its gotchas):
+
+1. the Java table at a fixed starting snapshot; whole-file scan tasks of exactly the
+   planned files (their position deletes attached, so reads apply them);
+2. per planned group: stage the tasks under a fresh group id, read the group id as one
+   Spark task (split size >= group bytes, so a group is one rolling writer and yields
+   ``optimizer.predict_output_sizes`` files), optionally sorted, write with
+   ``distribution-mode=none`` into the group's own partition spec;
+3. verify (``jobs.verify``): the input's row count and checksum (one job over the
+   staged reads of all groups) equal the new files' (one job over their plain read);
+4. commit per partition: ``newRewrite().validateFromSnapshot(start)
+   .dataSequenceNumber(startSeq)``, delete the replaced data files and the position
+   delete files that referenced only them, add the new files. Validation from the start
+   snapshot is what makes a concurrent append harmless and a concurrent delete of a
+   replaced file a clean :class:`CommitConflict` instead of a resurrected row.
+
+Files written by a rewrite that does not commit are deleted at once through the table's
+FileIO, never left for orphan cleanup.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from jobs.session import activate
+from jobs.verify import KEY, Checksum, checksums_by_key, conform
+from service.errors import OperationFailed
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
+WRITE_TARGET_FACTOR = 1.4
+"""Writers roll on their *estimated* size, taken before compression, so a file rolled at
+``T`` lands well under ``T`` on disk (~55% in our benchmark). Iceberg's own binpack runner
+writes with ``target + (max - target) / 2`` = 1.4 x target for the default max of 1.8 x
+target; we do the same for groups larger than T. A group of S <= T is planned as exactly
+one file, so its writer gets a roll size it can never reach (``NO_ROLL_FACTOR`` x T): a
+roll on a misestimate would leave a tiny remainder file, the very thing we remove."""
+NO_ROLL_FACTOR = 8
+
+
+def write_target(group_bytes: int, target: int) -> int:
+    """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
+    factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
+    return int(target * factor)
+POSITION_DELETES = "POSITION_DELETES"
+
+
+class CommitConflict(OperationFailed):
+    """The commit failed validation (a concurrent change touched a replaced file)."""
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one (spec, partition) that become one rolling write."""
+
+    partition: str
+    spec_id: int
+    paths: tuple[str, ...]
+    bytes: int
+
+
+@dataclass
+class GroupResult:
+    group: FileGroup
+    group_id: str
+    new_files: list[Any] = field(default_factory=list)  # Java DataFile objects
+    new_paths: list[str] = field(default_factory=list)
+    new_sizes: list[int] = field(default_factory=list)
+    input: Checksum = field(default_factory=Checksum)
+    output: Checksum = field(default_factory=Checksum)
+
+
+def java_class_name(error: BaseException) -> str:
+    java = getattr(error, "java_exception", None)
+    return str(java.getClass().getName()) if java is not None else type(error).__name__
+
+
+def java_message(error: BaseException) -> str:
+    java = getattr(error, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(error)
+    return text.strip().splitlines()[0] if text.strip() else java_class_name(error)
+
+
+class ExactRewrite:
+    """One rewrite of planned file groups of one table, from one starting snapshot."""
+
+    def __init__(self, spark: SparkSession, table_name: str, snapshot_id: int) -> None:
+        self.spark = spark
+        self.jvm: Any = cast(Any, spark.sparkContext._jvm)
+        activate(spark)  # this may run on an actor thread with no active JVM session
+        self.gateway: Any = cast(Any, spark.sparkContext._gateway)
+        spark3util = self.jvm.org.apache.iceberg.spark.Spark3Util
+        self.table: Any = spark3util.loadIcebergTable(spark._jsparkSession, table_name)
+        self.table.refresh()
+        snapshot = self.table.snapshot(snapshot_id)
+        if snapshot is None:
+            raise OperationFailed(f"snapshot {snapshot_id} of {table_name} is gone (expired?)")
+        self.table_name = table_name
+        self.snapshot_id = snapshot_id
+        self.start_sequence = int(snapshot.sequenceNumber())
+        self.file_format = str(
+            self.table.properties().getOrDefault("write.format.default", "parquet")
+        ).lower()
+        self.tasks: dict[str, Any] = {}
+        self._staged: list[str] = []
+        self.timings: dict[str, float] = {}
+
+    def _tick(self, phase: str, since: float) -> float:
+        now = time.monotonic()
+        self.timings[phase] = round(self.timings.get(phase, 0.0) + now - since, 3)
+        return now
+
+    # ---------------------------------------------------------------- planning
+    def load_tasks(self, paths: Iterable[str]) -> None:
+        """Whole-file scan tasks at the start snapshot for exactly ``paths``."""
+        wanted = set(paths) - set(self.tasks)
+        if not wanted:
+            return
+        iterable = (
+            self.table.newScan().useSnapshot(self.snapshot_id).ignoreResiduals().planFiles()
+        )
+        try:
+            it = iterable.iterator()
+            while it.hasNext():
+                task = it.next()
+                location = str(task.file().location())
+                if location in wanted:
+                    self.tasks[location] = task
+        finally:
+            iterable.close()
+        missing = wanted - set(self.tasks)
+        if missing:
+            raise OperationFailed(
+                f"{len(missing)} planned file(s) are not in snapshot {self.snapshot_id}: "
+                f"{sorted(missing)[0]}"
+            )
+
+    def check_files_exist(self, paths: Iterable[str]) -> None:
+        """Fail before any write if a planned data file is missing on storage."""
+        io = self.table.io()
+        for path in paths:
+            if not io.newInputFile(path).exists():
+                raise OperationFailed(
+                    f"data file {path} of {self.table_name} is missing on storage; "
+                    "nothing was rewritten"
+                )
+
+    def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
+        """Position delete files that reference only files among ``paths``."""
+        rewritten = set(paths)
+        util = self.jvm.org.apache.iceberg.util.ContentFileUtil
+        found: dict[str, Any] = {}
+        for path in paths:
+            for delete in self.tasks[path].deletes():
+                if str(delete.content().name()) != POSITION_DELETES:
+                    continue
+                ref = util.referencedDataFileLocation(delete)
+                if ref is not None and str(ref) in rewritten:
+                    found[str(delete.location())] = delete
+        return [found[k] for k in sorted(found)]
+
+    # ---------------------------------------------------------------- staging
+    def _table_cache(self) -> Any:
+        # py4j resolves the instance method get(String) first; call the static get().
+        cls = self.jvm.org.apache.iceberg.spark.SparkTableCache._java_lang_class
+        no_types = self.gateway.new_array(self.jvm.java.lang.Class, 0)
+        no_args = self.gateway.new_array(self.jvm.java.lang.Object, 0)
+        return cls.getMethod("get", no_types).invoke(None, no_args)
+
+    def stage(self, group: FileGroup) -> str:
+        group_id = str(uuid.uuid4())
+        tasks = self.jvm.java.util.ArrayList()
+        for path in group.paths:
+            tasks.add(self.tasks[path])
+        self._table_cache().add(group_id, self.table)
+        self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
+            self.table, group_id, tasks
+        )
+        self._staged.append(group_id)
+        return group_id
+
+    def read(self, group_id: str, group_bytes: int) -> DataFrame:
+        return (
+            self.spark.read.format("iceberg")
+            .option("split-size", str(group_bytes + (1 << 20)))
+            .option("file-open-cost", "0")
+            .load(group_id)
+        )
+
+    def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
+        df = self.read(result.group_id, result.group.bytes)
+        if sort_columns:
+            df = df.sortWithinPartitions(*[f"`{c}`" for c in sort_columns])
+        (
+            df.write.format("iceberg")
+            .option("target-file-size-bytes", str(write_target(result.group.bytes, target)))
+            .option("distribution-mode", "none")
+            .option("output-spec-id", str(result.group.spec_id))
+            .mode("append")
+            .save(result.group_id)
+        )
+        coordinator = self.jvm.org.apache.iceberg.spark.FileRewriteCoordinator.get()
+        for data_file in coordinator.fetchNewFiles(self.table, result.group_id):
+            result.new_files.append(data_file)
+            result.new_paths.append(str(data_file.location()))
+            result.new_sizes.append(int(data_file.fileSizeInBytes()))
+
+    # ---------------------------------------------------------------- the run
+    def run(
+        self,
+        groups: Sequence[FileGroup],
+        target: int,
+        sort_columns: Sequence[str] = (),
+        parallelism: int = 2,
+    ) -> list[GroupResult]:
+        """Stage, checksum, write and verify every group; commit nothing.
+
+        Raises :class:`OperationFailed` (after deleting whatever was written) when a write
+        fails or any group's output does not match its input.
+        """
+        results = [GroupResult(g, self.stage(g)) for g in groups]
+        if not results:
+            return results
+        clock = time.monotonic()
+        try:
+            staged = self._staged_input(results)
+            columns = [c for c in staged.columns if c != KEY]
+            sums = checksums_by_key(staged, columns)
+            for r in results:
+                r.input = sums.get(r.group_id, Checksum(non_null={c: 0 for c in columns}))
+            clock = self._tick("checksum_input", clock)
+            with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+                list(pool.map(lambda r: self.write(r, target, sort_columns), results))
+            clock = self._tick("write", clock)
+            out_sums = self._output_checksums(results, staged.drop(KEY))
+            for r in results:
+                r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in columns}))
+            clock = self._tick("checksum_output", clock)
+            bad = [r for r in results if not r.input.matches(r.output)]
+            if bad:
+                r = bad[0]
+                raise OperationFailed(
+                    f"verification failed for {self.table_name} partition {r.group.partition!r}: "
+                    f"input {r.input.rows} rows / checksum {r.input.checksum}, written "
+                    f"{r.output.rows} rows / checksum {r.output.checksum}; nothing committed"
+                )
+        except OperationFailed:
+            self.discard(results)
+            raise
+        except Exception as e:
+            self.discard(results)
+            raise OperationFailed(
+                f"rewrite of {self.table_name} failed ({java_class_name(e)}: {java_message(e)}); "
+                "nothing committed"
+            ) from e
+        return results
+
+    def _staged_input(self, results: Sequence[GroupResult]) -> DataFrame:
+        """One staged scan of every planned file (deletes applied, as the group reads see
+        them); each row goes to its group through Iceberg's ``_file`` metadata column."""
+        from pyspark.sql import functions as F
+
+        everything = FileGroup(
+            "*", -1, tuple(p for r in results for p in r.group.paths),
+            sum(r.group.bytes for r in results),
+        )
+        scan_id = self.stage(everything)
+        owner = {p: r.group_id for r in results for p in r.group.paths}
+        mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
+        df = self.spark.read.format("iceberg").load(scan_id)
+        return df.select(*[F.col(f"`{c}`") for c in df.columns], mapping[F.col("_file")].alias(KEY))
+
+    def _output_checksums(
+        self, results: Sequence[GroupResult], like: DataFrame
+    ) -> dict[str, Checksum]:
+        """One plain read of every new file; rows go to their group by file name (new
+        files have unique, UUID-based names)."""
+        from pyspark.sql import functions as F
+
+        owner = {p.rsplit("/", 1)[-1]: r.group_id for r in results for p in r.new_paths}
+        if not owner:
+            return {}
+        paths = [p for r in results for p in r.new_paths]
+        mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
+        written = self.spark.read.format(self.file_format).load(paths)
+        named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
+        return checksums_by_key(conform(named, like, keep=(KEY,)), like.columns)
+
+    def commit(self, results: Sequence[GroupResult]) -> tuple[int, list[str]]:
+        """One ``replace`` snapshot for ``results`` (one partition's groups).
+
+        Returns the snapshot id and the delete files removed with the replaced files.
+        """
+        paths = [p for r in results for p in r.group.paths]
+        deletes = self.dangling_deletes(paths)
+        rewrite_id = str(uuid.uuid4())
+        op = (
+            self.table.newRewrite()
+            .validateFromSnapshot(self.snapshot_id)
+            .dataSequenceNumber(self.start_sequence)
+            .set(REWRITE_ID_PROPERTY, rewrite_id)
+        )
+        for path in paths:
+            op.deleteFile(self.tasks[path].file())
+        for delete in deletes:
+            op.deleteFile(delete)
+        for r in results:
+            for data_file in r.new_files:
+                op.addFile(data_file)
+        clock = time.monotonic()
+        try:
+            op.commit()
+        except Exception as e:
+            name = java_class_name(e)
+            if self._cleanable(e):
+                self.discard(results)
+            if name.endswith("ValidationException"):
+                raise CommitConflict(
+                    f"commit of {self.table_name} conflicts: {java_message(e)}"
+                ) from e
+            raise OperationFailed(
+                f"commit of {self.table_name} failed ({name}: {java_message(e)})"
+            ) from e
+        self._tick("commit", clock)
+        return self._snapshot_with(rewrite_id), [str(d.location()) for d in deletes]
+
+    def _cleanable(self, error: BaseException) -> bool:
+        java = getattr(error, "java_exception", None)
+        if java is None:
+            return False
+        failure = self.jvm.org.apache.iceberg.exceptions.CleanableFailure._java_lang_class
+        return bool(failure.isInstance(java))
+
+    def _snapshot_with(self, rewrite_id: str) -> int:
+        self.table.refresh()
+        it = self.table.snapshots().iterator()
+        while it.hasNext():
+            snap = it.next()
+            if str(snap.summary().get(REWRITE_ID_PROPERTY)) == rewrite_id:
+                return int(snap.snapshotId())
+        raise OperationFailed(f"committed snapshot of {self.table_name} not found")
+
+    def discard(self, results: Iterable[GroupResult]) -> None:
+        """Delete files written for ``results`` (they were never committed)."""
+        io = self.table.io()
+        for r in results:
+            for path in r.new_paths:
+                try:
+                    io.deleteFile(path)
+                except Exception:  # best effort: a file that is gone is what we want
+                    pass
+            r.new_paths.clear()
+            r.new_files.clear()
+            r.new_sizes.clear()
+
+    def close(self) -> None:
+        """Unstage every group id (idempotent; always call it)."""
+        spark_pkg = self.jvm.org.apache.iceberg.spark
+        for group_id in self._staged:
+            self._table_cache().remove(group_id)
+            spark_pkg.ScanTaskSetManager.get().removeTasks(self.table, group_id)
+            spark_pkg.FileRewriteCoordinator.get().clearRewrite(self.table, group_id)
+        self._staged.clear()

@@ -1,0 +1,114 @@
+"""The ``spark-submit`` command line of an icefloe job, as a pure function.
+
+Like Airflow's Spark hook (``_build_spark_submit_command``), the argv is built by one
+function of its inputs only, so tests assert it exactly and the decider's launcher and
+the Airflow DAGs agree on it. No shell is involved: the result is an argv list, values
+are never quoted or interpolated into a command string.
+
+Order: ``spark-submit --master M [--deploy-mode D] [--name N] [--jars a,b]
+[--packages p,q] [--py-files x,y] [--conf k=v ...sorted by key] SCRIPT [ARGS...]
+[--config PATH]``. ``--config`` goes last, after the application's arguments, because it
+is the application's option, not spark-submit's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from service.errors import UsageError
+
+if TYPE_CHECKING:
+    from service.config import Config
+
+JOBS_DIR = Path(__file__).resolve().parent
+DEPLOY_MODES = ("client", "cluster")
+_JOB_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def job_script(job: str, jobs_dir: Path = JOBS_DIR) -> str:
+    """``"actor_optimize"`` -> ``<jobs_dir>/actor_optimize.py``; a ``*.py`` path is kept."""
+    if job.endswith(".py"):
+        return job
+    if not _JOB_NAME.match(job):
+        raise UsageError(f"bad job {job!r}: expected a job name like actor_optimize or a .py path")
+    return str(jobs_dir / f"{job}.py")
+
+
+def _csv(values: Sequence[str], what: str) -> str:
+    for v in values:
+        if not v or "," in v or v != v.strip():
+            raise UsageError(f"bad {what} entry {v!r}: non-empty, no commas, no surrounding space")
+    return ",".join(values)
+
+
+def build_submit_command(
+    job: str,
+    *,
+    master: str,
+    deploy_mode: str | None = None,
+    app_name: str | None = None,
+    jars: Sequence[str] = (),
+    packages: Sequence[str] = (),
+    py_files: Sequence[str] = (),
+    conf: Mapping[str, str] | None = None,
+    config_path: str | None = None,
+    args: Sequence[str] = (),
+    spark_submit: str = "spark-submit",
+    jobs_dir: Path = JOBS_DIR,
+) -> list[str]:
+    """The argv that runs ``job`` (a name under ``jobs/`` or a ``.py`` path)."""
+    if not master or master != master.strip():
+        raise UsageError(f"bad Spark master {master!r}")
+    if deploy_mode is not None and deploy_mode not in DEPLOY_MODES:
+        raise UsageError(f"bad deploy mode {deploy_mode!r}: expected client or cluster")
+    cmd = [spark_submit, "--master", master]
+    if deploy_mode:
+        cmd += ["--deploy-mode", deploy_mode]
+    if app_name:
+        cmd += ["--name", app_name]
+    if jars:
+        cmd += ["--jars", _csv(jars, "jars")]
+    if packages:
+        cmd += ["--packages", _csv(packages, "packages")]
+    if py_files:
+        cmd += ["--py-files", _csv(py_files, "py-files")]
+    for key in sorted(conf or {}):
+        if not key or "=" in key or key != key.strip():
+            raise UsageError(f"bad Spark conf key {key!r}")
+        cmd += ["--conf", f"{key}={(conf or {})[key]}"]
+    cmd.append(job_script(job, jobs_dir))
+    cmd += [str(a) for a in args]
+    if config_path is not None:
+        cmd += ["--config", str(config_path)]
+    return cmd
+
+
+def submit_command_for(
+    cfg: Config,
+    job: str,
+    args: Sequence[str] = (),
+    config_path: str | None = None,
+    deploy_mode: str | None = None,
+) -> list[str]:
+    """The argv for ``job`` from the icefloe config: its master, catalog conf and jars.
+
+    Not pure (it looks at ``.jars/``); everything it decides is in ``build_submit_command``.
+    """
+    from jobs.session import local_jars, spark_conf
+    from service.catalog import ICEBERG_RUNTIME
+
+    jars = local_jars()
+    return build_submit_command(
+        job,
+        master=cfg.spark.master,
+        deploy_mode=deploy_mode,
+        app_name=f"icefloe-{job.replace('_', '-')}" if not job.endswith(".py") else None,
+        jars=jars,
+        packages=() if jars else (ICEBERG_RUNTIME,),
+        conf=spark_conf(cfg, under_submit=True),
+        config_path=config_path if config_path is not None else cfg.source,
+        args=args,
+    )

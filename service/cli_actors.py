@@ -1,0 +1,169 @@
+"""``icefloe optimize`` and ``icefloe plan``: the actors, by hand.
+
+``plan`` reads PyIceberg metadata only (no Spark, no data read, nothing written), so it
+answers in a second and is safe on any table. ``optimize`` validates the table with
+PyIceberg first, then starts Spark in-process (``build_spark``) and runs the same
+``jobs.optimize.optimize_table`` the decider's actors run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from service.cli_common import Context, emit, pass_ctx
+
+console = Console()
+MIB = 1 << 20
+
+_partition_option = click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Only this partition (repeatable; COL is a field of the current partition spec).",
+)
+_action_option = click.option(
+    "--action", type=click.Choice(["merge", "sort"]), default="merge", show_default=True
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+def _rmse(mse: float | None) -> str:
+    return "-" if mse is None else f"{mse ** 0.5 / MIB:.3f}"
+
+
+def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
+    """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
+    from jobs.optimize import plan_table, resolve_sort_columns
+    from service.catalog import load_catalog, load_table
+    from service.config import parse_table_identifier
+
+    parse_table_identifier(table)
+    pt = load_table(load_catalog(cfg), table)
+    policy = cfg.policy_for(table, pt.properties)
+    target = int(policy.target_file_size_bytes)
+    sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
+    plan = plan_table(pt, target, policy.tolerance_bytes, action, partitions or None, sort_columns)
+    return {
+        "table": table,
+        "action": action,
+        "snapshot_id": plan.snapshot_id,
+        "target_file_size_bytes": target,
+        "tolerance_bytes": policy.tolerance_bytes,
+        "sort_columns": list(sort_columns),
+        "partitions": [
+            {
+                "partition": p.key,
+                "spec_id": p.spec_id,
+                "files": len(p.paths),
+                "bytes": sum(p.sizes),
+                "delete_files": p.delete_files,
+                "mse": p.mse_before,
+                "predicted_files_after": p.predicted_files_after,
+                "predicted_mse_after": p.predicted_mse_after,
+                "groups": [list(g.paths) for g in p.groups],
+                "reason": p.reason,
+            }
+            for p in plan.partitions
+        ],
+    }
+
+
+@click.command()
+@click.argument("table")
+@_partition_option
+@_action_option
+@_json_option
+@pass_ctx
+def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_json: bool) -> None:
+    """Show what `optimize` would do to TABLE (metadata only; writes nothing)."""
+    data = plan_data(ctx.cfg, table, list(partitions), action)
+
+    def render(d: dict[str, Any]) -> None:
+        out = RichTable(
+            title=f"plan {d['table']} ({d['action']}, target {d['target_file_size_bytes']} B, "
+            f"snapshot {d['snapshot_id']})"
+        )
+        for col in ("partition", "spec", "N", "MiB", "RMSE MiB", "groups", "N after",
+                    "RMSE after", "note"):
+            out.add_column(col)
+        for p in d["partitions"]:
+            out.add_row(
+                p["partition"] or "(unpartitioned)", str(p["spec_id"]), str(p["files"]),
+                f"{p['bytes'] / MIB:.2f}", _rmse(p["mse"]),
+                " ".join(f"[{len(g)}]" for g in p["groups"]) or "-",
+                str(p["predicted_files_after"]), _rmse(p["predicted_mse_after"]), p["reason"],
+            )
+        console.print(out)
+        for p in d["partitions"]:
+            for i, group in enumerate(p["groups"]):
+                console.print(f"{p['partition'] or '(table)'} group {i}: " + ", ".join(group))
+
+    emit(data, as_json, render)
+
+
+@click.command()
+@click.argument("table")
+@_partition_option
+@_action_option
+@click.option("--dry-run", is_flag=True, help="Plan and report; write and commit nothing.")
+@_json_option
+@pass_ctx
+def optimize(
+    ctx: Context,
+    table: str,
+    partitions: tuple[str, ...],
+    action: str,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Merge (or sort) TABLE's small files: exact planned groups, one `replace` commit per
+    partition, verified before commit."""
+    from service.catalog import load_catalog, load_table
+    from service.config import parse_table_identifier
+
+    cfg = ctx.cfg
+    parse_table_identifier(table)
+    load_table(load_catalog(cfg), table)  # a typo fails here, before a JVM starts
+    from jobs.optimize import optimize_table
+    from jobs.session import build_spark
+
+    spark = build_spark(cfg, app_name="icefloe-optimize")
+    report = optimize_table(spark, cfg, table, list(partitions) or None, action, dry_run)
+    emit(report.to_dict(), as_json, _render_report)
+    if report.partitions_failed:
+        raise SystemExit(1)  # some partitions could not be committed (see the report)
+
+
+def _render_report(d: dict[str, Any]) -> None:
+    planned = sum(p["status"] == "planned" for p in d["partitions"])
+    done = f"{planned} planned" if d["dry_run"] else f"{d['partitions_rewritten']} rewritten"
+    out = RichTable(
+        title=f"{d['action']} {d['table']}{' (dry run)' if d['dry_run'] else ''}: "
+        f"{done}, {d['partitions_skipped']} skipped, {d['partitions_failed']} failed, "
+        f"{d['seconds']} s"
+    )
+    for col in ("partition", "status", "N", "rewritten", "added", "RMSE before",
+                "predicted", "actual", "snapshot", "note"):
+        out.add_column(col)
+    for p in d["partitions"]:
+        out.add_row(
+            p["key"] or "(unpartitioned)", p["status"], str(p["files"]),
+            str(p["files_rewritten"]), str(p["files_added"]), _rmse(p["mse_before"]),
+            _rmse(p["predicted_mse_after"]), _rmse(p["actual_mse_after"]),
+            str(p["snapshot_id"] or "-"), p["reason"],
+        )
+    console.print(out)
+    suite = d.get("expectations")
+    if suite is not None:
+        console.print(
+            f"checks: {d['rows_verified']} rows verified by checksum; expectations "
+            f"{'passed' if suite['success'] else 'FAILED'} ({suite['expectations']})"
+        )
+
+
+COMMANDS = [optimize, plan]

@@ -1,0 +1,258 @@
+"""The actors end to end on real Spark + Iceberg tables: every kind of rewrite keeps the
+table's contents exactly (chispa, row order ignored) and commits one ``replace`` per
+partition; concurrent appends survive, concurrent deletes of replaced files re-plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+
+from jobs import rewrite as rewrite_mod
+from jobs.optimize import optimize_table
+from jobs.verify import Checksum
+from service.catalog import load_table
+from service.errors import OperationFailed
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PROPS = (
+    "'format-version'='2', 'write.target-file-size-bytes'='16000', "
+    "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+    "'write.distribution-mode'='none'"
+)
+
+
+def make_table(spark: Any, namespace: str, name: str = "events", partitioned: bool = True,
+               inserts: int = 6, rows: int = 40, props: str = PROPS) -> str:
+    """One INSERT of ``inserts`` Spark tasks -> ``inserts`` small files (~3 KB) per partition.
+
+    Hex digests barely compress, so file sizes add up roughly like the planner assumes.
+    """
+    fq = f"lake.`{namespace}`.`{name}`"
+    part = "PARTITIONED BY (day)" if partitioned else ""
+    spark.sql(
+        f"CREATE TABLE {fq} (id BIGINT, day STRING, v STRING, amount DOUBLE) "
+        f"USING iceberg {part} TBLPROPERTIES ({props})"
+    )
+    insert(spark, fq, 0, inserts * rows, files=inserts)
+    return f"{namespace}.{name}"
+
+
+def insert(spark: Any, fq: str, start: int, stop: int, files: int = 1) -> None:
+    """Rows ``start..stop``; ``files`` tasks, each writing one file per partition."""
+    spark.sql(
+        f"INSERT INTO {fq} SELECT /*+ REPARTITION({files}) */ id, concat('d', id % 2), "
+        "CASE WHEN id % 7 = 0 THEN NULL ELSE sha2(cast(id AS STRING), 256) END, id * 1.5 "
+        f"FROM range({start}, {stop})"
+    )
+
+
+def snapshot_table(spark: Any, ident: str) -> Any:
+    ns, name = ident.split(".")
+    return spark.createDataFrame(spark.table(f"lake.`{ns}`.`{name}`").collect(),
+                                 spark.table(f"lake.`{ns}`.`{name}`").schema)
+
+
+def contents(spark: Any, ident: str) -> Any:
+    ns, name = ident.split(".")
+    return spark.table(f"lake.`{ns}`.`{name}`")
+
+
+def data_files(spark: Any, ident: str) -> list[Any]:
+    ns, name = ident.split(".")
+    return spark.sql(
+        f"SELECT file_path, partition, file_size_in_bytes, content "
+        f"FROM lake.`{ns}`.`{name}`.files"
+    ).collect()
+
+
+def current_operation(catalog: Any, ident: str) -> str:
+    snap = load_table(catalog, ident).current_snapshot()
+    return str(snap.summary.operation.value)
+
+
+def fq(ident: str) -> str:
+    ns, name = ident.split(".")
+    return f"lake.`{ns}`.`{name}`"
+
+
+def test_merge_rewrites_planned_files_in_one_replace_per_partition(spark, cfg, catalog, namespace):
+    ident = make_table(spark, namespace, inserts=4)
+    before = snapshot_table(spark, ident)
+    files_before = data_files(spark, ident)
+    report = optimize_table(spark, cfg, ident, action="merge")
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert report.partitions_scanned == 2
+    assert report.partitions_rewritten == 2
+    assert len(report.snapshot_ids) == 2
+    assert current_operation(catalog, ident) == "replace"
+    files_after = data_files(spark, ident)
+    assert len(files_after) < len(files_before)
+    replaced = {r.file_path for r in files_before} - {r.file_path for r in files_after}
+    added = {r.file_path for r in files_after} - {r.file_path for r in files_before}
+    assert len(replaced) == report.files_rewritten
+    assert len(added) == report.files_added
+    assert report.rows_verified == before.count()
+    assert report.expectations is not None and report.expectations["success"]
+    for p in report.partitions:
+        assert p.status == "rewritten"
+        assert p.actual_mse_after is not None and p.actual_mse_after < p.mse_before
+        assert p.prediction_error == p.actual_mse_after - p.predicted_mse_after
+    assert report.to_dict()["partitions"][0]["key"] in ("day=d0", "day=d1")
+    # A second run finds nothing worth doing and commits nothing.
+    again = optimize_table(spark, cfg, ident)
+    assert again.partitions_rewritten == 0 and again.snapshot_ids == ()
+
+
+def test_sort_writes_files_sorted_by_the_policy_sort_order(spark, cfg, catalog, namespace):
+    ident = make_table(spark, namespace, inserts=3)
+    policy = replace(cfg.defaults, sort_order=("v",))
+    sorted_cfg = replace(cfg, tables={ident: policy})
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, sorted_cfg, ident, action="sort")
+    assert report.partitions_rewritten == 2
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert current_operation(catalog, ident) == "replace"
+    rows = spark.sql(f"SELECT _file, _pos, v FROM {fq(ident)}").collect()
+    by_file: dict[str, list[tuple[int, Any]]] = {}
+    for r in rows:
+        by_file.setdefault(r._file, []).append((r._pos, r.v))
+    assert len(by_file) == report.files_added  # every file is a new, sorted one
+    for values in by_file.values():
+        ordered = [v for _, v in sorted(values)]
+        assert ordered == sorted(ordered, key=lambda x: (x is not None, x))
+
+
+def test_position_deletes_are_applied_and_dangling_delete_files_removed(spark, cfg, namespace):
+    ident = make_table(spark, namespace, inserts=3)
+    spark.sql(f"DELETE FROM {fq(ident)} WHERE id % 5 = 0")
+    deletes_before = [r for r in data_files(spark, ident) if r.content == 1]
+    assert deletes_before, "merge-on-read DELETE should write position delete files"
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, cfg, ident)
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert report.delete_files_removed == len(deletes_before)
+    assert [r for r in data_files(spark, ident) if r.content == 1] == []
+    assert report.rows_verified == before.count()
+
+
+def test_evolved_spec_rewrites_current_spec_and_skips_older_files(spark, cfg, namespace):
+    ident = make_table(spark, namespace, inserts=2)
+    spark.sql(f"ALTER TABLE {fq(ident)} ADD PARTITION FIELD bucket(2, id) AS b")
+    insert(spark, fq(ident), 1000, 1120, files=3)
+    before = snapshot_table(spark, ident)
+    old_files = {r.file_path for r in spark.sql(
+        f"SELECT file_path FROM {fq(ident)}.files WHERE spec_id = 0").collect()}
+    report = optimize_table(spark, cfg, ident)
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    old = [p for p in report.partitions if p.spec_id == 0]
+    new = [p for p in report.partitions if p.spec_id == 1]
+    assert old and all(p.status == "skipped" and "older partition spec" in p.reason for p in old)
+    assert new and all(p.status == "rewritten" for p in new)
+    assert old_files and old_files <= {r.file_path for r in data_files(spark, ident)}
+
+
+def test_unpartitioned_table(spark, cfg, catalog, namespace):
+    ident = make_table(spark, namespace, partitioned=False, inserts=4)
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, cfg, ident)
+    assert [p.key for p in report.partitions] == [""]
+    assert report.partitions_rewritten == 1
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert current_operation(catalog, ident) == "replace"
+
+
+def _before_commit(monkeypatch: pytest.MonkeyPatch, action: Any) -> list[int]:
+    """Run ``action`` once, just before the first commit of the rewrite."""
+    original = rewrite_mod.ExactRewrite.commit
+    calls: list[int] = []
+
+    def commit(self: Any, results: Any) -> Any:
+        if not calls:
+            action(self, results)
+        calls.append(1)
+        return original(self, results)
+
+    monkeypatch.setattr(rewrite_mod.ExactRewrite, "commit", commit)
+    return calls
+
+
+def test_concurrent_append_between_plan_and_commit_survives(spark, cfg, catalog, namespace,
+                                                            monkeypatch):
+    ident = make_table(spark, namespace, inserts=3)
+    _before_commit(monkeypatch, lambda self, results: insert(spark, fq(ident), 5000, 5040))
+    report = optimize_table(spark, cfg, ident)
+    assert report.partitions_rewritten == 2
+    ids = {r.id for r in contents(spark, ident).select("id").collect()}
+    assert ids == set(range(0, 120)) | set(range(5000, 5040))
+    assert contents(spark, ident).count() == 160
+
+
+def test_concurrent_delete_of_a_replaced_file_fails_the_commit_and_replans(
+    spark, cfg, catalog, namespace, monkeypatch
+):
+    ident = make_table(spark, namespace, inserts=3)
+
+    def delete_a_row(self: Any, results: Any) -> None:
+        # id 0 lives in day=d0's first file, which every merge plan replaces.
+        spark.sql(f"DELETE FROM {fq(ident)} WHERE id = 0")
+
+    calls = _before_commit(monkeypatch, delete_a_row)
+    report = optimize_table(spark, cfg, ident)
+    assert len(calls) >= 3  # d0 conflicted, d1 committed, d0 retried
+    expected = set(range(1, 120))
+    assert {r.id for r in contents(spark, ident).select("id").collect()} == expected
+    assert contents(spark, ident).count() == len(expected)
+    d0 = next(p for p in report.partitions if p.key == "day=d0")
+    assert d0.status == "rewritten" and d0.attempts == 2
+    assert current_operation(catalog, ident) == "replace"
+    # The failed attempt's files were deleted at once: every file on disk is referenced
+    # by some snapshot (no orphans left for remove_orphan_files).
+    on_disk = {p.name for p in _data_dir(cfg, ident).rglob("*.parquet")}
+    referenced = {r.file_path.rsplit("/", 1)[-1] for r in spark.sql(
+        f"SELECT file_path FROM {fq(ident)}.all_files").collect()}
+    assert on_disk == referenced
+
+
+def test_dry_run_writes_nothing(spark, cfg, catalog, namespace):
+    ident = make_table(spark, namespace, inserts=2)
+    snap = load_table(catalog, ident).current_snapshot().snapshot_id
+    files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
+    report = optimize_table(spark, cfg, ident, dry_run=True)
+    assert report.dry_run and report.snapshot_ids == ()
+    assert report.files_rewritten > 0 and all(p.status == "planned" for p in report.partitions)
+    assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
+    assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
+
+
+def _data_dir(cfg: Any, ident: str) -> Path:
+    ns, name = ident.split(".")
+    return Path(cfg.catalog.warehouse[len("file://"):]) / ns / name / "data"
+
+
+def test_verification_mismatch_commits_nothing_and_deletes_written_files(
+    spark, cfg, catalog, namespace, monkeypatch
+):
+    ident = make_table(spark, namespace, inserts=2)
+    snap = load_table(catalog, ident).current_snapshot().snapshot_id
+    files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
+    real = rewrite_mod.checksums_by_key
+    calls: list[int] = []
+
+    def corrupt(df: Any, columns: Any) -> Any:
+        calls.append(1)
+        sums = real(df, columns)
+        if len(calls) == 2:  # the read of the written files: pretend one row went missing
+            sums = {k: Checksum(v.rows - 1, v.checksum, v.non_null) for k, v in sums.items()}
+        return sums
+
+    monkeypatch.setattr(rewrite_mod, "checksums_by_key", corrupt)
+    with pytest.raises(OperationFailed, match="verification failed"):
+        optimize_table(spark, cfg, ident)
+    assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
+    assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
+

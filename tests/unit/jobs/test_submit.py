@@ -1,0 +1,114 @@
+"""The spark-submit argv builder, asserted exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.submit import build_submit_command, job_script
+from service.errors import UsageError
+
+pytestmark = [pytest.mark.unit]
+
+JOBS = Path("/opt/icefloe/jobs")
+
+
+def test_minimal_command() -> None:
+    assert build_submit_command("actor_optimize", master="local[2]", jobs_dir=JOBS) == [
+        "spark-submit", "--master", "local[2]", "/opt/icefloe/jobs/actor_optimize.py",
+    ]
+
+
+def test_full_command_in_documented_order() -> None:
+    cmd = build_submit_command(
+        "actor_optimize",
+        master="spark://m:7077",
+        deploy_mode="cluster",
+        app_name="icefloe-actor-optimize",
+        jars=["/j/iceberg.jar", "/j/sqlite.jar"],
+        packages=["org.x:y:1"],
+        py_files=["/p/icefloe.zip"],
+        conf={"spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+              "spark.executor.memory": "2g"},
+        config_path="/etc/icefloe.yaml",
+        args=["demo.events", "--partition", "day=2026-11-01", "--action", "sort", "--json"],
+        spark_submit="/opt/spark/bin/spark-submit",
+        jobs_dir=JOBS,
+    )
+    assert cmd == [
+        "/opt/spark/bin/spark-submit",
+        "--master", "spark://m:7077",
+        "--deploy-mode", "cluster",
+        "--name", "icefloe-actor-optimize",
+        "--jars", "/j/iceberg.jar,/j/sqlite.jar",
+        "--packages", "org.x:y:1",
+        "--py-files", "/p/icefloe.zip",
+        "--conf", "spark.executor.memory=2g",
+        "--conf", "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog",
+        "/opt/icefloe/jobs/actor_optimize.py",
+        "demo.events", "--partition", "day=2026-11-01", "--action", "sort", "--json",
+        "--config", "/etc/icefloe.yaml",
+    ]
+
+
+def test_values_with_spaces_stay_one_argument() -> None:
+    cmd = build_submit_command(
+        "x.py", master="yarn", conf={"spark.driver.extraJavaOptions": "-Da=1 -Db=2"}
+    )
+    assert cmd == [
+        "spark-submit", "--master", "yarn",
+        "--conf", "spark.driver.extraJavaOptions=-Da=1 -Db=2", "x.py",
+    ]
+
+
+def test_job_script_names_and_paths() -> None:
+    assert job_script("maintenance", JOBS) == "/opt/icefloe/jobs/maintenance.py"
+    assert job_script("/somewhere/else.py", JOBS) == "/somewhere/else.py"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"master": ""}, "bad Spark master"),
+        ({"master": "local", "deploy_mode": "remote"}, "bad deploy mode"),
+        ({"master": "local", "jars": ["a.jar,b.jar"]}, "bad jars entry"),
+        ({"master": "local", "conf": {"a=b": "c"}}, "bad Spark conf key"),
+        ({"master": "local", "packages": [""]}, "bad packages entry"),
+    ],
+)
+def test_bad_values_are_usage_errors(kwargs: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        build_submit_command("actor_optimize", **kwargs)
+
+
+def test_bad_job_name() -> None:
+    with pytest.raises(UsageError, match="bad job"):
+        build_submit_command("../../etc/passwd", master="local")
+
+
+def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
+    tmp_path: Path,
+) -> None:
+    from jobs.submit import submit_command_for
+    from service.config import build_config
+
+    cfg = build_config({
+        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
+                    "warehouse": f"file://{tmp_path}/wh"},
+        "redis": {"url": "redis://127.0.0.1:6379/15"},
+        "spark": {"master": "spark://m:7077", "conf": {"spark.executor.memory": "2g"}},
+        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
+    }, source="/etc/icefloe.yaml", home=tmp_path)
+    cmd = submit_command_for(cfg, "actor_optimize", args=["demo.events", "--json"])
+    assert cmd[:5] == ["spark-submit", "--master", "spark://m:7077",
+                       "--name", "icefloe-actor-optimize"]
+    assert "--jars" in cmd or "--packages" in cmd
+    confs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
+    keys = [c.split("=", 1)[0] for c in confs]
+    assert keys == sorted(keys)
+    assert "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog" in confs
+    assert "spark.executor.memory=2g" in confs
+    assert not any(c.startswith("spark.master=") for c in confs)  # --master says it
+    assert cmd[-5:] == [str(Path("jobs/actor_optimize.py").resolve()), "demo.events", "--json",
+                        "--config", "/etc/icefloe.yaml"]
