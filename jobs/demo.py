@@ -12,8 +12,8 @@
 6. skew: a planted hot key is detected, and the salted join is checked against the plain
    join (identical rows) with its stage max/median task time.
 
-The decider uses its own Redis key prefix (``<prefix>-demo``), cleared at the start, so the
-demo never touches a real deployment's queue.
+The decider state stays in Redis under the configured prefix, so ``icefloe status``
+explains what the demo left behind (the default config manages the ``demo`` namespace).
 """
 
 from __future__ import annotations
@@ -95,16 +95,9 @@ class Streamer(threading.Thread):
 
 
 def demo_config(cfg: Config, namespace: str) -> Config:
-    return replace(
-        cfg,
-        managed=ManagedConfig(namespaces=(namespace,)),
-        redis=replace(cfg.redis, key_prefix=f"{cfg.redis.key_prefix}-demo"),
-    )
-
-
-def clear_prefix(client: Any, prefix: str) -> None:
-    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-        client.delete(key)
+    """The demo manages its own namespace (on top of whatever the config manages)."""
+    namespaces = tuple(dict.fromkeys((*cfg.managed.namespaces, namespace)))
+    return replace(cfg, managed=ManagedConfig(namespaces=namespaces, tables=cfg.managed.tables))
 
 
 def converge(
@@ -128,7 +121,6 @@ def converge(
     from service.status import record_action
 
     client = connect(cfg)
-    clear_prefix(client, cfg.redis.key_prefix)
     settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
     keys = Keys.for_config(cfg)
     decider = Decider(cfg, client, catalog, settings)
