@@ -273,3 +273,44 @@ def makespan(durations: Iterable[float], slots: int) -> float:
     for d in sorted((float(x) for x in durations), reverse=True):
         heapq.heapreplace(loads, loads[0] + d)
     return max(loads)
+
+
+def spread_salts(
+    partition_of: Mapping[K, Sequence[int]],
+    buckets: Mapping[K, int],
+    rows: Mapping[K, int],
+    partitions: int,
+) -> dict[K, list[int]]:
+    """Salt *values* per hot key whose shuffle partitions do not collide.
+
+    Salting a key into N buckets only helps if the N ``(key, salt)`` pairs hash to N
+    different shuffle partitions; with salts ``0..N-1`` two buckets often share one
+    (birthday collisions), and that partition is again the straggler. ``partition_of[k][s]``
+    is the partition of ``(k, salt=s)`` for candidate salts ``s = 0, 1, ...`` (the caller
+    evaluates Spark's partitioning hash); biggest keys first, each bucket goes to the least
+    loaded partition not yet used by that key (reused only when a key has more buckets
+    than there are partitions).
+    """
+    if partitions < 1:
+        raise ValueError("partitions must be positive")
+    load = [0.0] * partitions
+    out: dict[K, list[int]] = {}
+    for key in sorted(buckets, key=lambda k: (-rows.get(k, 0), repr(k))):
+        n = buckets[key]
+        cands = partition_of[key]
+        size = rows.get(key, 0) / max(n, 1)
+        chosen: list[int] = []
+        used_parts: set[int] = set()
+        taken: set[int] = set()
+        for _ in range(n):
+            free = [s for s in range(len(cands)) if s not in taken]
+            if not free:
+                raise ValueError(f"not enough candidate salts for key {key!r}")
+            fresh = [s for s in free if cands[s] not in used_parts] or free
+            best = min(fresh, key=lambda s: (load[cands[s] % partitions], s))
+            chosen.append(best)
+            taken.add(best)
+            used_parts.add(cands[best])
+            load[cands[best] % partitions] += size
+        out[key] = sorted(chosen)
+    return out

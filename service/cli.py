@@ -34,6 +34,9 @@ def _register() -> None:
 
     for command in cli_basic.COMMANDS:
         cli.add_command(command)
+    list(map(cli.add_command, __import__("service.cli_decider").cli_decider.COMMANDS))
+    list(map(cli.add_command, __import__("service.cli_skew").cli_skew.COMMANDS))
+    list(map(cli.add_command, __import__("service.cli_actors").cli_actors.COMMANDS))
 
 
 _register()

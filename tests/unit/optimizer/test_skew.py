@@ -18,6 +18,7 @@ from optimizer.skew import (
     salt_plan,
     sigma_outliers,
     skew_metrics,
+    spread_salts,
 )
 
 pytestmark = pytest.mark.unit
@@ -155,3 +156,19 @@ def test_makespan() -> None:
     assert makespan([], 3) == 0
     with pytest.raises(ValueError):
         makespan([1], 0)
+
+
+def test_spread_salts_avoids_partition_collisions() -> None:
+    # candidate salts 0..7 of key "a" hash to partitions with collisions among the first ones
+    partition_of = {"a": [3, 3, 1, 3, 0, 2, 1, 0], "b": [0, 1, 2, 3, 0, 1, 2, 3]}
+    chosen = spread_salts(partition_of, {"a": 4, "b": 2}, {"a": 400, "b": 100}, 4)
+    assert sorted(partition_of["a"][s] for s in chosen["a"]) == [0, 1, 2, 3]
+    assert len(set(chosen["b"])) == 2
+
+
+@given(st.integers(min_value=1, max_value=20), st.integers(min_value=1, max_value=8))
+def test_spread_salts_distinct_partitions_when_possible(n: int, parts: int) -> None:
+    partition_of = {"k": [(s * 11 + 3) % parts for s in range(4 * max(n, parts))]}
+    chosen = spread_salts(partition_of, {"k": n}, {"k": 1000}, parts)["k"]
+    assert len(chosen) == len(set(chosen)) == n
+    assert len({partition_of["k"][s] for s in chosen}) == min(n, parts)

@@ -1,0 +1,86 @@
+"""``icefloe skew detect``: hot keys and skewed partitions of an Iceberg table.
+
+Storage skew comes from Iceberg metadata; key skew is counted with Spark (exact below
+2M rows, sample-then-verify above). The report is stored per table snapshot in
+``<namespace>.skew_reports`` (default ``icefloe``) and reused until the table changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from service.cli_common import Context, emit, pass_ctx
+from service.config import parse_table_identifier
+from service.errors import UsageError
+
+
+@click.group()
+def skew() -> None:
+    """Detect data skew: hot keys, oversized partitions, join blow-up."""
+
+
+@skew.command()
+@click.argument("table")
+@click.option("--key", "keys", multiple=True, required=True, metavar="COL",
+              help="Key column to check (repeatable).")
+@click.option("--join-with", metavar="TABLE2", help="Estimate join output with this table.")
+@click.option("--on", "on", metavar="COL", help="Join column (present in both tables).")
+@click.option("--method", type=click.Choice(["auto", "exact", "sample"]), default="auto",
+              show_default=True, help="Exact counts, or sample then verify candidates.")
+@click.option("--min-share", type=float, default=0.01, show_default=True,
+              help="A hot key holds at least this share of the rows.")
+@click.option("--median-multiple", type=float, default=10.0, show_default=True,
+              help="...and at least this many times the median key's rows.")
+@click.option("--reports-namespace", default="icefloe", show_default=True,
+              help="Namespace of the skew_reports table.")
+@click.option("--refresh", is_flag=True, help="Recount even if a report of this snapshot exists.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def detect(
+    ctx: Context,
+    table: str,
+    keys: tuple[str, ...],
+    join_with: str | None,
+    on: str | None,
+    method: str,
+    min_share: float,
+    median_multiple: float,
+    reports_namespace: str,
+    refresh: bool,
+    as_json: bool,
+) -> None:
+    """Hot keys of TABLE's --key columns and its skewed partitions."""
+    from optimizer.skew import HotKeyRules
+
+    parse_table_identifier(table)
+    if join_with:
+        parse_table_identifier(join_with, "--join-with table")
+    parse_table_identifier(f"{reports_namespace}.x", "--reports-namespace")
+    if bool(join_with) != bool(on):
+        raise UsageError("--join-with and --on go together")
+    try:
+        rules = HotKeyRules(min_share=min_share, median_multiple=median_multiple)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    from jobs.session import build_spark
+    from jobs.skew_detect import detect_table, render_text
+    from service.catalog import load_catalog, load_table
+
+    cfg = ctx.cfg
+    catalog = load_catalog(cfg)
+    load_table(catalog, table)  # fail fast, before starting Spark
+    if join_with:
+        load_table(catalog, join_with)
+    spark = build_spark(cfg, app_name="icefloe-skew-detect")
+    report = detect_table(spark, cfg, catalog, table, list(keys), join_with, on, rules,
+                          method, reports_namespace, refresh)
+
+    def render(data: Any) -> None:
+        click.echo(render_text(data))
+
+    emit(report, as_json, render)
+
+
+COMMANDS = [skew]
