@@ -20,12 +20,10 @@ detection on Zipf data (sampled vs exact counts).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.salted_join import plan_salted_join  # noqa: E402
 from jobs.skew import detect_hot_keys, salted_aggregate, salted_join  # noqa: E402
-from optimizer.skew import makespan  # noqa: E402
+from jobs.stage_metrics import Meter  # noqa: E402
 
 # Coalescing is off in every variant: on inputs this small AQE would merge all shuffle
 # partitions into one or two tasks and there would be no task distribution to measure.
@@ -72,70 +70,6 @@ def build_session(partitions: int) -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-class Meter:
-    """Runs an action in a job group and reads its stages' task metrics over REST."""
-
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
-        self.sc = spark.sparkContext
-        self.base = f"{self.sc.uiWebUrl}/api/v1/applications/{self.sc.applicationId}"
-        self.n = 0
-
-    def _get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.base + path, timeout=30) as r:
-            return json.loads(r.read())
-
-    def run(self, name: str, df: Any, conf: dict[str, str]) -> dict[str, Any]:
-        for k, v in conf.items():
-            self.spark.conf.set(k, v)
-        self.n += 1
-        group = f"bench-{self.n}"
-        self.sc.setJobGroup(group, name)
-        start = time.perf_counter()
-        df.write.format("noop").mode("overwrite").save()
-        wall = time.perf_counter() - start
-        return {"name": name, "wall": wall, **self.stage_metrics(group)}
-
-    def stage_metrics(self, group: str) -> dict[str, Any]:
-        time.sleep(1.0)  # let the listener bus deliver the last task-end events
-        tracker = self.sc.statusTracker()
-        stage_ids = sorted({s for j in tracker.getJobIdsForGroup(group)
-                            for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j)
-                                      else [])})
-        stages = []
-        for sid in stage_ids:
-            try:
-                attempts = self._get(f"/stages/{sid}")
-            except Exception:
-                continue
-            for att in attempts:
-                if att.get("status") != "COMPLETE":
-                    continue
-                tasks = self._get(f"/stages/{sid}/{att['attemptId']}/taskList?length=1000000")
-                durs = [t["duration"] / 1000 for t in tasks if "duration" in t]
-                reads = [_shuffle_read(t) for t in tasks]
-                if durs:
-                    stages.append({"id": sid, "durs": durs, "reads": reads})
-        if not stages:
-            return {"max_over_median": 0.0, "max_read_mb": 0.0, "tasks": 0,
-                    "makespan16": 0.0, "makespan64": 0.0}
-        main = max(stages, key=lambda s: (sum(s["reads"]), sum(s["durs"])))
-        durs = main["durs"]
-        med = statistics.median(durs)
-        return {
-            "max_over_median": max(durs) / med if med > 0 else float("inf"),
-            "max_read_mb": max(main["reads"]) / 2**20,
-            "tasks": len(durs),
-            "makespan16": sum(makespan(s["durs"], 16) for s in stages),
-            "makespan64": sum(makespan(s["durs"], 64) for s in stages),
-        }
-
-
-def _shuffle_read(task: dict[str, Any]) -> int:
-    m = task.get("taskMetrics", {}).get("shuffleReadMetrics", {})
-    return int(m.get("remoteBytesRead", 0)) + int(m.get("localBytesRead", 0))
 
 
 def make_data(spark: Any, rows: int, hot_share: float, dim_keys: int) -> tuple[Any, Any]:

@@ -163,6 +163,21 @@ def render_comparison(result: dict[str, Any]) -> None:
     console.print(out)
 
 
+def render_skew(skew: dict[str, Any]) -> None:
+    hot = ", ".join(f"{h['key']} ({h['rows']:,} rows, {h['share']:.0%})" for h in skew["hot_keys"])
+    console.print(f"skew report for {skew['table']} ({skew['rows']:,} rows): hot user_id {hot}")
+    out = RichTable(title="LEFT join, skewed right side: plain (AQE on) vs salted")
+    for col in ("", "join-stage max/median task", "max shuffle read MiB", "tasks", "wall s"):
+        out.add_column(col, justify="left" if not col else "right")
+    for label in ("plain", "salted"):
+        m = skew[label]
+        out.add_row(label, f"{m['max_over_median']:.1f}x", f"{m['max_read_mb']:.1f}",
+                    str(m["tasks"]), f"{m['wall']:.1f}")
+    console.print(out)
+    same = "[green]identical rows[/]" if skew["identical"] else "[red]RESULTS DIFFER[/]"
+    console.print(f"salted join vs plain join: {same}")
+
+
 @click.command()
 @click.option("--namespace", default="demo", show_default=True, help="Demo namespace.")
 @click.option("--seed", default=7, show_default=True, type=int)
@@ -197,6 +212,7 @@ def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) ->
                 f"decider rounds {loop['rounds']}, actions {loop['actions']}; partition scans "
                 f"avoided by the rolling stats: {loop['scans_avoided_pct']:.0f}%"
             )
+            render_skew(result["skew"])
             console.print(f"chart: {result['chart']}")
             console.print(
                 f"demo finished in {result['seconds']:.0f}s; "
@@ -204,7 +220,7 @@ def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) ->
             )
     finally:
         spark.stop()
-    if not all(t["rows_ok"] for t in result["tables"]):
+    if not all(t["rows_ok"] for t in result["tables"]) or not result["skew"]["identical"]:
         raise SystemExit(1)
 
 

@@ -13,8 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from service.config import Config, build_config
+
+# CI runs hypothesis derandomized: a red CI run is then reproducible, never a coin toss.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

@@ -220,8 +220,10 @@ def test_guard_drops_groups_that_would_raise_the_mse() -> None:
 
 
 @settings(max_examples=200, deadline=None, database=None)
-@given(st.lists(st.integers(0, 1_000), min_size=1, max_size=10))
+@given(st.lists(st.integers(1, 1_000), min_size=1, max_size=10))
 def test_ordered_complete_plan_reaches_the_brute_force_optimum(sizes: list[int]) -> None:
+    # Data files are never empty; merged empty files would write no file at all, which the
+    # one-file-per-run brute force below does not model.
     plan = plan_partition(sizes, 1_000, preserve_order=True, near_target=1.0)
     check_invariants(sizes, 1_000, plan, True, near=1.0)
     best = None
