@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,6 +13,7 @@ from rich.table import Table as RichTable
 
 from service.cli_common import Context, emit, pass_ctx
 from service.config import Config
+from service.errors import UsageError
 
 MIB = 1 << 20
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -251,4 +253,41 @@ def _demo_quick(cfg: Config, namespace: str, seed: int, as_json: bool) -> None:
         console.print(f"demo warehouse ready in {elapsed:.1f}s at {cfg.catalog.warehouse}")
 
 
-COMMANDS = [doctor, tables, demo]
+SUBMITTABLE = ("actor", "actor_optimize", "skew_detect", "salted_join")
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--print", "print_only", is_flag=True, help="Print the command, do not run it.")
+@click.option("--master", default=None, help="Spark master (default: spark.master of the config).")
+@click.option("--deploy-mode", type=click.Choice(["client", "cluster"]), default=None)
+@click.argument("job")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@pass_ctx
+def submit(
+    ctx: Context, print_only: bool, master: str | None, deploy_mode: str | None, job: str,
+    args: tuple[str, ...],
+) -> None:
+    """spark-submit JOB (actor, actor_optimize, skew_detect, salted_join) with the config's
+    master, catalog settings and jars; ARGS go to the job."""
+    import dataclasses
+    import os
+    import shlex
+    import subprocess
+
+    from jobs.submit import submit_command_for
+
+    if job not in SUBMITTABLE:
+        raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")
+    cfg = ctx.cfg
+    if master:
+        cfg = dataclasses.replace(cfg, spark=dataclasses.replace(cfg.spark, master=master))
+    argv = submit_command_for(cfg, job, list(args), deploy_mode=deploy_mode)
+    argv[0] = str(Path(sys.executable).with_name("spark-submit"))
+    if print_only:
+        click.echo(" ".join(shlex.quote(a) for a in argv))
+        return
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    raise SystemExit(subprocess.run(argv, env=env).returncode)
+
+
+COMMANDS = [doctor, tables, demo, submit]
