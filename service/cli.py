@@ -30,13 +30,12 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 
 def _register() -> None:
-    from service import cli_basic
+    """Each command module exports ``COMMANDS``; heavy imports stay inside the commands."""
+    from service import cli_actors, cli_basic, cli_decider, cli_skew
 
-    for command in cli_basic.COMMANDS:
-        cli.add_command(command)
-    list(map(cli.add_command, __import__("service.cli_decider").cli_decider.COMMANDS))
-    list(map(cli.add_command, __import__("service.cli_skew").cli_skew.COMMANDS))
-    list(map(cli.add_command, __import__("service.cli_actors").cli_actors.COMMANDS))
+    for module in (cli_basic, cli_actors, cli_decider, cli_skew):
+        for command in module.COMMANDS:
+            cli.add_command(command)
 
 
 _register()
