@@ -1,0 +1,87 @@
+"""``kill -9`` of an actor mid-action: the item comes back after its lease, the action
+completes once, and the table holds every row exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pytest
+import yaml
+
+from jobs.ingest import TableSpec, ingest
+from service.config import build_config
+from service.keys import Keys
+from service.queue import RedisQueue
+from tests.conftest import config_raw
+
+pytestmark = [pytest.mark.integration, pytest.mark.redis]
+
+LEASE = 6
+
+
+def icefloe(env: dict[str, str], *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "service", *args], env=env,
+                          capture_output=True, text=True, timeout=600, **kw)
+
+
+def test_kill_9_mid_action_loses_nothing_and_runs_once(
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any, tmp_path: Path
+) -> None:
+    raw = config_raw(lake_home)
+    raw["managed"] = {"namespaces": [namespace]}
+    raw["redis"]["key_prefix"] = "icefloe-kill"
+    raw["decider"] = {"lease_seconds": LEASE, "poll_seconds": 1, "leader_ttl_seconds": 5}
+    config = tmp_path / "icefloe.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    cfg = build_config(raw, home=lake_home)
+    env = {**os.environ, "ICEFLOE_CONFIG": str(config)}
+
+    spec = TableSpec(f"{namespace}.stream", days=1, regions=("eu",), commits=10, healthy_days=0,
+                     late_share=0.0, small_file_bytes=(4 << 10, 24 << 10),
+                     target_file_size_bytes=512 << 10)
+    ingest(catalog, spec, seed=11)
+    ids_before = catalog.load_table((namespace, "stream")).scan().to_arrow()["event_id"]
+
+    assert icefloe(env, "decide", "--once").returncode == 0
+    queue = RedisQueue(redis_client, Keys.for_config(cfg))
+    assert sum(queue.depth().values()) >= 1
+
+    actor = subprocess.Popen([sys.executable, "-m", "service", "actor", "--max-actions", "1"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not queue.inflight() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (leased,) = queue.inflight()
+        time.sleep(10)  # Spark is up and the action under way
+        assert actor.poll() is None, "the actor finished before it could be killed"
+    finally:
+        os.killpg(actor.pid, signal.SIGKILL)  # the Python driver and its JVM
+        actor.wait()
+
+    time.sleep(LEASE + 1)  # the lease runs out: no one renews it any more
+    assert icefloe(env, "decide", "--once").returncode == 0  # reaps, re-dispatches
+    assert not queue.inflight()
+    done = icefloe(env, "actor", "--idle-exit", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "failed=0" in done.stdout
+
+    table = catalog.load_table((namespace, "stream"))
+    ids_after = table.scan().to_arrow()["event_id"]
+    assert len(ids_after) == len(ids_before)
+    assert pc.count_distinct(ids_after).as_py() == len(ids_after)  # nothing duplicated
+    assert sorted(ids_after.to_pylist()) == sorted(ids_before.to_pylist())  # nothing lost
+    assert table.current_snapshot().summary.operation.value == "replace"
+    assert not queue.dead() and not queue.inflight() and sum(queue.depth().values()) == 0
+    item_id = leased.item.id
+    recent = [r for r in redis_client.lrange(Keys.for_config(cfg).recent, 0, -1)]
+    runs = [r for r in recent if item_id.encode() in r and b'"ok": true' in r]
+    assert len(runs) == 1  # the killed attempt never acked; the retry completed once
