@@ -451,37 +451,45 @@ def _attempt(
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}
         for r in results:
             by_partition.setdefault((r.group.spec_id, r.group.partition), []).append(r)
-        for p in work:
-            key = (p.spec_id, p.key)
-            mine = by_partition.get(key, [])
-            new_sizes = [s for r in mine for s in r.new_sizes]
-            replaced = {path for g in p.groups for path in g.paths}
-            kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
-            after = stats_from_sizes(kept + new_sizes, target)
-            if not worth_committing(p.sizes, after.sse, target) and not rewrite.dangling_deletes(
-                sorted(replaced)
-            ):
-                rewrite.discard(mine)
+        untried = {(p.spec_id, p.key) for p in work}
+        try:
+            for p in work:
+                key = (p.spec_id, p.key)
+                untried.discard(key)
+                mine = by_partition.get(key, [])
+                new_sizes = [s for r in mine for s in r.new_sizes]
+                replaced = {path for g in p.groups for path in g.paths}
+                kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
+                after = stats_from_sizes(kept + new_sizes, target)
+                gain = worth_committing(p.sizes, after.sse, target)
+                if not gain and not rewrite.dangling_deletes(sorted(replaced)):
+                    rewrite.discard(mine)
+                    reports[key] = replace(
+                        reports[key], status="skipped", attempts=attempt,
+                        reason="written files were no better than the inputs; nothing committed",
+                    )
+                    continue
+                try:
+                    snapshot_id, removed = rewrite.commit(mine)
+                except CommitConflict:
+                    conflicts.append(key)
+                    continue
+                actual = after.mse
                 reports[key] = replace(
-                    reports[key], status="skipped", attempts=attempt,
-                    reason="written files were no better than the inputs; nothing committed",
+                    reports[key], status="rewritten", reason="", snapshot_id=snapshot_id,
+                    files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
+                    groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
+                    files_added=len(new_sizes), bytes_added=sum(new_sizes),
+                    delete_files_removed=len(removed), rows=sum(r.input.rows for r in mine),
+                    actual_mse_after=actual, prediction_error=actual - p.predicted_mse_after,
+                    attempts=attempt,
                 )
-                continue
-            try:
-                snapshot_id, removed = rewrite.commit(mine)
-            except CommitConflict:
-                conflicts.append(key)
-                continue
-            actual = after.mse
-            reports[key] = replace(
-                reports[key], status="rewritten", reason="", snapshot_id=snapshot_id,
-                files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
-                groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
-                files_added=len(new_sizes), bytes_added=sum(new_sizes),
-                delete_files_removed=len(removed), rows=sum(r.input.rows for r in mine),
-                actual_mse_after=actual, prediction_error=actual - p.predicted_mse_after,
-                attempts=attempt,
-            )
+        except BaseException:
+            # a commit failed in a way that is not a conflict: the files written for the
+            # partitions not yet committed will never be, so delete them now
+            for key in untried:
+                rewrite.discard(by_partition.get(key, []))
+            raise
     finally:
         rewrite.close()
         for phase, secs in rewrite.timings.items():

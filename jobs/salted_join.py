@@ -360,15 +360,8 @@ def run(spark: Any, cfg: Any, catalog: Any, args: argparse.Namespace) -> dict[st
             "reasons": list(decision.reasons), "hot_keys_from_reports": bool(hot)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit jobs/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``."""
-    import json
-
-    from jobs.session import build_spark
-    from service.catalog import load_catalog
-    from service.config import load_config
-    from service.errors import IcefloeError
-
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The job's arguments (what :func:`build_command_args` produces)."""
     parser = argparse.ArgumentParser(prog="salted_join", description="Salted join of two tables.")
     parser.add_argument("left")
     parser.add_argument("right", nargs="?")
@@ -385,6 +378,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.right) == bool(args.right_sql):
         parser.error("give either RIGHT or --right-sql")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit jobs/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``."""
+    import json
+
+    from jobs.session import build_spark
+    from service.catalog import load_catalog
+    from service.config import load_config
+    from service.errors import IcefloeError
+
+    args = parse_args(argv)
     try:
         cfg = load_config(args.config)
         catalog = load_catalog(cfg)

@@ -115,7 +115,7 @@ class Actor:
             entry.update(ok=True, **_summary(result))
         entry.update(seconds=round(self.clock() - started, 3), finished_at=self.clock(),
                      renewals=renewer.renewals)
-        self.recorder(entry)
+        _best_effort("record the action", self.recorder, entry)
 
     def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
         """Work until ``max_actions`` were taken or nothing came for ``idle_exit`` seconds."""
@@ -124,7 +124,7 @@ class Actor:
         taken = 0
         while max_actions is None or taken < max_actions:
             now = self.clock()
-            self.heartbeat(self.id, now)
+            _best_effort("send a heartbeat", self.heartbeat, self.id, now)
             lease = self.queue.dequeue(now, self.lease_seconds)
             if lease is None:
                 if idle_exit is not None and now - idle_since >= idle_exit:
@@ -219,6 +219,22 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
         report = optimize_table(state["spark"], cfg, item.table, partitions=partitions,
                                 action=item.action)
         out: dict[str, Any] = report.to_dict()
+        if out.get("partitions_failed"):
+            # e.g. a commit that kept conflicting: nack, so the action is retried (or dead-
+            # lettered with this reason) instead of acked as if the work were done
+            from service.errors import OperationFailed
+
+            failed = [p for p in out.get("partitions", []) if p.get("status") == "failed"]
+            reasons = "; ".join(f"{p.get('key')}: {p.get('reason')}" for p in failed[:3])
+            raise OperationFailed(f"{out['partitions_failed']} partition(s) failed: {reasons}")
         return out
 
     return run
+
+
+def _best_effort(what: str, func: Callable[..., None], *args: Any) -> None:
+    """Bookkeeping (recent list, heartbeat) must never kill an actor: log and go on."""
+    try:
+        func(*args)
+    except Exception as e:  # a Redis blip: the queue itself retries on the next call
+        log.warning("could not %s: %s", what, type(e).__name__)

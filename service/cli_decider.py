@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import replace
 from typing import Any
 
 import click
@@ -25,12 +24,16 @@ ITEM_ACTIONS = ("merge", "sort")
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
 
 
-def connect(cfg: Config) -> Any:
-    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords)."""
+def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
+    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords).
+
+    ``block_seconds``: the longest blocking read the caller makes (the decider's XREADGROUP
+    waits up to one poll interval); the socket timeout must outlast it.
+    """
     import redis
 
-    client = redis.Redis.from_url(cfg.redis.url, socket_timeout=30, socket_connect_timeout=5,
-                                  health_check_interval=30)
+    client = redis.Redis.from_url(cfg.redis.url, socket_timeout=max(30.0, block_seconds + 10),
+                                  socket_connect_timeout=5, health_check_interval=30)
     try:
         client.ping()
     except redis.exceptions.RedisError as e:
@@ -91,9 +94,11 @@ def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
     _logging()
     cfg = ctx.cfg
     settings = settings_for(cfg)
-    if poll:
-        settings = replace(settings, poll_seconds=poll)
-    client = connect(cfg)
+    if poll:  # re-validated: the leader lease must outlast a poll
+        settings = DeciderSettings.from_mapping(
+            {**dataclasses.asdict(settings), "poll_seconds": poll}
+        )
+    client = connect(cfg, block_seconds=settings.poll_seconds)
     launcher = SubmitLauncher(cfg) if launch_actors else None
     decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
     metrics = DeciderMetrics()

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from service.catalog import ICEBERG_RUNTIME
 from service.config import DEFAULT_CONFIG, PROJECT_ROOT, load_config
 
 JOBS_DIR = PROJECT_ROOT / "jobs"
@@ -69,7 +70,7 @@ def spark_submit_kwargs(job: str, config_path: str | Path = DEFAULT_CONFIG) -> d
         "application": str(JOBS_DIR / f"{job}.py"),
         "conf": conf,
         "jars": ",".join(jars) if jars else None,
-        "packages": None if jars else "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+        "packages": None if jars else ICEBERG_RUNTIME,
         "name": f"icefloe-{job.replace('_', '-')}",
         # the driver and local executors run this environment's Python, with icefloe on it
         "env_vars": {
@@ -143,7 +144,9 @@ def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str
 
 
 def salted_join_args(spec: Mapping[str, Any] | None, config_path: str | Path) -> list[list[str]]:
-    """Args of the ``jobs/salted_join.py`` run, if ``spec["join"]`` names one."""
+    """Args of the ``jobs/salted_join.py`` run, if ``spec["join"]`` names one (the job's own
+    pure argument builder, so the two never drift apart)."""
+    from jobs.salted_join import build_command_args
     from service.config import parse_table_identifier
 
     join = (spec or {}).get("join")
@@ -151,17 +154,9 @@ def salted_join_args(spec: Mapping[str, Any] | None, config_path: str | Path) ->
         return []
     for key in ("left", "right", "output"):
         parse_table_identifier(join[key])
-    return [
-        [
-            join["left"],
-            join["right"],
-            "--on",
-            join["on"],
-            "--how",
-            join.get("how", "inner"),
-            "--output",
-            join["output"],
-            "--config",
-            str(config_path),
-        ]
-    ]
+    on = [join["on"]] if isinstance(join["on"], str) else list(join["on"])
+    args = build_command_args(
+        join["left"], join["right"], on, join.get("how", "inner"), join["output"],
+        mode=join.get("mode", "replace"),
+    )
+    return [[*args, "--reuse-reports", "--config", str(config_path)]]

@@ -187,7 +187,7 @@ class RollingStats:
 
     def last_applied(self, table: str) -> int | None:
         raw = _str(self.r.hget(self.k.table_state(table), "last_snapshot"))
-        return int(raw) if raw else None
+        return (int(raw) or None) if raw else None  # 0 records "applied an empty table"
 
     def target(self, table: str) -> int | None:
         raw = _str(self.r.hget(self.k.table_state(table), "target"))

@@ -185,3 +185,22 @@ def test_actor_runs_follow_the_backlog() -> None:
 def test_adhoc_args_reject_bad_conf(conf: dict[str, Any]) -> None:
     with pytest.raises(UsageError):
         ds.adhoc_args(conf, "c")
+
+
+def test_salted_join_spark_submit_argv_is_exact(dagbag: Any) -> None:
+    task = dagbag.dags["icefloe_skew"].get_task("salted_join")
+    spec = {"join": {"left": "demo.users", "right": "demo.purchases", "on": "user_id",
+                     "how": "left", "output": "demo.users_purchases"}}
+    (args,) = ds.salted_join_args(spec, "/c.yaml")
+    expected = [
+        str(PROJECT_ROOT / "jobs" / "salted_join.py"),
+        "demo.users", "demo.purchases", "--on", "user_id", "--how", "left",
+        "--into", "demo.users_purchases", "--mode", "replace", "--reuse-reports",
+        "--config", "/c.yaml",
+    ]
+    assert submit_argv(task, args)[-len(expected) :] == expected
+    # the job's own parser accepts exactly these arguments
+    from jobs.salted_join import parse_args
+
+    parsed = parse_args(args)
+    assert (parsed.into, parsed.how, parsed.on) == ("demo.users_purchases", "left", ["user_id"])

@@ -256,3 +256,27 @@ def test_verification_mismatch_commits_nothing_and_deletes_written_files(
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
+
+
+def test_a_failed_commit_leaves_no_written_file_behind(
+    spark: Any, cfg: Any, catalog: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit failure that is not a conflict stops the action; the files already written
+    for partitions not yet committed are deleted, not left for orphan cleanup."""
+    ident = make_table(spark, namespace, "commitfail", inserts=4)
+    before = snapshot_table(spark, ident)
+    snap = load_table(catalog, ident).current_snapshot().snapshot_id
+    files_before = {r.file_path for r in data_files(spark, ident)}
+
+    def failing_commit(self: Any, results: Any) -> Any:
+        self.discard(results)  # what commit() does for a cleanable failure
+        raise OperationFailed("commit of the table failed (CommitFailedException: boom)")
+
+    monkeypatch.setattr(rewrite_mod.ExactRewrite, "commit", failing_commit)
+    with pytest.raises(OperationFailed, match="boom"):
+        optimize_table(spark, cfg, ident)
+    assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
+    location = load_table(catalog, ident).location().removeprefix("file:").removeprefix("//")
+    on_disk = {str(p) for p in Path(location, "data").rglob("*.parquet")}
+    assert on_disk == {f.removeprefix("file:").removeprefix("//") for f in files_before}
+    assert_df_equality(before, contents(spark, ident), ignore_row_order=True)

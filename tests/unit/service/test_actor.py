@@ -125,3 +125,44 @@ def test_a_lost_lease_is_reported_not_acked() -> None:
     report = Actor(q, runner, clock=clock, sleep=clock.sleep, lease_seconds=60).run(max_actions=1)
     assert report.lost == 1 and report.done == 0
     assert q.depth()["pending"] == 1  # someone else will run it again
+
+
+def test_a_report_with_failed_partitions_is_nacked_not_acked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """optimize_table reports a commit that kept conflicting as a failed partition: the
+    action must come back (nack), not be acked as if its work were done."""
+    import types
+
+    from service.actor import spark_runner
+
+    class Report:
+        def to_dict(self) -> dict[str, Any]:
+            return {"partitions_failed": 1,
+                    "partitions": [{"key": "p=0", "status": "failed",
+                                    "reason": "commit conflicted 3 times"}]}
+
+    fake = types.ModuleType("jobs.optimize")
+    fake.optimize_table = lambda *a, **k: Report()  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "jobs.optimize", fake)
+    q = queue_with(1)
+    clock = Clock()
+    recorded: list[dict[str, Any]] = []
+    actor = Actor(q, spark_runner(cfg=None, spark=object()), clock=clock, sleep=clock.sleep,
+                  recorder=recorded.append)
+    report = actor.run(max_actions=1)
+    assert report.failed == 1 and report.done == 0
+    assert "commit conflicted 3 times" in recorded[0]["error"]
+    assert q.depth()["pending"] == 1  # back on the queue with its attempt counted
+
+
+def test_bookkeeping_failures_never_stop_the_actor() -> None:
+    q = queue_with(2)
+    clock = Clock()
+
+    def broken(*_: Any) -> None:
+        raise ConnectionError("redis blip")
+
+    actor = Actor(q, lambda item: {"bytes_rewritten": 1}, clock=clock, sleep=clock.sleep,
+                  recorder=broken, heartbeat=broken)
+    assert actor.run(max_actions=2).done == 2
