@@ -9,10 +9,12 @@ shuffle bytes; max/median is over its tasks. Makespan on 16/64 slots is simulate
 the measured task durations (LPT schedule, stages run one after another).
 
 Variants: ``default`` (AQE as shipped), ``tuned`` (AQE with small skew thresholds and
-advisory size), ``salted`` (jobs.skew on the default settings: salting replaces AQE's
-skew split, which would otherwise re-split the salted partitions). Plus a non-skewed join
-(guardrail overhead: salted_join with automatic detection vs the plain join) and hot-key
-detection on Zipf data (sampled vs exact counts).
+advisory size), ``salted`` (jobs.skew on the default settings with its automatic strategy:
+isolate-and-broadcast for the inner join, salting for the rest; it replaces AQE's skew
+split, which would otherwise re-split the salted partitions). Plus a non-skewed join
+(guardrail overhead on Iceberg tables: salted_join taking the stored skew report, and with
+automatic detection, vs the plain join) and hot-key detection on Zipf data (sampled vs
+exact counts).
 
     .venv/bin/python bench/skew_bench.py [--rows 2000000] [--reps 3]
 """
@@ -20,7 +22,7 @@ detection on Zipf data (sampled vs exact counts).
 from __future__ import annotations
 
 import argparse
-import os
+import tempfile
 import statistics
 import sys
 import time
@@ -51,25 +53,33 @@ TUNED_AQE = {
 }
 
 
-def build_session(partitions: int) -> Any:
-    from pyspark.sql import SparkSession
+def bench_config(home: Path) -> Any:
+    """A throw-away warehouse (JDBC catalog on SQLite) for the tables the guardrail reads."""
+    from service.config import build_config
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("icefloe-skew-bench")
-        .config("spark.ui.enabled", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "3g")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1")  # measure shuffle joins
-        .config("spark.ui.retainedTasks", "1000000")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.ui.retainedStages", "10000")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return build_config({
+        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{home}/catalog.db",
+                    "warehouse": f"file://{home}/warehouse"},
+        "redis": {"url": "redis://127.0.0.1:6379/15"},
+        "spark": {"master": "local[2]"},
+        "defaults": {"target_file_size_bytes": 128 << 20, "tolerance_bytes": 0},
+    }, source="<bench>", home=home)
+
+
+def build_session(partitions: int, cfg: Any = None) -> Any:
+    from jobs.session import build_spark
+
+    if cfg is None:
+        cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
+    return build_spark(cfg, "icefloe-skew-bench", {
+        "spark.ui.enabled": "true",
+        "spark.driver.memory": "3g",
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.sql.autoBroadcastJoinThreshold": "-1",  # measure shuffle joins
+        "spark.ui.retainedTasks": "1000000",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.retainedStages": "10000",
+    })
 
 
 def make_data(spark: Any, rows: int, hot_share: float, dim_keys: int) -> tuple[Any, Any]:
@@ -119,15 +129,57 @@ def zipf_detection(spark: Any, rows: int) -> tuple[float, float, list[str]]:
     return min(precisions), min(recalls), out
 
 
+def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[str, float]:
+    """Overhead of salted_join on a join WITHOUT skew (the guardrail must pick the plain join).
+
+    Two Iceberg tables, as in production. ``report``: the way the skew DAG runs it, the
+    detect task stored a report for the table's snapshot and the join looks it up (the
+    lookup is inside the timed span). ``auto``: no report, salted_join samples the input
+    itself first. Alternating runs, medians; overhead = median / plain median - 1.
+    """
+    from jobs.skew_detect import detect_table, stored_hot_keys
+    from service.catalog import load_catalog
+
+    cfg = args.cfg
+    catalog = load_catalog(cfg)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
+    spark.range(args.rows).selectExpr(f"id % {args.dim_keys} as k", "id as v") \
+        .writeTo("lake.bench.even").createOrReplace()
+    spark.range(args.dim_keys).selectExpr("id as k", "id * 7 as w") \
+        .writeTo("lake.bench.dim").createOrReplace()
+    report = detect_table(spark, cfg, catalog, "bench.even", ["k"])
+    assert not report["keys"]["k"]["hot_keys"], report["keys"]["k"]
+    even, dim = spark.table("lake.bench.even"), spark.table("lake.bench.dim")
+    times: dict[str, list[float]] = {"plain": [], "report": [], "auto": []}
+    print("guardrail (no skew, Iceberg tables): plain join vs salted_join, alternating")
+    for i in range(max(5, args.reps)):
+        times["plain"].append(meter.run(f"even plain {i}", even.join(dim, "k"), DEFAULT_AQE)["wall"])
+        for how in ("report", "auto"):
+            t = time.perf_counter()
+            hot = stored_hot_keys(catalog, "bench.even", "k") if how == "report" else None
+            df, decision = plan_salted_join(even, dim, "k", "inner", hot_keys=hot)
+            planning = time.perf_counter() - t  # lookup, detection, the guardrail's decision
+            # the query's own wall (meter.run's metrics collection afterwards is not timed)
+            times[how].append(planning + meter.run(f"even {how} {i}", df, DEFAULT_AQE)["wall"])
+            assert not decision.salted, decision
+    med = {k: statistics.median(v) for k, v in times.items()}
+    pct = {k: (med[k] / med["plain"] - 1) * 100 for k in ("report", "auto")}
+    print(f"  plain {med['plain']:.2f}s  with stored report {med['report']:.2f}s "
+          f"(overhead {pct['report']:.1f}%)  auto-detect {med['auto']:.2f}s "
+          f"(overhead {pct['auto']:.1f}%); decision: plain join")
+    return pct
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--dim-keys", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=32)
-    parser.add_argument("--reps", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument("--reps", type=int, default=5, help="runs per variant (median)")
     parser.add_argument("--zipf-rows", type=int, default=300_000)
     args = parser.parse_args()
-    spark = build_session(args.partitions)
+    args.cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
+    spark = build_session(args.partitions, args.cfg)
     meter = Meter(spark)
     fact, dim = make_data(spark, args.rows, 0.30, args.dim_keys)
     print(f"data: fact {fact.count()} rows (30% on key 0), dim {dim.count()} keys; "
@@ -160,22 +212,8 @@ def main() -> None:
     variants("count-distinct-agg", fact.groupBy("k").agg(F.count_distinct("v").alias("n")),
              salted_aggregate(fact, "k", {"n": ("count_distinct", "v")}, hot_keys=[0]))
 
-    # guardrail: a join without skew, plain vs salted_join with automatic detection
-    print("guardrail (no skew): plain join vs salted_join(auto), alternating, medians")
-    even = spark.range(args.rows).selectExpr(f"id % {args.dim_keys} as k", "id as v").persist()
-    even.count()
-    plain_t, auto_t = [], []
-    for i in range(args.reps):
-        plain_t.append(meter.run(f"even plain {i}", even.join(dim, "k", "inner"),
-                                 DEFAULT_AQE)["wall"])
-        t = time.perf_counter()
-        df, decision = plan_salted_join(even, dim, "k", "inner")
-        meter.run(f"even auto {i}", df, DEFAULT_AQE)
-        auto_t.append(time.perf_counter() - t)
-        assert not decision.salted, decision
-    overhead = (statistics.median(auto_t) / statistics.median(plain_t) - 1) * 100
-    print(f"  plain {statistics.median(plain_t):.2f}s  auto {statistics.median(auto_t):.2f}s  "
-          f"overhead {overhead:.1f}% (decision: plain join)")
+    guardrail = measure_guardrail(spark, meter, args)
+    overhead = guardrail["report"]
 
     print("hot-key detection on Zipf data (sample-then-verify vs exact counts)")
     t = time.perf_counter()
@@ -196,7 +234,8 @@ def main() -> None:
         f"inner_vs_tuned_aqe_time={inner_ratio:.2f} "
         f"agg_max_over_median={results['count-distinct-agg/salted']['max_over_median']:.2f} "
         f"guardrail_overhead_pct={overhead:.1f} "
-        f"hot_key_recall={recall:.3f} hot_key_precision={precision:.3f}"
+        f"hot_key_recall={recall:.3f} hot_key_precision={precision:.3f} "
+        f"auto_detect_overhead_pct={guardrail['auto']:.1f}"
     )
     spark.stop()
 

@@ -17,6 +17,16 @@ join runs on ``(key, salt)``. Here it is one join, not split-and-union, and exac
 * LEFT SEMI / LEFT ANTI join against the right side's distinct keys (same answer, the
   right side's duplicates gone), salting the left side when it is the skewed one.
 
+Where the join type allows it, a second strategy beats salting: *isolate and broadcast*.
+The hot keys' rows of the skewed side join a broadcast of the other side's hot-key rows
+map-side (no shuffle of the hot rows at all); every other row takes the plain shuffle
+join; the two results are unioned. Each row of the skewed side is in exactly one branch
+and finds all its partners there, so the union is the plain result. It needs the other
+side's hot-key rows to be few (``broadcast_rows``) and the skewed side to be the one whose
+unmatched rows are kept or dropped by a broadcast hash join: inner, semi and anti joins,
+a LEFT join skewed on the left, a RIGHT join skewed on the right. ``strategy="auto"``
+takes it when it applies, salting otherwise.
+
 The guardrail (:func:`optimizer.skew.salt_plan`) runs the plain join when no key is hot
 or the predicted gain is below the replication cost. Keys are given as column names
 present on both sides (a USING join), so the output schema is exactly the plain one's.
@@ -53,6 +63,8 @@ if TYPE_CHECKING:
 
 SALT = "__icefloe_salt"
 MARK = "__icefloe_present"
+STRATEGIES = ("auto", "salt", "broadcast")
+BROADCAST_ROWS = 200_000  # hot-key rows of the other side that auto may broadcast
 
 JOIN_TYPES = {
     "inner": "inner",
@@ -66,12 +78,15 @@ JOIN_TYPES = {
 
 @dataclass(frozen=True)
 class JoinDecision:
-    """What :func:`plan_salted_join` chose, for logs, tests and the benchmark."""
+    """What :func:`plan_salted_join` chose, for logs, tests and the benchmark.
+
+    ``salted`` is True when the skew handling ran (``strategy`` salt or broadcast)."""
 
     salted: bool
     side: str | None
     salts: Mapping[Any, int]
     reasons: tuple[str, ...] = ()
+    strategy: str = "plain"  # plain | salt | broadcast
 
 
 def row_hash(df: DataFrame) -> Column:
@@ -171,7 +186,8 @@ def salted_join(
     ``salts``: buckets per hot key (or one N for all); chosen by the core when None.
     Options: ``skewed_side`` ("left"/"right"), ``rules`` (HotKeyRules), ``partitions``,
     ``replication_budget`` (extra replicated rows allowed), ``max_salts``, ``force``
-    (skip the guardrail), ``null_salts``.
+    (skip the guardrail), ``null_salts``, ``strategy`` ("auto", "salt", "broadcast"),
+    ``broadcast_rows`` (most hot-key rows of the other side to broadcast).
     """
     return plan_salted_join(left, right, on, how, hot_keys, salts, **options)[0]
 
@@ -191,6 +207,8 @@ def plan_salted_join(
     max_salts: int = 64,
     force: bool = False,
     null_salts: int | None = None,
+    strategy: str = "auto",
+    broadcast_rows: int = BROADCAST_ROWS,
 ) -> tuple[DataFrame, JoinDecision]:
     """:func:`salted_join` returning its decision too."""
     kind = JOIN_TYPES.get(how.lower().replace(" ", "_")) if isinstance(how, str) else None
@@ -198,6 +216,8 @@ def plan_salted_join(
         raise UsageError(f"unsupported join type {how!r} (supported: {', '.join(JOIN_TYPES)})")
     if skewed_side not in (None, "left", "right"):
         raise UsageError(f"skewed_side must be 'left' or 'right', got {skewed_side!r}")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r} (supported: {', '.join(STRATEGIES)})")
     if isinstance(salts, int) and salts < 1 or isinstance(salts, Mapping) and any(
         int(n) < 1 for n in salts.values()
     ):
@@ -232,7 +252,10 @@ def plan_salted_join(
         return _plain(left, right, cols, kind), JoinDecision(False, None, {}, ("no hot keys",))
 
     # 2. measure the hot keys where the plan needs numbers
-    need = ("left", "right") if salts is None or skewed_side is None else (skewed_side,)
+    may_broadcast = strategy != "salt" and (
+        skewed_side is None or _broadcastable(kind, skewed_side))
+    need = (("left", "right") if salts is None or skewed_side is None or may_broadcast
+            else (skewed_side,))
     counts = {s: measure_keys(sides[s], cols, keys) if s in need else ({}, 0, 0)
               for s in ("left", "right")}
     if skewed_side is None:
@@ -262,7 +285,17 @@ def plan_salted_join(
     s_null_salts = null_salts or salt_count(s_nulls, max(1, s_total // parts), 0, None, max_salts)
     p_null_salts = null_salts or salt_count(p_nulls, max(1, p_total // parts), 0, None, max_salts)
 
-    # 4. build the salted join
+    # 4. isolate the hot keys and broadcast their few partners, where the join type allows
+    if strategy == "broadcast" and not _broadcastable(kind, skewed_side):
+        raise UsageError(f"strategy 'broadcast' cannot keep the unmatched rows of a {kind} "
+                         f"join's {other_side} side; use 'salt' or 'auto'")
+    if strategy == "broadcast" or strategy == "auto" and _broadcastable(kind, skewed_side) and sum(
+        p_hot.get(k, 0) for k in chosen
+    ) <= broadcast_rows:
+        return _isolate_and_broadcast(left, right, cols, kind, skewed_side, chosen), JoinDecision(
+            True, skewed_side, chosen, reasons, "broadcast")
+
+    # 5. build the salted join
     s_df = sides[skewed_side]
     p_df = sides[other_side]
     if semi:
@@ -280,7 +313,33 @@ def plan_salted_join(
 
         spurious = F.col(MARK).isNull() & key_lookup(cols, chosen).isNotNull()
         out = out.filter(~spurious).drop(MARK)
-    return out.drop(SALT), JoinDecision(True, skewed_side, chosen, reasons)
+    return out.drop(SALT), JoinDecision(True, skewed_side, chosen, reasons, "salt")
+
+
+def _broadcastable(kind: str, skewed_side: str) -> bool:
+    """Whether a broadcast hash join can build on the side that is *not* skewed."""
+    if kind in ("inner", "left_semi", "left_anti"):
+        return kind == "inner" or skewed_side == "left"
+    return kind == skewed_side  # left join skewed left, right join skewed right
+
+
+def _isolate_and_broadcast(
+    left: DataFrame, right: DataFrame, cols: list[str], kind: str, skewed_side: str,
+    hot: Mapping[Any, int],
+) -> DataFrame:
+    """Plain join of the other keys, union the hot keys' broadcast join (same schema)."""
+    from pyspark.sql import functions as F
+
+    is_hot = key_lookup(cols, {k: True for k in hot})  # NULL for NULL keys and cold keys
+    cold = _plain(left.filter(is_hot.isNull()), right.filter(is_hot.isNull()), cols, kind)
+    hot_left, hot_right = left.filter(is_hot.isNotNull()), right.filter(is_hot.isNotNull())
+    if kind in ("left_semi", "left_anti"):
+        hot_right = hot_right.select(*cols).distinct()
+    if skewed_side == "left":
+        hot_join = hot_left.join(F.broadcast(hot_right), on=cols, how=kind)
+    else:
+        hot_join = F.broadcast(hot_left).join(hot_right, on=cols, how=kind)
+    return cold.union(hot_join)
 
 
 def _sides_worth_checking(left: DataFrame, right: DataFrame) -> list[str]:
@@ -342,7 +401,7 @@ def run(spark: Any, cfg: Any, catalog: Any, args: argparse.Namespace) -> dict[st
         for name in (args.left, right_name):
             if name and hot is None:
                 hot = stored_hot_keys(catalog, name, args.on[0], args.reports_namespace)
-    out, decision = plan_salted_join(left, right, args.on, args.how, hot_keys=hot or None,
+    out, decision = plan_salted_join(left, right, args.on, args.how, hot_keys=hot,
                                      skewed_side=args.skewed_side)
     target = spark_table_name(cfg, args.into)
     exists = spark.catalog.tableExists(target.replace("`", ""))
@@ -357,7 +416,7 @@ def run(spark: Any, cfg: Any, catalog: Any, args: argparse.Namespace) -> dict[st
         writer.create()
     return {"into": args.into, "salted": decision.salted, "side": decision.side,
             "salts": {str(k): n for k, n in decision.salts.items()},
-            "reasons": list(decision.reasons), "hot_keys_from_reports": bool(hot)}
+            "reasons": list(decision.reasons), "hot_keys_from_reports": hot is not None}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -187,18 +187,12 @@ def detect_hot_keys(
             counts.unpersist()
     total = estimate if estimate is not None else keys.count()
     fraction = min(1.0, sample_rows / max(total, 1))
-    sample = keys.sample(fraction=fraction, seed=SAMPLE_SEED).groupBy(*cols).count()
     share_floor = max(3.0, rules.min_share * total * fraction / 2)
-    row = sample.agg(
-        F.percentile(F.col("count"), 0.5).alias("m"),
-        F.collect_list(
-            F.when(F.col("count") >= share_floor, F.struct(*cols, F.col("count")))
-        ).alias("c"),
-    ).collect()[0]
-    sample_median = float(row["m"] or 0.0)
+    sample_median, counted = _sample_counts(keys.sample(fraction=fraction, seed=SAMPLE_SEED),
+                                            cols, share_floor)
     floor = max(share_floor, rules.median_multiple * sample_median / 2)
-    ranked = sorted(row["c"] or [], key=lambda r: -int(r["count"]))
-    candidates = [key_value(cols, r) for r in ranked if r["count"] >= floor]
+    ranked = sorted(counted, key=lambda kc: -kc[1])
+    candidates = [k for k, n in ranked if n >= floor]
     candidates = [k for k in candidates if null_is_key or not _has_null(k)]
     candidates = candidates[: 4 * rules.max_keys + 4]
     null_rows = 0
@@ -211,6 +205,36 @@ def detect_hot_keys(
         null_is_key=null_is_key,
     )
     return KeyReport(tuple(cols), total, null_rows, tuple(hot), "sample", None, None, rules)
+
+
+def _sample_counts(
+    sample: DataFrame, cols: Sequence[str], floor: float
+) -> tuple[float, list[tuple[Any, int]]]:
+    """Median rows per key of a sample, and the keys with at least ``floor`` rows.
+
+    Simple key types come back as one Arrow batch and are counted on the driver (one scan,
+    no shuffle: a sample is small); other types are counted by Spark.
+    """
+    import statistics
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, DateType, IntegralType, StringType
+
+    simple = (IntegralType, StringType, BooleanType, DateType)
+    if all(isinstance(sample.schema[c].dataType, simple) for c in cols):
+        table = sample.toArrow()
+        counts = table.group_by(list(cols), use_threads=False).aggregate([([], "count_all")])
+        ns = counts.column("count_all").to_pylist()
+        keys = zip(*(counts.column(c).to_pylist() for c in cols), strict=True)
+        found = [(k[0] if len(cols) == 1 else tuple(k), n)
+                 for k, n in zip(keys, ns, strict=True) if n >= floor]
+        return (float(statistics.median(ns)) if ns else 0.0), found
+    grouped = sample.groupBy(*cols).count()
+    row = grouped.agg(
+        F.percentile(F.col("count"), 0.5).alias("m"),
+        F.collect_list(F.when(F.col("count") >= floor, F.struct(*cols, F.col("count")))).alias("c"),
+    ).collect()[0]
+    return float(row["m"] or 0.0), [(key_value(cols, r), int(r["count"])) for r in row["c"] or []]
 
 
 def estimated_rows(df: DataFrame) -> int | None:

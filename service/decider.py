@@ -216,20 +216,40 @@ class Decider:
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
         current = table.current_snapshot()
+        current_id = current.snapshot_id if current is not None else None
         last = self.stats.last_applied(name)
-        if (current.snapshot_id if current is not None else None) == last:
-            return  # unchanged (or still empty)
+        if current_id == last and self.stats.decided(name) == last:
+            return  # unchanged (or still empty), and its actions were enqueued
         target = int(policy.target_file_size_bytes or 1)
-        result = catch_up(self.stats, name, table, target, now)
-        report.applied.append(result)
-        if result.full_scan:
-            log.info("full scan of %s (%s): %d partitions", name, result.reason,
-                     len(result.touched))
+        if current_id == last:
+            # applied, but the pass that applied it stopped before enqueueing: decide again
+            # from the stored stats of every partition (enqueue coalesces; no table scan)
+            result = ApplyResult(name, current_id, 0, True, 0, self.stats.partitions(name),
+                                 reason="actions not enqueued after the last update")
+            log.info("deciding %s again from stored stats (%s)", name, result.reason)
+        else:
+            result = catch_up(self.stats, name, table, target, now)
+            report.applied.append(result)
+            if result.full_scan:
+                log.info("full scan of %s (%s): %d partitions", name, result.reason,
+                         len(result.touched))
+        candidates = self._enqueue(name, policy, result, target, now, report)
+        if not result.full_scan:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
+            pipe.hincrby(self.k.counters, "partition_scans", candidates)
+            pipe.hincrby(self.k.counters, "file_events", result.file_events)
+            pipe.execute()
+        self.stats.mark_decided(name, result.snapshot_id)
+
+    def _enqueue(self, name: str, policy: Any, result: ApplyResult, target: int, now: float,
+                 report: StepReport) -> int:
+        """One action item per touched partition that needs work; the number of them."""
         if not policy.enabled:
-            return
+            return 0
         action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
         if action not in policy.actions:
-            return
+            return 0
         candidates = 0
         for key, stats in sorted(result.touched.items()):
             if not stats.needs_work(policy.tolerance_bytes):
@@ -243,13 +263,7 @@ class Decider:
             outcome = self.queue.enqueue(item, now)
             report.enqueued += outcome == 1
             report.coalesced += outcome == 0
-        if not result.full_scan:
-            pipe = self.r.pipeline(transaction=False)
-            pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
-            pipe.hincrby(self.k.counters, "partition_scans", candidates)
-            pipe.hincrby(self.k.counters, "file_events", result.file_events)
-            pipe.execute()
-
+        return candidates
     def dispatch(self, now: float) -> int:
         """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state."""
         ready = self.queue.depth()["ready"]

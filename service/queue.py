@@ -110,7 +110,10 @@ class PriorityQueue(Protocol):
 
     def dequeue(self, now: float, lease_seconds: float) -> Lease | None: ...
 
-    def ack(self, item_id: str, token: str) -> bool: ...
+    def ack(self, item_id: str, token: str) -> int:
+        """0 when the lease was not ours; 1 done; 2 done, but the item was enqueued again
+        while in flight (its actor may have scanned too early): it is pending again."""
+        ...
 
     def nack(self, item_id: str, token: str, error: str, now: float) -> str | None:
         """'pending' (will be retried), 'dead', or None when the lease was not ours."""
@@ -160,7 +163,13 @@ class MemoryQueue:
                 return -1
             del self._dead[item.id]
             self._items.pop(item.id, None)
-        if item.id in self._inflight or item.id in self._ready:
+        if item.id in self._inflight:
+            meta = self._items[item.id]
+            enq = meta.get("again", {}).get("enq", now)
+            meta["again"] = {"item": item, "enq": enq,
+                             "score": _pending_score(item, enq, self.aging_seconds)}
+            return 0
+        if item.id in self._ready:
             return 0
         meta = self._items.get(item.id)
         result = 0
@@ -213,12 +222,21 @@ class MemoryQueue:
         assert item is not None
         return Lease(item, token, deadline)
 
-    def ack(self, item_id: str, token: str) -> bool:
+    def ack(self, item_id: str, token: str) -> int:
         if self._leases.get(item_id) != token:
-            return False
+            return 0
         del self._leases[item_id], self._inflight[item_id]
-        self._items.pop(item_id, None)
-        return True
+        meta = self._items[item_id]
+        again = meta.pop("again", None)
+        if again is None:
+            del self._items[item_id]
+            return 1
+        meta.update(item=again["item"], enq=again["enq"], score=again["score"], attempts=0,
+                    error="")
+        meta.pop("leased_at", None)
+        self._pending.setdefault(meta["table"], {})[item_id] = again["score"]
+        self._classes[meta["table"]] = meta["cls"]
+        return 2
 
     def renew(self, item_id: str, token: str, now: float, lease_seconds: float) -> bool:
         if self._leases.get(item_id) != token:
@@ -231,6 +249,7 @@ class MemoryQueue:
         meta = self._items[item_id]
         meta["attempts"] += 1
         meta["error"] = error
+        meta.pop("again", None)  # a retry scans afresh
         if meta["attempts"] >= self.max_attempts:
             self._dead[item_id] = now
             return "dead"
@@ -343,9 +362,10 @@ class RedisQueue:
             raise ServiceUnavailable(f"queue item {_s(raw_id)!r} has no body")
         return Lease(item, token, now + lease_seconds)
 
-    def ack(self, item_id: str, token: str) -> bool:
+    def ack(self, item_id: str, token: str) -> int:
         k = self.k
-        return bool(self._run("ack", [k.inflight, k.leases, k.item(item_id)], [item_id, token]))
+        return int(self._run("ack", [k.inflight, k.leases, k.item(item_id), k.tables],
+                             [item_id, token, k.pending_prefix]))
 
     def renew(self, item_id: str, token: str, now: float, lease_seconds: float) -> bool:
         return bool(self._run("renew", [self.k.inflight, self.k.leases],

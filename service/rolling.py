@@ -189,6 +189,14 @@ class RollingStats:
         raw = _str(self.r.hget(self.k.table_state(table), "last_snapshot"))
         return (int(raw) or None) if raw else None  # 0 records "applied an empty table"
 
+    def decided(self, table: str) -> int | None:
+        """The snapshot whose actions were last enqueued (the decider's second marker)."""
+        raw = _str(self.r.hget(self.k.table_state(table), "decided_snapshot"))
+        return (int(raw) or None) if raw else None
+
+    def mark_decided(self, table: str, snapshot_id: int | None) -> None:
+        self.r.hset(self.k.table_state(table), "decided_snapshot", snapshot_id or 0)
+
     def target(self, table: str) -> int | None:
         raw = _str(self.r.hget(self.k.table_state(table), "target"))
         return int(raw) if raw else None

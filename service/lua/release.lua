@@ -20,6 +20,8 @@ for _, id in ipairs(ids) do
   redis.call('HDEL', KEYS[2], id)
   local attempts = redis.call('HINCRBY', item, 'attempts', 1)
   redis.call('HSET', item, 'error', ARGV[6])
+  -- a retry scans afresh, so it covers whatever enqueued it again while in flight
+  redis.call('HDEL', item, 'again', 'again_json', 'again_enq', 'again_score')
   if attempts >= tonumber(ARGV[3]) then
     redis.call('ZADD', KEYS[4], tonumber(ARGV[2]), id)
     table.insert(out, id)

@@ -87,6 +87,30 @@ def test_commits_become_coalesced_fairly_dispatched_actions(setup: Any, redis_cl
     assert decider.step().applied == [] and launches.counts == [1]
 
 
+def test_a_crash_between_applying_and_enqueueing_loses_no_action(
+    setup: Any, redis_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stats and last-applied move in one transaction, the enqueue after it: a decider that
+    dies in between must still enqueue on its next pass, without the snapshot changing."""
+    cfg, table, decider, launches, clock = setup
+    name = f"{namespace}.events"
+    table.append(batch("eu", 0))
+    table.append(batch("eu", 100))
+
+    def crash(*args: Any, **kwargs: Any) -> int:
+        raise ConnectionError("decider killed here")
+
+    monkeypatch.setattr(decider, "_enqueue", crash)
+    with pytest.raises(ConnectionError):
+        decider.refresh(name, T0, decider.observe()[2])
+    monkeypatch.undo()
+    assert decider.stats.last_applied(name) == table.current_snapshot().snapshot_id
+    assert decider.queue.depth()["pending"] == 0
+    report = decider.step()
+    assert report.applied == [] and report.enqueued == 1  # no rescan, the action is back
+    assert decider.step().enqueued == 0  # and it is decided once
+
+
 def test_events_trigger_and_bad_ones_are_rejected(setup: Any, redis_client: Any,
                                                   namespace: str) -> None:
     cfg, table, decider, launches, clock = setup

@@ -62,6 +62,8 @@ def _same(actual: Any, expected: Any) -> None:
 
 CASES = [(how, side) for how in HOWS for side in ("left", "right")
          if side == "left" or how not in ("left_semi", "left_anti")]
+BROADCASTABLE = {("inner", "left"), ("inner", "right"), ("left", "left"), ("right", "right"),
+                 ("left_semi", "left"), ("left_anti", "left")}
 
 
 @pytest.mark.parametrize(("how", "side"), CASES)
@@ -69,12 +71,38 @@ def test_salted_join_equals_plain_join(sides: tuple[Any, Any], how: str, side: s
     left, right = sides
     hot = [LEFT_HOT, RIGHT_HOT, LEFT_ONLY_HOT, RIGHT_ONLY_HOT]
     out, decision = plan_salted_join(
-        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side, null_salts=3
+        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side, null_salts=3,
+        strategy="salt",
     )
     if how in ("left_semi", "left_anti"):
         assert decision.side == "left"
-    assert decision.salted, decision
+    assert decision.salted and decision.strategy == "salt", decision
     _same(out, left.join(right, on="k", how=how))
+
+
+@pytest.mark.parametrize(("how", "side"), CASES)
+def test_isolate_and_broadcast_equals_plain_join(
+    sides: tuple[Any, Any], how: str, side: str
+) -> None:
+    left, right = sides
+    hot = [LEFT_HOT, RIGHT_HOT, LEFT_ONLY_HOT, RIGHT_ONLY_HOT]
+    if (how, side) not in BROADCASTABLE:
+        with pytest.raises(UsageError, match="unmatched rows"):
+            plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side,
+                             strategy="broadcast")
+        auto = plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side)
+        assert auto[1].strategy == "salt"  # auto falls back to salting
+        return
+    out, decision = plan_salted_join(
+        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side
+    )
+    assert decision.salted and decision.strategy == "broadcast", decision
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    assert "Union" in plan and "BroadcastHashJoin" in plan
+    _same(out, left.join(right, on="k", how=how))
+    small = plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side,
+                             broadcast_rows=1)[1]
+    assert small.strategy == "salt"  # too many partner rows to broadcast: salt instead
 
 
 @pytest.mark.parametrize("how", ["right", "full"])

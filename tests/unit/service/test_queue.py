@@ -76,6 +76,40 @@ class QueueContract:
         assert q.enqueue(item(), T0 + 1) == 0  # in flight
         assert q.depth() == {"pending": 0, "ready": 0, "inflight": 1, "dead": 0}
 
+    def test_enqueued_while_in_flight_comes_back_after_ack(self, q: PriorityQueue) -> None:
+        """The actor may have scanned before the change: the work is not dropped."""
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        assert q.enqueue(item(benefit=77.0, now=T0 + 5), T0 + 5) == 0
+        assert q.enqueue(item(benefit=78.0, now=T0 + 9), T0 + 9) == 0
+        assert q.ack(lease.item.id, lease.token) == 2
+        assert q.depth() == {"pending": 1, "ready": 0, "inflight": 0, "dead": 0}
+        again = q.get(item().id)
+        assert again is not None and again.benefit == 78.0
+        assert again.enqueued_at == T0 + 5 and again.attempts == 0
+        assert drain(q) == [item().id]
+        lease2 = q.dequeue(T0, 30)
+        assert lease2 is None
+        assert q.depth()["inflight"] == 1
+        (flight,) = q.inflight()
+        assert q.ack(flight.item.id, "wrong") == 0
+
+    def test_retry_covers_a_re_enqueue(self, q: PriorityQueue) -> None:
+        """A nacked item is retried with a fresh scan: its acks end it for good."""
+        q.enqueue(item(), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None
+        q.enqueue(item(), T0 + 1)
+        assert q.nack(lease.item.id, lease.token, "boom", T0 + 2) == "pending"
+        q.dispatch("db.t")
+        retry = q.dequeue(T0 + 3, 30)
+        assert retry is not None and retry.item.id == item().id
+        assert q.ack(retry.item.id, retry.token) == 1
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+
     def test_higher_value_per_byte_first_within_a_table(self, q: PriorityQueue) -> None:
         q.enqueue(item(partition="a", cost=1000, benefit=10), T0)
         q.enqueue(item(partition="b", cost=10, benefit=10), T0)
@@ -194,7 +228,7 @@ class QueueContract:
                     leases.append(lease)
             elif op < 0.85 and leases:
                 lease = leases.pop(rng.randrange(len(leases)))
-                if q.ack(lease.item.id, lease.token):
+                if q.ack(lease.item.id, lease.token) == 1:  # 2: pending again, not ended
                     acked.append(lease.item.id)
             elif op < 0.95 and leases:
                 lease = leases.pop(rng.randrange(len(leases)))
@@ -211,7 +245,7 @@ class QueueContract:
             got = False
             while lease := q.dequeue(now, 10):
                 got = True
-                assert q.ack(lease.item.id, lease.token)
+                assert q.ack(lease.item.id, lease.token) == 1
                 acked.append(lease.item.id)
             if not got and q.depth()["inflight"] == 0 and q.depth()["pending"] == 0:
                 break
