@@ -16,15 +16,15 @@ split, which would otherwise re-split the salted partitions). Plus a non-skewed 
 automatic detection, vs the plain join) and hot-key detection on Zipf data (sampled vs
 exact counts).
 
-    .venv/bin/python bench/skew_bench.py [--rows 2000000] [--reps 3]
+    .venv/bin/python bench/skew_bench.py [--rows 4000000] [--reps 5]
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,8 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
     times: dict[str, list[float]] = {"plain": [], "report": [], "auto": []}
     print("guardrail (no skew, Iceberg tables): plain join vs salted_join, alternating")
     for i in range(max(5, args.reps)):
-        times["plain"].append(meter.run(f"even plain {i}", even.join(dim, "k"), DEFAULT_AQE)["wall"])
+        plain = meter.run(f"even plain {i}", even.join(dim, "k"), DEFAULT_AQE)
+        times["plain"].append(plain["wall"])
         for how in ("report", "auto"):
             t = time.perf_counter()
             hot = stored_hot_keys(catalog, "bench.even", "k") if how == "report" else None
@@ -172,7 +173,7 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--rows", type=int, default=4_000_000)
     parser.add_argument("--dim-keys", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=32)
     parser.add_argument("--reps", type=int, default=5, help="runs per variant (median)")

@@ -34,6 +34,7 @@ from jobs.rewrite import FileGroup
 from service.catalog import load_catalog, load_table, spark_table_name
 from service.config import Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
+from service.tablestats import split_selector
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -96,9 +97,8 @@ def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[str]
     out = []
     for selector in selectors:
         parts = []
-        for item in str(selector).split("/"):
-            col, sep, value = item.partition("=")
-            if not sep or not col:
+        for col, value in split_selector(str(selector)):
+            if not col:
                 raise UsageError(f"bad partition {selector!r}: expected COLUMN=VALUE")
             if col not in fields:
                 raise UsageError(

@@ -10,8 +10,9 @@ ours, so this module drives the same machinery Iceberg's Spark runners use, thro
    Spark task (split size >= group bytes, so a group is one rolling writer and yields
    ``optimizer.predict_output_sizes`` files), optionally sorted, write with
    ``distribution-mode=none`` into the group's own partition spec;
-3. verify (``jobs.verify``): the input's row count and checksum (one job over the
-   staged reads of all groups) equal the new files' (one job over their plain read);
+3. verify (``jobs.verify``): the input's row count and checksum (observed on the rows
+   each group's write consumes, no extra pass) equal the new files' (one job over their
+   plain read);
 4. commit per partition: ``newRewrite().validateFromSnapshot(start)
    .dataSequenceNumber(startSeq)``, delete the replaced data files and the position
    delete files that referenced only them, add the new files. Validation from the start
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from jobs.session import activate
-from jobs.verify import KEY, Checksum, checksums_by_key, conform
+from jobs.verify import KEY, Checksum, checksum_exprs, checksum_of, checksums_by_key, conform
 from service.errors import OperationFailed
 
 if TYPE_CHECKING:
@@ -199,7 +200,13 @@ class ExactRewrite:
         )
 
     def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
+        """Write one group; its input checksum is observed on the rows the writer consumes."""
+        from pyspark.sql import Observation
+
         df = self.read(result.group_id, result.group.bytes)
+        columns = list(df.columns)
+        seen = Observation(f"icefloe_input_{result.group_id.replace('-', '')}")
+        df = df.observe(seen, *checksum_exprs(df, columns))
         if sort_columns:
             df = df.sortWithinPartitions(*[f"`{c}`" for c in sort_columns])
         (
@@ -210,6 +217,7 @@ class ExactRewrite:
             .mode("append")
             .save(result.group_id)
         )
+        result.input = checksum_of(seen.get, columns)
         coordinator = self.jvm.org.apache.iceberg.spark.FileRewriteCoordinator.get()
         for data_file in coordinator.fetchNewFiles(self.table, result.group_id):
             result.new_files.append(data_file)
@@ -234,18 +242,13 @@ class ExactRewrite:
             return results
         clock = time.monotonic()
         try:
-            staged = self._staged_input(results)
-            columns = [c for c in staged.columns if c != KEY]
-            sums = checksums_by_key(staged, columns)
-            for r in results:
-                r.input = sums.get(r.group_id, Checksum(non_null={c: 0 for c in columns}))
-            clock = self._tick("checksum_input", clock)
             with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
                 list(pool.map(lambda r: self.write(r, target, sort_columns), results))
             clock = self._tick("write", clock)
-            out_sums = self._output_checksums(results, staged.drop(KEY))
+            like = self.read(results[0].group_id, results[0].group.bytes)  # schema only
+            out_sums = self._output_checksums(results, like)
             for r in results:
-                r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in columns}))
+                r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in like.columns}))
             clock = self._tick("checksum_output", clock)
             bad = [r for r in results if not r.input.matches(r.output)]
             if bad:
@@ -265,21 +268,6 @@ class ExactRewrite:
                 "nothing committed"
             ) from e
         return results
-
-    def _staged_input(self, results: Sequence[GroupResult]) -> DataFrame:
-        """One staged scan of every planned file (deletes applied, as the group reads see
-        them); each row goes to its group through Iceberg's ``_file`` metadata column."""
-        from pyspark.sql import functions as F
-
-        everything = FileGroup(
-            "*", -1, tuple(p for r in results for p in r.group.paths),
-            sum(r.group.bytes for r in results),
-        )
-        scan_id = self.stage(everything)
-        owner = {p: r.group_id for r in results for p in r.group.paths}
-        mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
-        df = self.spark.read.format("iceberg").load(scan_id)
-        return df.select(*[F.col(f"`{c}`") for c in df.columns], mapping[F.col("_file")].alias(KEY))
 
     def _output_checksums(
         self, results: Sequence[GroupResult], like: DataFrame

@@ -2,7 +2,7 @@
 
     from jobs.skew import salted_join, salted_aggregate, detect_hot_keys, partition_skew
 
-:func:`salted_join` lives in :mod:`jobs.salted_join`, detection in :mod:`jobs.skew_detect`;
+:func:`salted_join` lives in :mod:`jobs.salted_join`, detection in :mod:`jobs.hot_keys`;
 this module adds the two-phase aggregation.
 
 Which aggregates :func:`salted_aggregate` splits, and why:
@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.salted_join import SALT, JoinDecision, plan_salted_join, row_hash, salted_join
-from jobs.skew_detect import (
+from jobs.hot_keys import (
     KeyReport,
     PartitionSkew,
     detect_hot_keys,
@@ -36,6 +35,8 @@ from jobs.skew_detect import (
     measure_keys,
     partition_skew,
 )
+from jobs.join_strategies import SALT, row_hash
+from jobs.salting import JoinDecision, plan_salted_join, salted_join
 from optimizer.skew import HotKeyRules, salt_count
 from service.errors import UsageError
 

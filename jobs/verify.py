@@ -8,9 +8,11 @@ ANSI mode, no floating point). A duplicated row adds its hash twice, a lost one 
 all, so both change the sum except with probability ~2^-64.
 
 The same expression runs on the staged read of the input files (deletes applied, as
-Iceberg sees them) and on a plain read of the new files, which are not committed yet
-and therefore not visible through the table. Both sides are cast to the input's schema
-first, so a reader difference (e.g. timestamp flavour) cannot fake a mismatch.
+Iceberg sees them), observed while the rewrite streams them into the writer (Spark's
+``observe``: no extra pass over the input), and on a plain read of the new files, which
+are not committed yet and therefore not visible through the table. Both sides are cast
+to the input's schema first, so a reader difference (e.g. timestamp flavour) cannot fake
+a mismatch.
 
 Great Expectations is the second, independent opinion the report carries: row count
 equals the input's and no column that had no nulls in the input has nulls now. GE is
@@ -69,20 +71,28 @@ def row_hash(df: DataFrame) -> Column:
     return F.xxhash64(*[_hashable(df, c) for c in df.columns if c != KEY])
 
 
-def checksums_by_key(df: DataFrame, columns: list[str]) -> dict[str, Checksum]:
-    """One Spark job: per value of the ``KEY`` column, rows + checksum + non-null counts."""
+def checksum_exprs(df: DataFrame, columns: list[str]) -> list[Column]:
+    """The aggregates behind a :class:`Checksum`: rows, summed row hash, non-null counts."""
     from pyspark.sql import functions as F
 
     aggs = [
         F.count(F.lit(1)).alias(_ROWS),
-        F.sum(row_hash(df.select(*columns)).cast("decimal(38,0)")).alias(_SUM),
+        F.sum(row_hash(df.select(*[F.col(f"`{c}`") for c in columns])).cast("decimal(38,0)"))
+        .alias(_SUM),
     ]
-    aggs += [F.count(F.col(f"`{c}`")).alias(f"nn_{i}") for i, c in enumerate(columns)]
-    out: dict[str, Checksum] = {}
-    for row in df.groupBy(KEY).agg(*aggs).collect():
-        non_null = {c: int(row[f"nn_{i}"]) for i, c in enumerate(columns)}
-        out[row[KEY]] = Checksum(int(row[_ROWS]), int(row[_SUM] or 0), non_null)
-    return out
+    return aggs + [F.count(F.col(f"`{c}`")).alias(f"nn_{i}") for i, c in enumerate(columns)]
+
+
+def checksum_of(values: Any, columns: list[str]) -> Checksum:
+    """A :class:`Checksum` from a row (or dict) of :func:`checksum_exprs`' aggregates."""
+    non_null = {c: int(values[f"nn_{i}"] or 0) for i, c in enumerate(columns)}
+    return Checksum(int(values[_ROWS] or 0), int(values[_SUM] or 0), non_null)
+
+
+def checksums_by_key(df: DataFrame, columns: list[str]) -> dict[str, Checksum]:
+    """One Spark job: per value of the ``KEY`` column, rows + checksum + non-null counts."""
+    rows = df.groupBy(KEY).agg(*checksum_exprs(df, columns)).collect()
+    return {row[KEY]: checksum_of(row, columns) for row in rows}
 
 
 def conform(df: DataFrame, like: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:

@@ -19,6 +19,7 @@ from service.config import Config, parse_table_identifier
 from service.decider import DeciderSettings
 from service.errors import ServiceUnavailable, UsageError
 from service.keys import Keys
+from service.tablestats import key_value
 
 ITEM_ACTIONS = ("merge", "sort")
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
@@ -158,7 +159,7 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
         if col in given:
             raise UsageError(f"--partition {col!r} given twice")
         given[col] = value
-    return "/".join(f"{c}={given[c]}" for c in spec_fields if c in given)
+    return "/".join(f"{c}={key_value(given[c])}" for c in spec_fields if c in given)
 
 
 @click.command()

@@ -264,10 +264,15 @@ class Decider:
             report.enqueued += outcome == 1
             report.coalesced += outcome == 0
         return candidates
-    def dispatch(self, now: float) -> int:
-        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state."""
-        ready = self.queue.depth()["ready"]
-        room = self.s.ready_depth - ready
+    def dispatch(self, now: float, everything: bool = False) -> int:
+        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state.
+
+        ``everything``: move the whole backlog, still in fair order (the ready set is FIFO).
+        A one-shot pass (``decide --once``, the Airflow DAG) does this, since no later pass
+        will top the ready set up while its actors run.
+        """
+        depth = self.queue.depth()
+        room = depth["pending"] if everything else self.s.ready_depth - depth["ready"]
         if room <= 0:
             return 0
         raw = self.r.get(self.k.scheduler)
@@ -308,7 +313,7 @@ class Decider:
         return want
 
     # ---- the loop -----------------------------------------------------------------------
-    def step(self, block_ms: int | None = None) -> StepReport:
+    def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
         if not self.leader.acquire():
             return StepReport(leader=False)
         tables, events, report = self.observe(block_ms)
@@ -328,7 +333,7 @@ class Decider:
         # ack only now, and not for tables that failed: a crash before this leaves them pending
         self.events.ack([e.id for e in events if e.table not in failed])
         report.reaped = len(self.queue.reap(now))
-        report.dispatched = self.dispatch(now)
+        report.dispatched = self.dispatch(now, everything=dispatch_all)
         report.desired_actors = self.scale(now)
         return report
 
@@ -344,7 +349,8 @@ class Decider:
             try:
                 # the leader blocks on the event stream for up to one poll interval, so a
                 # notified commit is handled at once and a silent one within poll_seconds
-                report = self.step(block_ms=None if once else int(self.s.poll_seconds * 1000))
+                report = self.step(block_ms=None if once else int(self.s.poll_seconds * 1000),
+                                   dispatch_all=once)
                 delay = self.s.backoff_initial_seconds
                 if on_step:
                     on_step(report)

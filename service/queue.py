@@ -164,10 +164,10 @@ class MemoryQueue:
             del self._dead[item.id]
             self._items.pop(item.id, None)
         if item.id in self._inflight:
-            meta = self._items[item.id]
-            enq = meta.get("again", {}).get("enq", now)
-            meta["again"] = {"item": item, "enq": enq,
-                             "score": _pending_score(item, enq, self.aging_seconds)}
+            flying = self._items[item.id]
+            enq = flying.get("again", {}).get("enq", now)
+            flying["again"] = {"item": item, "enq": enq,
+                               "score": _pending_score(item, enq, self.aging_seconds)}
             return 0
         if item.id in self._ready:
             return 0

@@ -34,10 +34,34 @@ class PartitionFiles:
 
 
 def partition_key(partition: dict[str, Any] | None) -> str:
-    """A stable, readable key for a partition tuple: ``day=2026-11-01/region=eu``."""
+    """A stable, readable key for a partition tuple: ``day=2026-11-01/region=eu``.
+
+    A ``/`` inside a value is written ``%2F`` (as in Iceberg's partition paths), so the
+    key splits back into its fields."""
     if not partition:
         return ""
-    return "/".join(f"{k}={'null' if v is None else v}" for k, v in partition.items())
+    return "/".join(f"{k}={key_value('null' if v is None else v)}" for k, v in partition.items())
+
+
+def key_value(value: Any) -> str:
+    """A partition value as it appears in a key (``/`` escaped)."""
+    return str(value).replace("/", "%2F")
+
+
+def split_selector(selector: str) -> list[tuple[str, str]]:
+    """``"day=1/path=a/b"`` → ``[("day", "1"), ("path", "a%2Fb")]``, values key-escaped.
+
+    A ``/`` followed by text without ``=`` belongs to the value before it, so a value with
+    a slash can be given as is (or already escaped, as it appears in keys and queue items).
+    A piece with no ``=`` at the start gives ``("", piece)`` for the caller to reject."""
+    pairs: list[list[str]] = []
+    for piece in selector.split("/"):
+        col, sep, value = piece.partition("=")
+        if sep or not pairs:
+            pairs.append([col, value] if sep else ["", piece])
+        else:
+            pairs[-1][1] += "/" + piece
+    return [(c, key_value(v)) for c, v in pairs]
 
 
 def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:

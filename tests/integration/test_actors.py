@@ -246,7 +246,8 @@ def test_verification_mismatch_commits_nothing_and_deletes_written_files(
     def corrupt(df: Any, columns: Any) -> Any:
         calls.append(1)
         sums = real(df, columns)
-        if len(calls) == 2:  # the read of the written files: pretend one row went missing
+        if len(calls) == 1:  # the read of the written files (the input's checksum is
+            # observed during the write): pretend one row went missing
             sums = {k: Checksum(v.rows - 1, v.checksum, v.non_null) for k, v in sums.items()}
         return sums
 

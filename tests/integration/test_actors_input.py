@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from jobs import actor_optimize
-from jobs.optimize import optimize_table
-from service.catalog import load_table
+from jobs.optimize import optimize_table, plan_table
+from service.catalog import load_catalog, load_table
 from service.cli import main as cli_main
 from service.errors import OperationFailed, TableNotFound, UsageError
 
@@ -86,6 +86,23 @@ def test_partition_selector_rewrites_only_that_partition(spark, cfg, events):
     assert {p for p, day in before.items() if day == "d0"} <= after
     assert not {p for p, day in before.items() if day == "d1"} & after
     assert spark.table(f"lake.`{events.split('.')[0]}`.events").count() == 120
+
+
+def test_partition_value_with_a_slash(spark, cfg, namespace):
+    """``/`` separates fields in selectors and keys; inside a value it is escaped."""
+    ident = create(spark, namespace, "paths")
+    fq = f"lake.`{namespace}`.paths"
+    for i in range(3):
+        spark.sql(f"INSERT INTO {fq} VALUES ({i}, 'a/b', 'x'), ({i + 10}, 'a', 'y')")
+    plan = plan_table(load_table(load_catalog(cfg), ident), 16000, 0)
+    assert sorted(p.key for p in plan.partitions) == ["day=a", "day=a%2Fb"]
+    for selector in ("day=a/b", "day=a%2Fb"):  # as typed, or as keys and queue items hold it
+        report = optimize_table(spark, cfg, ident, partitions=[selector], dry_run=True)
+        assert [p.key for p in report.partitions] == ["day=a%2Fb"]
+    report = optimize_table(spark, cfg, ident, partitions=["day=a/b"])
+    assert report.partitions_rewritten == 1
+    assert spark.table(fq).filter("day = 'a/b'").count() == 3
+    assert spark.table(fq).count() == 6
 
 
 def test_empty_and_unpartitioned_tables(spark, cfg, catalog, namespace):

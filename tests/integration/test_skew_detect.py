@@ -116,6 +116,8 @@ def test_table_report_is_computed_stored_and_reused(
                                      tables["dims"], "k", reports_namespace=ns)
     assert again["cached"] and again["keys"] == report["keys"]
     assert skew_detect.stored_hot_keys(catalog, tables["facts"], "k", ns) == [7, 13, 21]
+    # no report (no reports namespace at all) is "unknown", not an error
+    assert skew_detect.stored_hot_keys(catalog, tables["facts"], "k", "no_such_ns") is None
 
 
 def test_cli_json_and_errors(cfg: Config, tables: dict[str, str], tmp_path: Path) -> None:

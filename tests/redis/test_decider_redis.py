@@ -61,6 +61,21 @@ def test_a_noisy_table_cannot_starve_the_others(redis_client: Any, tmp_path: Pat
     assert redis_client.get(KEYS.scheduler)  # the DWRR state survives the process
 
 
+def test_a_one_shot_pass_dispatches_the_whole_backlog_in_fair_order(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """``decide --once`` (the Airflow DAG): no later pass tops the ready set up."""
+    d = _decider(redis_client, tmp_path, ready_depth=4, quantum_bytes=1000)
+    for i in range(12):
+        d.queue.enqueue(ActionItem.new("db.noisy", f"p={i}", "merge", 1, 1000, 1.0, T0), T0)
+    d.queue.enqueue(ActionItem.new("db.quiet", "p=0", "merge", 1, 1000, 1.0, T0), T0)
+    assert d.dispatch(T0, everything=True) == 13
+    order = []
+    while lease := d.queue.dequeue(T0, 60):
+        order.append(lease.item.table)
+    assert len(order) == 13 and "db.quiet" in order[:2]  # fair order kept in the ready FIFO
+
+
 def test_weights_share_bytes(redis_client: Any, tmp_path: Path) -> None:
     d = _decider(redis_client, tmp_path, ready_depth=40, quantum_bytes=1000)
     for table in ("db.big", "db.small"):
