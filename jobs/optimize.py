@@ -5,12 +5,13 @@
 
 Choices, and why:
 
-* **One commit per partition** (all of its groups in one ``replace`` snapshot). A
-  conflict then costs one partition a retry, not the whole table, and the decider's
-  rolling stats see one snapshot per partition it asked for.
+* **One commit for the action, per partition on a conflict.** Every partition's groups
+  go into one ``replace`` snapshot (one metadata write, as Iceberg's own procedure does).
+  If that commit fails validation, the partitions are committed one by one, each still in
+  one snapshot, so a conflict costs only the partitions it touched a re-plan.
 * **Everything written and verified before the first commit.** Checksums are per group;
-  the Great Expectations suite runs once over all written data. A failure of either
-  deletes every new file and commits nothing.
+  the Great Expectations suite runs once over all written data, at the same time as the
+  checksum pass. A failure of either deletes every new file and commits nothing.
 * **Conflicts re-plan.** A partition whose commit fails validation (a concurrent delete
   touched a replaced file) is re-planned from a fresh scan and retried, at most
   ``MAX_ATTEMPTS`` times in all: the fresh scan may show that no work is left.
@@ -331,7 +332,8 @@ def _build(base: dict[str, Any], parts: list[PartitionReport], suite: Any, secs:
         bytes_added=sum(p.bytes_added for p in done),
         delete_files_removed=sum(p.delete_files_removed for p in done),
         rows_verified=sum(p.rows for p in done),
-        snapshot_ids=tuple(p.snapshot_id for p in done if p.snapshot_id is not None),
+        snapshot_ids=tuple(dict.fromkeys(p.snapshot_id for p in done
+                                         if p.snapshot_id is not None)),
         prediction_error=(sum(errors) / len(errors) / target**2) if errors else None,
         expectations=suite,
         seconds=round(secs, 3),
@@ -432,9 +434,9 @@ def _attempt(
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit partition by partition."""
     from jobs.rewrite import CommitConflict, ExactRewrite
-    from optimizer import stats_from_sizes
 
     assert plan.snapshot_id is not None
+    clock = time.monotonic()
     rewrite = ExactRewrite(spark, name, plan.snapshot_id)
     conflicts: list[tuple[int, str]] = []
     suite: dict[str, Any] | None = None
@@ -443,47 +445,41 @@ def _attempt(
         paths = [path for p in work for g in p.groups for path in g.paths]
         rewrite.load_tasks(paths)
         rewrite.check_files_exist(paths)
-        results = rewrite.run([g for p in work for g in p.groups], target, sort_columns)
-        if run_suite:
-            clock = time.monotonic()
-            suite = _suite(spark, rewrite, results)
-            timings["expectations"] = time.monotonic() - clock
+        timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
+        results = rewrite.run(
+            [g for p in work for g in p.groups], target, sort_columns,
+            also_check=(lambda written: _suite(spark, rewrite, written)) if run_suite else None,
+        )
+        suite = rewrite.check_result
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}
         for r in results:
             by_partition.setdefault((r.group.spec_id, r.group.partition), []).append(r)
         untried = {(p.spec_id, p.key) for p in work}
         try:
+            ready: list[_Ready] = []
             for p in work:
-                key = (p.spec_id, p.key)
-                untried.discard(key)
-                mine = by_partition.get(key, [])
-                new_sizes = [s for r in mine for s in r.new_sizes]
-                replaced = {path for g in p.groups for path in g.paths}
-                kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
-                after = stats_from_sizes(kept + new_sizes, target)
-                gain = worth_committing(p.sizes, after.sse, target)
-                if not gain and not rewrite.dangling_deletes(sorted(replaced)):
-                    rewrite.discard(mine)
-                    reports[key] = replace(
-                        reports[key], status="skipped", attempts=attempt,
+                done = _ready_to_commit(rewrite, p, by_partition.get((p.spec_id, p.key), []),
+                                        target)
+                if done is None:
+                    untried.discard((p.spec_id, p.key))
+                    reports[(p.spec_id, p.key)] = replace(
+                        reports[(p.spec_id, p.key)], status="skipped", attempts=attempt,
                         reason="written files were no better than the inputs; nothing committed",
                     )
-                    continue
+                else:
+                    ready.append(done)
+            if len(ready) > 1 and _commit_together(rewrite, ready, reports, attempt):
+                untried.clear()
+                ready = []
+            for done in ready:  # one by one: a conflict then costs only its own partition
+                untried.discard(done.key)
                 try:
-                    snapshot_id, removed = rewrite.commit(mine)
+                    snapshot_id, _ = rewrite.commit(done.results)
                 except CommitConflict:
-                    conflicts.append(key)
+                    conflicts.append(done.key)
                     continue
-                actual = after.mse
-                reports[key] = replace(
-                    reports[key], status="rewritten", reason="", snapshot_id=snapshot_id,
-                    files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
-                    groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
-                    files_added=len(new_sizes), bytes_added=sum(new_sizes),
-                    delete_files_removed=len(removed), rows=sum(r.input.rows for r in mine),
-                    actual_mse_after=actual, prediction_error=actual - p.predicted_mse_after,
-                    attempts=attempt,
-                )
+                reports[done.key] = done.report(reports[done.key], snapshot_id, attempt,
+                                                rewrite)
         except BaseException:
             # a commit failed in a way that is not a conflict: the files written for the
             # partitions not yet committed will never be, so delete them now
@@ -495,6 +491,71 @@ def _attempt(
         for phase, secs in rewrite.timings.items():
             timings[phase] = timings.get(phase, 0.0) + secs
     return conflicts, suite
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """One partition's written groups that passed every check, waiting for its commit."""
+
+    plan: PartitionPlan
+    results: list[GroupResult]
+    new_sizes: list[int]
+    mse_after: float
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.plan.spec_id, self.plan.key)
+
+    def report(self, base: PartitionReport, snapshot_id: int, attempt: int,
+               rewrite: ExactRewrite) -> PartitionReport:
+        p = self.plan
+        replaced = [path for g in p.groups for path in g.paths]
+        return replace(
+            base, status="rewritten", reason="", snapshot_id=snapshot_id,
+            files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
+            groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
+            files_added=len(self.new_sizes), bytes_added=sum(self.new_sizes),
+            delete_files_removed=len(rewrite.dangling_deletes(sorted(replaced))),
+            rows=sum(r.input.rows for r in self.results), actual_mse_after=self.mse_after,
+            prediction_error=self.mse_after - p.predicted_mse_after, attempts=attempt,
+        )
+
+
+def _ready_to_commit(
+    rewrite: ExactRewrite, p: PartitionPlan, mine: list[GroupResult], target: int
+) -> _Ready | None:
+    """The partition's commit, or None (files deleted) when it would not lower its SSE."""
+    from optimizer import stats_from_sizes
+
+    new_sizes = [s for r in mine for s in r.new_sizes]
+    replaced = {path for g in p.groups for path in g.paths}
+    kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
+    after = stats_from_sizes(kept + new_sizes, target)
+    if not worth_committing(p.sizes, after.sse, target) and not rewrite.dangling_deletes(
+        sorted(replaced)
+    ):
+        rewrite.discard(mine)
+        return None
+    return _Ready(p, mine, new_sizes, after.mse)
+
+
+def _commit_together(
+    rewrite: ExactRewrite, ready: list[_Ready], reports: dict[tuple[int, str], PartitionReport],
+    attempt: int,
+) -> bool:
+    """Every ready partition in one ``replace`` snapshot (the common case: one metadata
+    write instead of one per partition). False on a conflict, with nothing deleted: the
+    caller then commits partition by partition, so only the conflicting ones re-plan."""
+    from jobs.rewrite import CommitConflict
+
+    try:
+        snapshot_id, _ = rewrite.commit([r for d in ready for r in d.results],
+                                        discard_on_conflict=False)
+    except CommitConflict:
+        return False
+    for done in ready:
+        reports[done.key] = done.report(reports[done.key], snapshot_id, attempt, rewrite)
+    return True
 
 
 def _suite(

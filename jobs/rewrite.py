@@ -13,7 +13,8 @@ ours, so this module drives the same machinery Iceberg's Spark runners use, thro
 3. verify (``jobs.verify``): the input's row count and checksum (observed on the rows
    each group's write consumes, no extra pass) equal the new files' (one job over their
    plain read);
-4. commit per partition: ``newRewrite().validateFromSnapshot(start)
+4. commit (every partition at once; one by one after a conflict):
+   ``newRewrite().validateFromSnapshot(start)
    .dataSequenceNumber(startSeq)``, delete the replaced data files and the position
    delete files that referenced only them, add the new files. Validation from the start
    snapshot is what makes a concurrent append harmless and a concurrent delete of a
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -110,10 +111,16 @@ class ExactRewrite:
         self.table_name = table_name
         self.snapshot_id = snapshot_id
         self.start_sequence = int(snapshot.sequenceNumber())
+        # most tables have no delete files: then no task needs its deletes looked at (each
+        # look is several py4j round trips per file)
+        summary = snapshot.summary()
+        self.no_deletes = summary is not None and str(summary.get("total-delete-files")) == "0"
+        self._deletes: dict[str, list[tuple[str, Any, str | None]]] = {}
         self.file_format = str(
             self.table.properties().getOrDefault("write.format.default", "parquet")
         ).lower()
         self.tasks: dict[str, Any] = {}
+        self.check_result: Any = None
         self._staged: list[str] = []
         self.timings: dict[str, float] = {}
 
@@ -157,18 +164,29 @@ class ExactRewrite:
                     "nothing was rewritten"
                 )
 
+    def _position_deletes(self, path: str) -> list[tuple[str, Any, str | None]]:
+        """(location, delete file, referenced data file or None) of ``path``'s task."""
+        if self.no_deletes:
+            return []
+        if path not in self._deletes:
+            util = self.jvm.org.apache.iceberg.util.ContentFileUtil
+            found = []
+            for delete in self.tasks[path].deletes():
+                if str(delete.content().name()) == POSITION_DELETES:
+                    ref = util.referencedDataFileLocation(delete)
+                    found.append((str(delete.location()), delete,
+                                  None if ref is None else str(ref)))
+            self._deletes[path] = found
+        return self._deletes[path]
+
     def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
         """Position delete files that reference only files among ``paths``."""
         rewritten = set(paths)
-        util = self.jvm.org.apache.iceberg.util.ContentFileUtil
         found: dict[str, Any] = {}
         for path in paths:
-            for delete in self.tasks[path].deletes():
-                if str(delete.content().name()) != POSITION_DELETES:
-                    continue
-                ref = util.referencedDataFileLocation(delete)
-                if ref is not None and str(ref) in rewritten:
-                    found[str(delete.location())] = delete
+            for location, delete, ref in self._position_deletes(path):
+                if ref is not None and ref in rewritten:
+                    found[location] = delete
         return [found[k] for k in sorted(found)]
 
     # ---------------------------------------------------------------- staging
@@ -230,12 +248,15 @@ class ExactRewrite:
         groups: Sequence[FileGroup],
         target: int,
         sort_columns: Sequence[str] = (),
-        parallelism: int = 2,
+        parallelism: int = 4,
+        also_check: Callable[[list[GroupResult]], Any] | None = None,
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
-        Raises :class:`OperationFailed` (after deleting whatever was written) when a write
-        fails or any group's output does not match its input.
+        ``also_check(results)`` (the data checks) runs on the written files at the same time
+        as the output checksum; its result is kept in ``self.check_result``. Raises
+        :class:`OperationFailed` (after deleting whatever was written) when a write or a
+        check fails or any group's output does not match its input.
         """
         results = [GroupResult(g, self.stage(g)) for g in groups]
         if not results:
@@ -246,10 +267,13 @@ class ExactRewrite:
                 list(pool.map(lambda r: self.write(r, target, sort_columns), results))
             clock = self._tick("write", clock)
             like = self.read(results[0].group_id, results[0].group.bytes)  # schema only
-            out_sums = self._output_checksums(results, like)
+            with ThreadPoolExecutor(max_workers=1) as side:
+                checks = side.submit(also_check, results) if also_check else None
+                out_sums = self._output_checksums(results, like)
+                self.check_result = checks.result() if checks else None
             for r in results:
                 r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in like.columns}))
-            clock = self._tick("checksum_output", clock)
+            clock = self._tick("verify", clock)
             bad = [r for r in results if not r.input.matches(r.output)]
             if bad:
                 r = bad[0]
@@ -285,10 +309,15 @@ class ExactRewrite:
         named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
         return checksums_by_key(conform(named, like, keep=(KEY,)), like.columns)
 
-    def commit(self, results: Sequence[GroupResult]) -> tuple[int, list[str]]:
-        """One ``replace`` snapshot for ``results`` (one partition's groups).
+    def commit(
+        self, results: Sequence[GroupResult], discard_on_conflict: bool = True
+    ) -> tuple[int, list[str]]:
+        """One ``replace`` snapshot for ``results`` (one or several partitions' groups).
 
-        Returns the snapshot id and the delete files removed with the replaced files.
+        Returns the snapshot id and the delete files removed with the replaced files. A
+        failed commit deletes the new files when Iceberg says they are unreferenced, except
+        after a validation conflict with ``discard_on_conflict=False`` (the caller retries
+        them in smaller commits).
         """
         paths = [p for r in results for p in r.group.paths]
         deletes = self.dangling_deletes(paths)
@@ -311,9 +340,10 @@ class ExactRewrite:
             op.commit()
         except Exception as e:
             name = java_class_name(e)
-            if self._cleanable(e):
+            conflict = name.endswith("ValidationException")
+            if self._cleanable(e) and (discard_on_conflict or not conflict):
                 self.discard(results)
-            if name.endswith("ValidationException"):
+            if conflict:
                 raise CommitConflict(
                     f"commit of {self.table_name} conflicts: {java_message(e)}"
                 ) from e
@@ -332,6 +362,9 @@ class ExactRewrite:
 
     def _snapshot_with(self, rewrite_id: str) -> int:
         self.table.refresh()
+        current = self.table.currentSnapshot()  # ours, unless another commit came after it
+        if current is not None and str(current.summary().get(REWRITE_ID_PROPERTY)) == rewrite_id:
+            return int(current.snapshotId())
         it = self.table.snapshots().iterator()
         while it.hasNext():
             snap = it.next()

@@ -80,7 +80,7 @@ def fq(ident: str) -> str:
     return f"lake.`{ns}`.`{name}`"
 
 
-def test_merge_rewrites_planned_files_in_one_replace_per_partition(spark, cfg, catalog, namespace):
+def test_merge_rewrites_planned_files_in_one_replace(spark, cfg, catalog, namespace):
     ident = make_table(spark, namespace, inserts=4)
     before = snapshot_table(spark, ident)
     files_before = data_files(spark, ident)
@@ -88,7 +88,8 @@ def test_merge_rewrites_planned_files_in_one_replace_per_partition(spark, cfg, c
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert report.partitions_scanned == 2
     assert report.partitions_rewritten == 2
-    assert len(report.snapshot_ids) == 2
+    assert len(report.snapshot_ids) == 1  # both partitions in one commit
+    assert {p.snapshot_id for p in report.partitions} == set(report.snapshot_ids)
     assert current_operation(catalog, ident) == "replace"
     files_after = data_files(spark, ident)
     assert len(files_after) < len(files_before)
@@ -171,11 +172,11 @@ def _before_commit(monkeypatch: pytest.MonkeyPatch, action: Any) -> list[int]:
     original = rewrite_mod.ExactRewrite.commit
     calls: list[int] = []
 
-    def commit(self: Any, results: Any) -> Any:
+    def commit(self: Any, results: Any, **kwargs: Any) -> Any:
         if not calls:
             action(self, results)
         calls.append(1)
-        return original(self, results)
+        return original(self, results, **kwargs)
 
     monkeypatch.setattr(rewrite_mod.ExactRewrite, "commit", commit)
     return calls
@@ -203,7 +204,8 @@ def test_concurrent_delete_of_a_replaced_file_fails_the_commit_and_replans(
 
     calls = _before_commit(monkeypatch, delete_a_row)
     report = optimize_table(spark, cfg, ident)
-    assert len(calls) >= 3  # d0 conflicted, d1 committed, d0 retried
+    # all-in-one conflicted; one by one: d0 conflicted, d1 committed; d0 re-planned
+    assert len(calls) >= 4
     expected = set(range(1, 120))
     assert {r.id for r in contents(spark, ident).select("id").collect()} == expected
     assert contents(spark, ident).count() == len(expected)
@@ -269,7 +271,7 @@ def test_a_failed_commit_leaves_no_written_file_behind(
     snap = load_table(catalog, ident).current_snapshot().snapshot_id
     files_before = {r.file_path for r in data_files(spark, ident)}
 
-    def failing_commit(self: Any, results: Any) -> Any:
+    def failing_commit(self: Any, results: Any, **kwargs: Any) -> Any:
         self.discard(results)  # what commit() does for a cleanable failure
         raise OperationFailed("commit of the table failed (CommitFailedException: boom)")
 
