@@ -38,7 +38,7 @@ def _rmse(mse: float | None) -> str:
 
 def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
-    from jobs.optimize import plan_table, resolve_sort_columns
+    from jobs.plan import plan_table, resolve_sort_columns
     from service.catalog import load_catalog, load_table
     from service.config import parse_table_identifier
 

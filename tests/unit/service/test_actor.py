@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from service.actor import Actor
-from service.queue import ActionItem, MemoryQueue
+from service.queue import ActionItem
+from service.queue_memory import MemoryQueue
 
 pytestmark = [pytest.mark.unit]
 

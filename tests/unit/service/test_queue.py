@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from service.queue import ActionItem, MemoryQueue, PriorityQueue
+from service.queue import ActionItem, PriorityQueue
+from service.queue_memory import MemoryQueue
 
 pytestmark = [pytest.mark.unit]
 
