@@ -236,7 +236,10 @@ def main() -> None:
         print(f"{label:22}" + "".join(f"{fmt.format(med(run, key) / scale):>18}"
                                       for run in ("iceberg", "t0", "tol")))
     actor, raw = med("t0", "throughput"), med("pyarrow", "throughput")
-    print(f"\nthroughput (input bytes/s): icefloe t0 actor {actor / 1024:.1f} KiB/s end to end, "
+    iceberg = med("iceberg", "bytes_rewritten") / med("iceberg", "wall")
+    print(f"\nthroughput (input bytes/s): icefloe t0 actor {actor / 1024:.1f} KiB/s end to end "
+          f"({_ratio(actor, raw):.3f}x pyarrow), Iceberg rewrite_data_files "
+          f"{iceberg / 1024:.1f} KiB/s ({_ratio(iceberg, raw):.3f}x), "
           f"raw pyarrow read+write {raw / 1024:.1f} KiB/s")
     def vs(run: str, key: str) -> float:
         return _ratio(med(run, key), med("iceberg", key))

@@ -1,0 +1,36 @@
+"""The checksum's long-halves sum equals the plain exact sum of the row hashes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobs.verify import KEY, checksums_by_key, row_hash
+
+pytestmark = [pytest.mark.spark]
+
+
+def test_split_sum_equals_the_decimal_sum_of_the_hashes(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.range(5000).selectExpr(
+        "id", "cast(id * 7919 as string) s", "if(id % 11 = 0, null, id / 3.0) d",
+        "cast(id % 3 as string) as " + KEY,
+    )
+    columns = ["id", "s", "d"]
+    got = checksums_by_key(df, columns)
+    expected = {
+        r[KEY]: (int(r["n"]), int(r["total"]), int(r["nn"]))
+        for r in df.groupBy(KEY).agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(row_hash(df.select(*columns)).cast("decimal(38,0)")).alias("total"),
+            F.count("d").alias("nn"),
+        ).collect()
+    }
+    assert set(got) == set(expected) == {"0", "1", "2"}
+    for key, (n, total, nn) in expected.items():
+        assert (got[key].rows, got[key].checksum, got[key].non_null["d"]) == (n, total, nn)
+    # and it sees a lost row: drop one, the checksum moves
+    fewer = checksums_by_key(df.filter("id != 42"), columns)
+    assert fewer["0"].checksum != got["0"].checksum
