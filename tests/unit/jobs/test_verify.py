@@ -1,4 +1,4 @@
-"""The checksum's long-halves sum equals the plain exact sum of the row hashes."""
+"""Verification: the checksum equals a plain exact sum; the GE suite names what failed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jobs.verify import KEY, checksums_by_key, row_hash
+from jobs.verify import KEY, checksums_by_key, row_hash, run_suite
 
 pytestmark = [pytest.mark.spark]
 
@@ -34,3 +34,14 @@ def test_split_sum_equals_the_decimal_sum_of_the_hashes(spark: Any) -> None:
     # and it sees a lost row: drop one, the checksum moves
     fewer = checksums_by_key(df.filter("id != 42"), columns)
     assert fewer["0"].checksum != got["0"].checksum
+
+
+def test_suite_passes_good_data_and_names_each_failed_expectation(spark: Any) -> None:
+    good = spark.createDataFrame([(1, "a"), (2, "b")], "id long, s string")
+    ok = run_suite(good, 2, ["id", "s"])
+    assert ok.success and ok.expectations == 3 and ok.failed == []
+    bad = spark.createDataFrame([(1, None), (2, "x")], "id long, s string")
+    result = run_suite(bad, 3, ["id", "s"])
+    assert not result.success
+    assert result.failed == ["expect_table_row_count_to_equal(value=3)",
+                             "expect_column_values_to_not_be_null(column=s)"]
