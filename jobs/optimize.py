@@ -139,7 +139,8 @@ def _attempt(
     run_suite: bool,
     timings: dict[str, float],
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
-    """Write and verify every planned group, then commit partition by partition."""
+    """Write and verify every planned group, then commit them: all in one snapshot, or
+    partition by partition after a conflict. Returns the conflicting partitions."""
     from jobs.rewrite import CommitConflict, ExactRewrite
 
     assert plan.snapshot_id is not None
@@ -181,7 +182,7 @@ def _attempt(
             for done in ready:  # one by one: a conflict then costs only its own partition
                 untried.discard(done.key)
                 try:
-                    snapshot_id, _ = rewrite.commit(done.results)
+                    snapshot_id = rewrite.commit(done.results)
                 except CommitConflict:
                     conflicts.append(done.key)
                     continue
@@ -256,7 +257,7 @@ def _commit_together(
     from jobs.rewrite import CommitConflict
 
     try:
-        snapshot_id, _ = rewrite.commit([r for d in ready for r in d.results],
+        snapshot_id = rewrite.commit([r for d in ready for r in d.results],
                                         discard_on_conflict=False)
     except CommitConflict:
         return False

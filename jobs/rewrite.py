@@ -309,15 +309,13 @@ class ExactRewrite:
         named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
         return checksums_by_key(conform(named, like, keep=(KEY,)), like.columns)
 
-    def commit(
-        self, results: Sequence[GroupResult], discard_on_conflict: bool = True
-    ) -> tuple[int, list[str]]:
-        """One ``replace`` snapshot for ``results`` (one or several partitions' groups).
+    def commit(self, results: Sequence[GroupResult], discard_on_conflict: bool = True) -> int:
+        """One ``replace`` snapshot for ``results`` (one or several partitions' groups),
+        removing the position delete files that referenced only replaced files.
 
-        Returns the snapshot id and the delete files removed with the replaced files. A
-        failed commit deletes the new files when Iceberg says they are unreferenced, except
-        after a validation conflict with ``discard_on_conflict=False`` (the caller retries
-        them in smaller commits).
+        Returns the snapshot id. A failed commit deletes the new files when Iceberg says
+        they are unreferenced, except after a validation conflict with
+        ``discard_on_conflict=False`` (the caller retries them in smaller commits).
         """
         paths = [p for r in results for p in r.group.paths]
         deletes = self.dangling_deletes(paths)
@@ -351,7 +349,7 @@ class ExactRewrite:
                 f"commit of {self.table_name} failed ({name}: {java_message(e)})"
             ) from e
         self._tick("commit", clock)
-        return self._snapshot_with(rewrite_id), [str(d.location()) for d in deletes]
+        return self._snapshot_with(rewrite_id)
 
     def _cleanable(self, error: BaseException) -> bool:
         java = getattr(error, "java_exception", None)

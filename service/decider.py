@@ -224,26 +224,26 @@ class Decider:
         if current_id == last:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
-            result = ApplyResult(name, current_id, 0, True, 0, self.stats.partitions(name),
-                                 reason="actions not enqueued after the last update")
-            log.info("deciding %s again from stored stats (%s)", name, result.reason)
+            log.info("deciding %s again from stored stats: actions not enqueued after the "
+                     "last update", name)
+            self._enqueue(name, policy, self.stats.partitions(name), target, now, report)
         else:
             result = catch_up(self.stats, name, table, target, now)
             report.applied.append(result)
             if result.full_scan:
                 log.info("full scan of %s (%s): %d partitions", name, result.reason,
                          len(result.touched))
-        candidates = self._enqueue(name, policy, result, target, now, report)
-        if not result.full_scan:
-            pipe = self.r.pipeline(transaction=False)
-            pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
-            pipe.hincrby(self.k.counters, "partition_scans", candidates)
-            pipe.hincrby(self.k.counters, "file_events", result.file_events)
-            pipe.execute()
-        self.stats.mark_decided(name, result.snapshot_id)
+            candidates = self._enqueue(name, policy, result.touched, target, now, report)
+            if not result.full_scan:
+                pipe = self.r.pipeline(transaction=False)
+                pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
+                pipe.hincrby(self.k.counters, "partition_scans", candidates)
+                pipe.hincrby(self.k.counters, "file_events", result.file_events)
+                pipe.execute()
+        self.stats.mark_decided(name, current_id)
 
-    def _enqueue(self, name: str, policy: Any, result: ApplyResult, target: int, now: float,
-                 report: StepReport) -> int:
+    def _enqueue(self, name: str, policy: Any, touched: Mapping[str, PartitionStats],
+                 target: int, now: float, report: StepReport) -> int:
         """One action item per touched partition that needs work; the number of them."""
         if not policy.enabled:
             return 0
@@ -251,7 +251,7 @@ class Decider:
         if action not in policy.actions:
             return 0
         candidates = 0
-        for key, stats in sorted(result.touched.items()):
+        for key, stats in sorted(touched.items()):
             if not stats.needs_work(policy.tolerance_bytes):
                 continue
             cost, benefit = estimate(stats, target)
