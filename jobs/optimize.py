@@ -38,8 +38,10 @@ from service.config import Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
 
 if TYPE_CHECKING:
+    from pyiceberg.table import Table
     from pyspark.sql import SparkSession
 
+    from jobs.arrow_rewrite import ArrowTable
     from jobs.rewrite import ExactRewrite, GroupResult
 
 __all__ = ["ACTIONS", "OptimizeReport", "PartitionReport", "optimize_table", "plan_table",
@@ -90,7 +92,7 @@ def optimize_table(
         attempt += 1
         conflicts, suite_now = _attempt(spark, spark_table_name(cfg, table), plan, target,
                                         sort_columns, reports, attempt, suite is None,
-                                        timings)
+                                        timings, _arrow_table(pt, policy.engine))
         suite = suite or suite_now
         if not conflicts:
             break
@@ -116,6 +118,15 @@ def optimize_table(
     return build_report(base, parts, suite, time.monotonic() - started, target, timings)
 
 
+def _arrow_table(pt: Table, engine: str) -> ArrowTable | None:
+    """What the Arrow engine's tasks need of the table; None when the policy says Spark."""
+    if engine != "auto":
+        return None
+    from jobs.arrow_rewrite import ArrowTable, slim_metadata
+
+    return ArrowTable(slim_metadata(pt.metadata), dict(pt.io.properties))
+
+
 def worth_committing(sizes_before: Sequence[int], sse_after: int, target: int) -> bool:
     """Never waste a rewrite: commit only files that lower the partition's SSE.
 
@@ -138,6 +149,7 @@ def _attempt(
     attempt: int,
     run_suite: bool,
     timings: dict[str, float],
+    arrow: ArrowTable | None = None,
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit them: all in one snapshot, or
     partition by partition after a conflict. Returns the conflicting partitions."""
@@ -157,6 +169,7 @@ def _attempt(
         results = rewrite.run(
             [g for p in work for g in p.groups], target, sort_columns,
             also_check=(lambda written: _suite(spark, rewrite, written)) if run_suite else None,
+            arrow=arrow,
         )
         suite = rewrite.check_result
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}
@@ -218,8 +231,12 @@ class _Ready:
                rewrite: ExactRewrite) -> PartitionReport:
         p = self.plan
         replaced = [path for g in p.groups for path in g.paths]
+        engines = sorted({r.engine for r in self.results})
+        reason = (f"written by Spark: the Arrow engine failed ({rewrite.fallback})"
+                  if rewrite.fallback and "spark" in engines else "")
         return replace(
-            base, status="rewritten", reason="", snapshot_id=snapshot_id,
+            base, status="rewritten", reason=reason, snapshot_id=snapshot_id,
+            engine="+".join(engines),
             files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
             groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
             files_added=len(self.new_sizes), bytes_added=sum(self.new_sizes),

@@ -33,6 +33,7 @@ class PartitionReport:
     rows: int = 0
     snapshot_id: int | None = None
     attempts: int = 0
+    engine: str = ""  # arrow | spark | arrow+spark: what wrote the partition's new files
 
     @classmethod
     def from_plan(cls, p: PartitionPlan, dry_run: bool) -> PartitionReport:

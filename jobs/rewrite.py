@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from jobs.arrow_rewrite import ArrowTable, eligible
 from jobs.session import activate
 from jobs.verify import KEY, Checksum, checksum_exprs, checksum_of, checksums_by_key, conform
 from service.errors import OperationFailed
@@ -81,6 +82,7 @@ class GroupResult:
     new_sizes: list[int] = field(default_factory=list)
     input: Checksum = field(default_factory=Checksum)
     output: Checksum = field(default_factory=Checksum)
+    engine: str = "spark"  # "arrow" when jobs.arrow_rewrite wrote (and verified) it
 
 
 def java_class_name(error: BaseException) -> str:
@@ -121,6 +123,7 @@ class ExactRewrite:
         ).lower()
         self.tasks: dict[str, Any] = {}
         self.check_result: Any = None
+        self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
         self._staged: list[str] = []
         self.timings: dict[str, float] = {}
 
@@ -178,6 +181,10 @@ class ExactRewrite:
                                   None if ref is None else str(ref)))
             self._deletes[path] = found
         return self._deletes[path]
+
+    def has_deletes(self, path: str) -> bool:
+        """Does any delete file (position or equality) apply to ``path``?"""
+        return not self.no_deletes and int(self.tasks[path].deletes().size()) > 0
 
     def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
         """Position delete files that reference only files among ``paths``."""
@@ -242,6 +249,93 @@ class ExactRewrite:
             result.new_paths.append(str(data_file.location()))
             result.new_sizes.append(int(data_file.fileSizeInBytes()))
 
+    # ---------------------------------------------------------------- Arrow engine
+    def arrow_eligible(self, group: FileGroup) -> bool:
+        return eligible(self.file_format, group.paths,
+                        any(self.has_deletes(p) for p in group.paths))
+
+    def write_arrow(
+        self, results: Sequence[GroupResult], arrow: ArrowTable, target: int,
+        sort_columns: Sequence[str],
+    ) -> None:
+        """Write ``results`` with the Arrow engine: one Spark job, one Python task per
+        group, each verified file for file (:mod:`jobs.arrow_rewrite`); then the Java
+        ``DataFile`` of each new file, its metrics read from its footer."""
+        from jobs.arrow_rewrite import ArrowGroup, rewrite_group
+        from optimizer import predict_output_sizes
+
+        groups = []
+        for r in results:
+            outputs = self._new_locations(r.group, len(predict_output_sizes(r.group.bytes, target)))
+            r.new_paths.extend(outputs)  # known before anything is written: discard() finds them
+            inputs = tuple((p, int(self.tasks[p].file().recordCount())) for p in r.group.paths)
+            groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
+                                     tuple(sort_columns)))
+        sc = self.spark.sparkContext
+        sc.setJobDescription(f"icefloe rewrite (arrow) {self.table_name}")
+        done = (
+            sc.parallelize([(arrow, g) for g in groups], len(groups))
+            .map(lambda job: rewrite_group(*job))
+            .collect()
+        )
+        by_id = {d.group_id: d for d in done}
+        jvm = self.jvm.org.apache.iceberg
+        metrics_config = jvm.MetricsConfig.forTable(self.table)
+        io = self.table.io()
+        for r in results:
+            d = by_id[r.group_id]
+            spec = self.table.specs().get(r.group.spec_id)
+            partition = self.tasks[r.group.paths[0]].file().partition()
+            r.new_paths[:] = [path for path, _ in d.files]
+            for path in r.new_paths:
+                input_file = io.newInputFile(path)
+                data_file = (
+                    jvm.DataFiles.builder(spec)
+                    .withInputFile(input_file)
+                    .withFormat(jvm.FileFormat.PARQUET)
+                    .withPartition(partition)
+                    .withMetrics(jvm.parquet.ParquetUtil.fileMetrics(input_file, metrics_config))
+                    .build()
+                )
+                r.new_files.append(data_file)
+                r.new_sizes.append(int(data_file.fileSizeInBytes()))
+            r.input = Checksum(d.rows_in, 0, dict(d.non_null))
+            r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
+            r.engine = "arrow"
+
+    def _new_locations(self, group: FileGroup, n: int) -> list[str]:
+        """``n`` fresh data file locations in ``group``'s partition, by the table's
+        location provider (as Iceberg's own writers name them)."""
+        spec = self.table.specs().get(group.spec_id)
+        partition = self.tasks[group.paths[0]].file().partition()
+        provider = self.table.locationProvider()
+        stem = uuid.uuid4()
+        return [str(provider.newDataLocation(spec, partition, f"icefloe-{stem}-{i:05d}.parquet"))
+                for i in range(n)]
+
+    def _write_all(
+        self, results: list[GroupResult], target: int, sort_columns: Sequence[str],
+        parallelism: int, arrow: ArrowTable | None,
+    ) -> None:
+        """Arrow-eligible groups through the Arrow engine (one job), the rest through
+        Spark's writer, at the same time; Arrow groups whose job fails go through Spark
+        after all (their partial files deleted first), the reason kept in ``fallback``."""
+        fast = [r for r in results if arrow is not None and self.arrow_eligible(r.group)]
+        slow = [r for r in results if r not in fast]
+        with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+            arrow_job = (pool.submit(self.write_arrow, fast, arrow, target, sort_columns)
+                         if fast and arrow is not None else None)
+            list(pool.map(lambda r: self.write(r, target, sort_columns), slow))
+            try:
+                if arrow_job is not None:
+                    arrow_job.result()
+            except Exception as e:
+                self.discard(fast)
+                for r in fast:
+                    r.engine, r.input, r.output = "spark", Checksum(), Checksum()
+                self.fallback = f"{java_class_name(e)}: {java_message(e)}"
+                list(pool.map(lambda r: self.write(r, target, sort_columns), fast))
+
     # ---------------------------------------------------------------- the run
     def run(
         self,
@@ -250,8 +344,11 @@ class ExactRewrite:
         sort_columns: Sequence[str] = (),
         parallelism: int = 4,
         also_check: Callable[[list[GroupResult]], Any] | None = None,
+        arrow: ArrowTable | None = None,
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
+
+        ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
 
         ``also_check(results)`` (the data checks) runs on the written files at the same time
         as the output checksum; its result is kept in ``self.check_result``. Raises
@@ -263,15 +360,15 @@ class ExactRewrite:
             return results
         clock = time.monotonic()
         try:
-            with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-                list(pool.map(lambda r: self.write(r, target, sort_columns), results))
+            self._write_all(results, target, sort_columns, parallelism, arrow)
             clock = self._tick("write", clock)
             like = self.read(results[0].group_id, results[0].group.bytes)  # schema only
+            checked = [r for r in results if r.engine == "spark"]  # Arrow's are verified
             with ThreadPoolExecutor(max_workers=1) as side:
                 checks = side.submit(also_check, results) if also_check else None
-                out_sums = self._output_checksums(results, like)
+                out_sums = self._output_checksums(checked, like)
                 self.check_result = checks.result() if checks else None
-            for r in results:
+            for r in checked:
                 r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in like.columns}))
             clock = self._tick("verify", clock)
             bad = [r for r in results if not r.input.matches(r.output)]

@@ -7,6 +7,7 @@ Local runs get ``spark.master`` and the Iceberg jars from the config and ``.jars
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,8 @@ def build_spark(
 
     if cfg.spark.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python tasks (the Arrow engine) run in this interpreter's environment
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     for key, value in {**spark_conf(cfg, under_spark_submit()), **(extra or {})}.items():
         builder = builder.config(key, value)

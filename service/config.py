@@ -91,6 +91,7 @@ class TablePolicy:
     actions: tuple[str, ...]
     sort_order: tuple[str, ...]
     enabled: bool = True
+    engine: str = "auto"  # the actors' data engine: auto (Arrow where exact) | spark
 
     @property
     def target(self) -> int:
@@ -206,7 +207,9 @@ _POLICY_KEYS = (
     "actions",
     "sort_order",
     "enabled",
+    "engine",
 )
+ENGINES = ("auto", "spark")
 
 
 def _policy(raw: Any, key: str, base: TablePolicy | None) -> TablePolicy:
@@ -240,6 +243,11 @@ def _policy(raw: Any, key: str, base: TablePolicy | None) -> TablePolicy:
     enabled = data.get("enabled", base.enabled)
     if not isinstance(enabled, bool):
         raise ConfigError(f"config key '{key}.enabled' must be true or false, got {enabled!r}")
+    engine = data.get("engine", base.engine)
+    if engine not in ENGINES:
+        raise ConfigError(
+            f"config key '{key}.engine' must be one of {', '.join(ENGINES)}, got {engine!r}"
+        )
     return TablePolicy(
         target_file_size_bytes=target,
         tolerance_bytes=tolerance,
@@ -248,6 +256,7 @@ def _policy(raw: Any, key: str, base: TablePolicy | None) -> TablePolicy:
         actions=actions,
         sort_order=sort_order,
         enabled=enabled,
+        engine=engine,
     )
 
 

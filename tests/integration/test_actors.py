@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import functions as F
 
 from jobs import rewrite as rewrite_mod
 from jobs.optimize import optimize_table
@@ -80,11 +81,27 @@ def fq(ident: str) -> str:
     return f"lake.`{ns}`.`{name}`"
 
 
-def test_merge_rewrites_planned_files_in_one_replace(spark, cfg, catalog, namespace):
+def with_engine(cfg: Any, engine: str) -> Any:
+    return replace(cfg, defaults=replace(cfg.defaults, engine=engine))
+
+
+@pytest.fixture(params=["auto", "spark"])
+def ecfg(request: pytest.FixtureRequest, cfg: Any) -> Any:
+    """The config with each data engine: ``auto`` (Arrow for plain Parquet groups) and
+    ``spark`` (Spark's Iceberg writer only)."""
+    return with_engine(cfg, request.param)
+
+
+def engine_of(cfg: Any) -> str:
+    """The engine a plain Parquet group (no deletes) is written with under ``cfg``."""
+    return "arrow" if cfg.defaults.engine == "auto" else "spark"
+
+
+def test_merge_rewrites_planned_files_in_one_replace(spark, ecfg, catalog, namespace):
     ident = make_table(spark, namespace, inserts=4)
     before = snapshot_table(spark, ident)
     files_before = data_files(spark, ident)
-    report = optimize_table(spark, cfg, ident, action="merge")
+    report = optimize_table(spark, ecfg, ident, action="merge")
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert report.partitions_scanned == 2
     assert report.partitions_rewritten == 2
@@ -100,22 +117,23 @@ def test_merge_rewrites_planned_files_in_one_replace(spark, cfg, catalog, namesp
     assert report.rows_verified == before.count()
     assert report.expectations is not None and report.expectations["success"]
     for p in report.partitions:
-        assert p.status == "rewritten"
+        assert p.status == "rewritten" and p.engine == engine_of(ecfg) and not p.reason
         assert p.actual_mse_after is not None and p.actual_mse_after < p.mse_before
         assert p.prediction_error == p.actual_mse_after - p.predicted_mse_after
     assert report.to_dict()["partitions"][0]["key"] in ("day=d0", "day=d1")
     # A second run finds nothing worth doing and commits nothing.
-    again = optimize_table(spark, cfg, ident)
+    again = optimize_table(spark, ecfg, ident)
     assert again.partitions_rewritten == 0 and again.snapshot_ids == ()
 
 
-def test_sort_writes_files_sorted_by_the_policy_sort_order(spark, cfg, catalog, namespace):
+def test_sort_writes_files_sorted_by_the_policy_sort_order(spark, ecfg, catalog, namespace):
     ident = make_table(spark, namespace, inserts=3)
-    policy = replace(cfg.defaults, sort_order=("v",))
-    sorted_cfg = replace(cfg, tables={ident: policy})
+    policy = replace(ecfg.defaults, sort_order=("v",))
+    sorted_ecfg = replace(ecfg, tables={ident: policy})
     before = snapshot_table(spark, ident)
-    report = optimize_table(spark, sorted_cfg, ident, action="sort")
+    report = optimize_table(spark, sorted_ecfg, ident, action="sort")
     assert report.partitions_rewritten == 2
+    assert {p.engine for p in report.partitions} == {engine_of(ecfg)}
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert current_operation(catalog, ident) == "replace"
     rows = spark.sql(f"SELECT _file, _pos, v FROM {fq(ident)}").collect()
@@ -137,32 +155,87 @@ def test_position_deletes_are_applied_and_dangling_delete_files_removed(spark, c
     report = optimize_table(spark, cfg, ident)
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert report.delete_files_removed == len(deletes_before)
+    assert {p.engine for p in report.partitions} == {"spark"}  # deletes: Spark applies them
     assert [r for r in data_files(spark, ident) if r.content == 1] == []
     assert report.rows_verified == before.count()
 
 
-def test_evolved_spec_rewrites_current_spec_and_skips_older_files(spark, cfg, namespace):
+def test_evolved_spec_rewrites_current_spec_and_skips_older_files(spark, ecfg, namespace):
     ident = make_table(spark, namespace, inserts=2)
     spark.sql(f"ALTER TABLE {fq(ident)} ADD PARTITION FIELD bucket(2, id) AS b")
     insert(spark, fq(ident), 1000, 1120, files=3)
     before = snapshot_table(spark, ident)
     old_files = {r.file_path for r in spark.sql(
         f"SELECT file_path FROM {fq(ident)}.files WHERE spec_id = 0").collect()}
-    report = optimize_table(spark, cfg, ident)
+    report = optimize_table(spark, ecfg, ident)
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     old = [p for p in report.partitions if p.spec_id == 0]
     new = [p for p in report.partitions if p.spec_id == 1]
     assert old and all(p.status == "skipped" and "older partition spec" in p.reason for p in old)
-    assert new and all(p.status == "rewritten" for p in new)
+    assert new and all(p.status == "rewritten" and p.engine == engine_of(ecfg) for p in new)
     assert old_files and old_files <= {r.file_path for r in data_files(spark, ident)}
 
 
-def test_unpartitioned_table(spark, cfg, catalog, namespace):
+def test_evolved_schema_reads_as_iceberg_reads_it(spark, ecfg, catalog, namespace):
+    """Files written before a rename, an added column and a float -> double promotion are
+    merged with files written after; every value reads back as Iceberg read it."""
+    ident = make_table(spark, namespace, "evolved", inserts=2)
+    spark.sql(f"ALTER TABLE {fq(ident)} ADD COLUMN ratio FLOAT")
+    spark.sql(f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'x', 1.0, "
+              f"CAST(id / 3 AS FLOAT) FROM range(200, 240)")
+    spark.sql(f"ALTER TABLE {fq(ident)} RENAME COLUMN v TO label")
+    spark.sql(f"ALTER TABLE {fq(ident)} ALTER COLUMN ratio TYPE DOUBLE")
+    spark.sql(f"ALTER TABLE {fq(ident)} ADD COLUMN note STRING")
+    spark.sql(f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'y', 2.0, "
+              f"id / 7, 'late' FROM range(300, 340)")
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, ecfg, ident)
+    assert report.partitions_rewritten == 2
+    assert {p.engine for p in report.partitions} == {engine_of(ecfg)}
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+
+
+def test_every_column_type_survives_a_merge(spark, ecfg, catalog, namespace):
+    """Decimals, timestamps (both flavours), dates, binary, booleans, NaN and -0.0,
+    nulls, structs, lists and maps: the merged files read back equal."""
+    name = f"lake.`{namespace}`.`types`"
+    spark.sql(
+        f"CREATE TABLE {name} (id BIGINT, day STRING, d DECIMAL(20, 4), ts TIMESTAMP, "
+        f"tsn TIMESTAMP_NTZ, dt DATE, b BINARY, flag BOOLEAN, x DOUBLE, f FLOAT, "
+        f"s STRUCT<a: INT, t: STRING>, l ARRAY<BIGINT>, m MAP<STRING, INT>) USING iceberg "
+        f"PARTITIONED BY (day) TBLPROPERTIES ({PROPS})"
+    )
+    for start in range(0, 160, 40):
+        spark.sql(
+            f"INSERT INTO {name} SELECT id, concat('d', id % 2), "
+            f"CAST(id * 1.25 AS DECIMAL(20, 4)), TIMESTAMP '2026-01-01 00:00:00' + "
+            f"make_interval(0, 0, 0, 0, 0, 0, id), TIMESTAMP_NTZ '2026-01-01 00:00:00', "
+            f"date_add(DATE '2026-01-01', CAST(id AS INT)), CAST(concat('b', id) AS BINARY), "
+            f"id % 3 = 0, CASE WHEN id % 5 = 0 THEN double('NaN') WHEN id % 5 = 1 "
+            f"THEN -0.0 ELSE id / 3 END, CAST(id AS FLOAT), "
+            f"IF(id % 4 = 0, NULL, named_struct('a', CAST(id AS INT), 't', 'z')), "
+            f"array(id, id + 1), map('k', CAST(id AS INT)) FROM range({start}, {start + 40})"
+        )
+    ident = f"{namespace}.types"
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, ecfg, ident)
+    assert report.partitions_rewritten == 2
+    assert {p.engine for p in report.partitions} == {engine_of(ecfg)}
+
+    def comparable(df: Any) -> Any:  # chispa sorts rows by every column; maps don't sort
+        return df.withColumn("m", F.to_json("m"))
+
+    assert_df_equality(comparable(contents(spark, ident)), comparable(before),
+                       ignore_row_order=True, allow_nan_equality=True)
+
+
+def test_unpartitioned_table(spark, ecfg, catalog, namespace):
     ident = make_table(spark, namespace, partitioned=False, inserts=4)
     before = snapshot_table(spark, ident)
-    report = optimize_table(spark, cfg, ident)
+    report = optimize_table(spark, ecfg, ident)
     assert [p.key for p in report.partitions] == [""]
     assert report.partitions_rewritten == 1
+    assert report.partitions[0].engine == engine_of(ecfg)
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert current_operation(catalog, ident) == "replace"
 
@@ -182,11 +255,11 @@ def _before_commit(monkeypatch: pytest.MonkeyPatch, action: Any) -> list[int]:
     return calls
 
 
-def test_concurrent_append_between_plan_and_commit_survives(spark, cfg, catalog, namespace,
+def test_concurrent_append_between_plan_and_commit_survives(spark, ecfg, catalog, namespace,
                                                             monkeypatch):
     ident = make_table(spark, namespace, inserts=3)
     _before_commit(monkeypatch, lambda self, results: insert(spark, fq(ident), 5000, 5040))
-    report = optimize_table(spark, cfg, ident)
+    report = optimize_table(spark, ecfg, ident)
     assert report.partitions_rewritten == 2
     ids = {r.id for r in contents(spark, ident).select("id").collect()}
     assert ids == set(range(0, 120)) | set(range(5000, 5040))
@@ -255,10 +328,39 @@ def test_verification_mismatch_commits_nothing_and_deletes_written_files(
 
     monkeypatch.setattr(rewrite_mod, "checksums_by_key", corrupt)
     with pytest.raises(OperationFailed, match="verification failed"):
-        optimize_table(spark, cfg, ident)
+        optimize_table(spark, with_engine(cfg, "spark"), ident)
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
+
+def test_a_failing_arrow_engine_falls_back_to_spark_and_keeps_every_row(
+    spark, cfg, catalog, namespace, monkeypatch
+):
+    """The Arrow job fails after writing some files: they are deleted, the same groups go
+    through Spark's writer (checksum-verified), and the report says so."""
+    ident = make_table(spark, namespace, "fallback", inserts=4)
+    before = snapshot_table(spark, ident)
+    files_before = {r.file_path for r in data_files(spark, ident)}
+    real = rewrite_mod.ExactRewrite.write_arrow
+    leftovers: list[str] = []
+
+    def half_then_fail(self: Any, results: Any, *args: Any) -> None:
+        real(self, results, *args)
+        leftovers.extend(p for r in results for p in r.new_paths)
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr(rewrite_mod.ExactRewrite, "write_arrow", half_then_fail)
+    report = optimize_table(spark, cfg, ident)
+    assert report.partitions_rewritten == 2
+    for p in report.partitions:
+        assert p.engine == "spark" and "Arrow engine failed" in p.reason
+        assert "executor lost" in p.reason
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert leftovers and not any(Path(p.removeprefix("file:")).exists() for p in leftovers)
+    on_disk = {p.name for p in _data_dir(cfg, ident).rglob("*.parquet")}
+    referenced = {r.file_path.rsplit("/", 1)[-1] for r in spark.sql(
+        f"SELECT file_path FROM {fq(ident)}.all_files").collect()}
+    assert on_disk == referenced and files_before
 
 
 def test_a_failed_commit_leaves_no_written_file_behind(
