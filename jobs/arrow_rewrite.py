@@ -3,9 +3,10 @@
 Spark's Iceberg writer decodes every row into the JVM and encodes it again; for a plain
 merge of Parquet files that is most of an actor's time (against a raw pyarrow
 read + write of the same files it ran at 0.04-0.10x). This engine does the data movement
-with Arrow instead, in Python tasks of one Spark job (one task per group, so a cluster's
-executors share the work), and leaves the commit to the same Java ``RewriteFiles`` path
-as the Spark engine (:mod:`jobs.rewrite`):
+with Arrow instead (on a cluster in the Python tasks of one Spark job, the groups dealt
+to as many tasks as there are cores; under a local master in the driver's threads, the
+same cores without a Python worker round trip per task), and leaves the commit to the
+same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite`):
 
 1. read the group's files through PyIceberg's ``ArrowScan`` with the table's current
    schema (field-id projection, so renamed, added and promoted columns read as Iceberg
@@ -91,6 +92,11 @@ def eligible(file_format: str, paths: Sequence[str], has_deletes: bool) -> bool:
 def rows_per_file(total_rows: int, files: int) -> int:
     """Rows for each of ``files`` output files (the last may get fewer)."""
     return max(1, math.ceil(total_rows / max(1, files)))
+
+
+def rewrite_groups(table: ArrowTable, groups: Sequence[ArrowGroup]) -> list[ArrowResult]:
+    """One Spark task's share of the groups, one after another."""
+    return [rewrite_group(table, g) for g in groups]
 
 
 def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:

@@ -41,6 +41,8 @@ from service.errors import OperationFailed
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from jobs.arrow_rewrite import ArrowGroup, ArrowResult
+
 REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
 WRITE_TARGET_FACTOR = 1.4
 """Writers roll on their *estimated* size, taken before compression, so a file rolled at
@@ -57,6 +59,18 @@ def write_target(group_bytes: int, target: int) -> int:
     factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
     return int(target * factor)
 POSITION_DELETES = "POSITION_DELETES"
+
+
+def _balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]]:
+    """Groups dealt to at most ``slots`` tasks, largest first onto the lightest task (LPT):
+    one Spark task per group would pay the Python worker round trip for each."""
+    shares: list[list[ArrowGroup]] = [[] for _ in range(min(slots, len(groups)))]
+    loads = [0] * len(shares)
+    for g in sorted(groups, key=lambda g: -sum(n for _, n in g.inputs)):
+        i = loads.index(min(loads))
+        shares[i].append(g)
+        loads[i] += sum(n for _, n in g.inputs)
+    return [s for s in shares if s]
 
 
 class CommitConflict(OperationFailed):
@@ -261,7 +275,7 @@ class ExactRewrite:
         """Write ``results`` with the Arrow engine: one Spark job, one Python task per
         group, each verified file for file (:mod:`jobs.arrow_rewrite`); then the Java
         ``DataFile`` of each new file, its metrics read from its footer."""
-        from jobs.arrow_rewrite import ArrowGroup, rewrite_group
+        from jobs.arrow_rewrite import ArrowGroup
         from optimizer import predict_output_sizes
 
         groups = []
@@ -271,13 +285,7 @@ class ExactRewrite:
             inputs = tuple((p, int(self.tasks[p].file().recordCount())) for p in r.group.paths)
             groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
                                      tuple(sort_columns)))
-        sc = self.spark.sparkContext
-        sc.setJobDescription(f"icefloe rewrite (arrow) {self.table_name}")
-        done = (
-            sc.parallelize([(arrow, g) for g in groups], len(groups))
-            .map(lambda job: rewrite_group(*job))
-            .collect()
-        )
+        done = self._run_arrow(arrow, groups)
         by_id = {d.group_id: d for d in done}
         jvm = self.jvm.org.apache.iceberg
         metrics_config = jvm.MetricsConfig.forTable(self.table)
@@ -302,6 +310,30 @@ class ExactRewrite:
             r.input = Checksum(d.rows_in, 0, dict(d.non_null))
             r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
             r.engine = "arrow"
+
+    arrow_in_driver: bool | None = None
+    """Where Arrow groups run: None = by the master (``local[...]``: in this process's
+    threads, the same cores without a Python worker round trip per task, which costs
+    ~0.1 s; any cluster: in Spark tasks on the executors)."""
+
+    def _run_arrow(self, arrow: ArrowTable, groups: list[ArrowGroup]) -> list[ArrowResult]:
+        from jobs.arrow_rewrite import rewrite_group, rewrite_groups
+
+        sc = self.spark.sparkContext
+        slots = max(1, int(sc.defaultParallelism))
+        in_driver = self.arrow_in_driver
+        if in_driver is None:
+            in_driver = str(sc.master).startswith("local")
+        if in_driver:
+            with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:
+                return list(pool.map(lambda g: rewrite_group(arrow, g), groups))
+        shares = _balanced(groups, slots)
+        sc.setJobDescription(f"icefloe rewrite (arrow) {self.table_name}")
+        return (
+            sc.parallelize([(arrow, share) for share in shares], len(shares))
+            .flatMap(lambda job: rewrite_groups(*job))
+            .collect()
+        )
 
     def _new_locations(self, group: FileGroup, n: int) -> list[str]:
         """``n`` fresh data file locations in ``group``'s partition, by the table's

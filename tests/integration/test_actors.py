@@ -126,6 +126,20 @@ def test_merge_rewrites_planned_files_in_one_replace(spark, ecfg, catalog, names
     assert again.partitions_rewritten == 0 and again.snapshot_ids == ()
 
 
+def test_arrow_groups_run_as_spark_tasks_on_a_cluster(spark, cfg, catalog, namespace,
+                                                     monkeypatch):
+    """What a cluster master does (Python tasks on the executors), forced on local[2]."""
+    monkeypatch.setattr(rewrite_mod.ExactRewrite, "arrow_in_driver", False)
+    ident = make_table(spark, namespace, "tasks", inserts=4)
+    before = snapshot_table(spark, ident)
+    report = optimize_table(spark, cfg, ident)
+    assert report.partitions_rewritten == 2
+    assert {p.engine for p in report.partitions} == {"arrow"}
+    assert report.rows_verified == before.count()
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert current_operation(catalog, ident) == "replace"
+
+
 def test_sort_writes_files_sorted_by_the_policy_sort_order(spark, ecfg, catalog, namespace):
     ident = make_table(spark, namespace, inserts=3)
     policy = replace(ecfg.defaults, sort_order=("v",))
