@@ -45,3 +45,13 @@ def test_suite_passes_good_data_and_names_each_failed_expectation(spark: Any) ->
     assert not result.success
     assert result.failed == ["expect_table_row_count_to_equal(value=3)",
                              "expect_column_values_to_not_be_null(column=s)"]
+
+
+def test_suite_leaves_nothing_cached(spark: Any) -> None:
+    """GE persists a Spark batch by default and never unpersists it: run after run, an
+    actor would keep every action's written data in executor memory."""
+    before = spark.sparkContext._jsc.getPersistentRDDs().size()
+    df = spark.range(1000).selectExpr("id", "cast(id AS STRING) AS s")
+    assert run_suite(df, 1000, ["id", "s"]).success
+    assert not df.is_cached
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
