@@ -1,11 +1,15 @@
 """Benchmark: icefloe's actors against Iceberg's ``rewrite_data_files`` (binpack).
 
-    .venv/bin/python bench/actors_bench.py [--partitions 4] [--mild 2] [--healthy 2]
-                                           [--files 20] [--target-kb 256] [--repeats 3]
+    .venv/bin/python bench/actors_bench.py [--tables 1] [--partitions 4] [--mild 2]
+                                           [--healthy 2] [--files 20] [--small 0.02,0.15]
+                                           [--late-share 0] [--target-kb 256] [--repeats 3]
 
-A streaming-ingest-shaped warehouse (see ``batches``): ``--partitions`` partitions that
-get a small file from every micro-batch (some already hold compacted near-target files),
-``--mild`` mildly unhealthy ones and ``--healthy`` ones already fine.
+A streaming-ingest-shaped warehouse of ``--tables`` tables (see ``batches``):
+``--partitions`` partitions that get a small file (``--small``: its size range as
+fractions of the target) from every micro-batch (``--files`` commits; some partitions
+already hold compacted near-target files), ``--mild`` mildly unhealthy ones and
+``--healthy`` ones already fine, into which ``--late-share`` of each batch's streaming
+rows arrive late (one small file per batch and healthy partition).
 Each repeat builds identical copies of it (same Arrow batches, same PyIceberg appends) and
 runs, on its own copy each:
 
@@ -77,20 +81,28 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
     """
     rng = np.random.default_rng(seed)
     per_target = args.target_kb * 1024 // BYTES_PER_ROW
+    small_lo, small_hi = args.small
     out, next_id = [], 0
     for b in range(args.files):
         sizes: dict[str, int] = {}
+        late = 0
         for p in range(args.partitions):
             near = b < p
-            lo, hi = (0.85, 1.0) if near else (0.02, 0.15)
-            sizes[f"s{p}"] = int(per_target * rng.uniform(lo, hi))
+            lo, hi = (0.85, 1.0) if near else (small_lo, small_hi)
+            rows = int(per_target * rng.uniform(lo, hi))
+            moved = 0 if near else int(rows * args.late_share)
+            sizes[f"s{p}"] = rows - moved
+            late += moved
         for h in range(args.healthy):
             if b < 5:
                 sizes[f"h{h}"] = int(per_target * (rng.uniform(0.85, 1.0) if b < 4 else 0.05))
+            elif late // args.healthy:
+                sizes[f"h{h}"] = late // args.healthy
         for m in range(args.mild):
             if b < 18:
                 lo, hi = (0.85, 1.0) if b < 12 else (0.1, 0.5)
                 sizes[f"m{m}"] = int(per_target * rng.uniform(lo, hi))
+        sizes = {k: v for k, v in sizes.items() if v > 0}
         n = sum(sizes.values())
         ids = np.arange(next_id, next_id + n)
         next_id += n
@@ -119,7 +131,7 @@ def make_copy(catalog: Any, ident: str, data: list[pa.Table], target: int) -> No
         tx.set_properties({"write.target-file-size-bytes": str(target)})
 
 
-def measure(catalog: Any, ident: str, target: int, start_snapshot: int) -> dict[str, float]:
+def measure(catalog: Any, ident: str, target: int, start_snapshot: int) -> dict[str, Any]:
     """Files and entropy now, and the work done since ``start_snapshot``, from metadata."""
     table = catalog.load_table(ident)
     parts = current_partitions(table)
@@ -136,8 +148,7 @@ def measure(catalog: Any, ident: str, target: int, start_snapshot: int) -> dict[
         "files": sum(len(p.sizes) for p in parts),
         "files_rewritten": rewritten,
         "bytes_rewritten": rewritten_bytes,
-        "mse_mean": statistics.fmean(mses) if mses else 0.0,
-        "mse_max": max(mses, default=0.0),
+        "mses": mses,
     }
 
 
@@ -159,35 +170,49 @@ def table_codec(table: Any) -> str:
     return str(table.properties.get("write.parquet.compression-codec", "zstd"))
 
 
+def combine(parts: list[dict[str, Any]]) -> dict[str, float]:
+    """Several tables' :func:`measure` as one warehouse's."""
+    mses = [m for p in parts for m in p["mses"]]
+    out = {k: float(sum(p[k] for p in parts))
+           for k in ("files", "files_rewritten", "bytes_rewritten")}
+    out["mse_mean"] = statistics.fmean(mses) if mses else 0.0
+    out["mse_max"] = max(mses, default=0.0)
+    return out
+
+
 def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r: int,
               work: Path) -> dict[str, dict[str, float]]:
     target = args.target_kb * 1024
-    data = batches(args, seed=r)
+    tables = [f"t{i}" for i in range(args.tables)]
+    data = {t: batches(args, seed=r * 1000 + i) for i, t in enumerate(tables)}
     ns = f"bench_{r}"
     catalog.create_namespace(ns)
     runs: dict[str, dict[str, float]] = {}
     for name in ("iceberg", "t0", "tol"):
-        make_copy(catalog, f"{ns}.{name}_copy", data, target)
+        for t in tables:
+            make_copy(catalog, f"{ns}.{name}_{t}", data[t], target)
     tol = int(DEFAULT_TOLERANCE_FRACTION * target)
     for name in ("iceberg", "t0", "tol"):
-        ident = f"{ns}.{name}_copy"
-        table = catalog.load_table(ident)
-        start = table.current_snapshot().snapshot_id
-        before = measure(catalog, ident, target, start)
-        groups = [list(g.paths) for p in plan_table(table, target, 0).partitions for g in p.groups]
+        idents = [f"{ns}.{name}_{t}" for t in tables]
+        starts = {i: catalog.load_table(i).current_snapshot().snapshot_id for i in idents}
+        before = combine([measure(catalog, i, target, starts[i]) for i in idents])
+        groups = [list(g.paths) for i in idents
+                  for p in plan_table(catalog.load_table(i), target, 0).partitions
+                  for g in p.groups]
         t0 = time.perf_counter()
-        if name == "iceberg":
-            spark.sql(f"CALL lake.system.rewrite_data_files(table => '{ident}', "
-                      f"options => map('target-file-size-bytes', '{target}'))").collect()
-        else:
-            report = optimize_table(spark, cfg, ident, tolerance=0 if name == "t0" else tol)
-            print(f"round {r} {name}: {report.seconds} s, phases {report.timings}")
+        for ident in idents:
+            if name == "iceberg":
+                spark.sql(f"CALL lake.system.rewrite_data_files(table => '{ident}', "
+                          f"options => map('target-file-size-bytes', '{target}'))").collect()
+            else:
+                report = optimize_table(spark, cfg, ident, tolerance=0 if name == "t0" else tol)
+                print(f"round {r} {name} {ident}: {report.seconds} s, phases {report.timings}")
         wall = time.perf_counter() - t0
-        after = measure(catalog, ident, target, start)
+        after = combine([measure(catalog, i, target, starts[i]) for i in idents])
         runs[name] = {**after, "files_before": before["files"], "mse_before": before["mse_mean"],
                       "wall": wall}
         if name == "t0":
-            codec = table_codec(table)
+            codec = table_codec(catalog.load_table(idents[0]))
             in_bytes, secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", codec)
             _, snappy_secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", "snappy")
             runs[name]["throughput"] = after["bytes_rewritten"] / wall if wall else 0.0
@@ -199,7 +224,8 @@ def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r
 def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> None:
     """JIT, class loading, the GE import: paid once here, not by the first timed run."""
     small = argparse.Namespace(
-        **{**vars(args), "files": 6, "partitions": 1, "healthy": 0, "mild": 0}
+        **{**vars(args), "files": 6, "partitions": 1, "healthy": 0, "mild": 0,
+           "late_share": 0.0}
     )
     data = batches(small, seed=999)
     catalog.create_namespace("warm")
@@ -207,6 +233,13 @@ def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> 
         make_copy(catalog, f"warm.{name}", data, args.target_kb * 1024)
     spark.sql("CALL lake.system.rewrite_data_files(table => 'warm.a')").collect()
     optimize_table(spark, cfg, "warm.b", tolerance=0)
+
+
+def _fractions(text: str) -> tuple[float, float]:
+    lo, hi = (float(x) for x in text.split(","))
+    if not 0 < lo <= hi <= 1:
+        raise argparse.ArgumentTypeError(f"need 0 < LO <= HI <= 1, got {text!r}")
+    return lo, hi
 
 
 def _ratio(a: float, b: float) -> float:
@@ -219,9 +252,17 @@ def main() -> None:
     parser.add_argument("--healthy", type=int, default=2)
     parser.add_argument("--mild", type=int, default=2, help="needs --files >= 18")
     parser.add_argument("--files", type=int, default=20, help="micro-batches (small files)")
+    parser.add_argument("--tables", type=int, default=1)
+    parser.add_argument("--small", type=_fractions, default=(0.02, 0.15),
+                        help="LO,HI: a streaming file's size range, as fractions of the target")
+    parser.add_argument("--late-share", type=float, default=0.0,
+                        help="share of each batch's streaming rows landing late in the healthy "
+                             "partitions (needs --healthy >= 1)")
     parser.add_argument("--target-kb", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.tables < 1 or not 0 <= args.late_share < 1 or (args.late_share and not args.healthy):
+        parser.error("need --tables >= 1, 0 <= --late-share < 1, and --healthy >= 1 for late data")
     home = Path(tempfile.mkdtemp(prefix="icefloe-actors-bench-"))
     cfg = bench_config(home, args.target_kb * 1024)
     spark = build_spark(cfg, app_name="icefloe-actors-bench")
@@ -232,9 +273,10 @@ def main() -> None:
     def med(run: str, key: str) -> float:
         return statistics.median(x[run][key] for x in rounds)
 
-    print(f"\nwarehouse: {args.partitions} streaming partitions x {args.files} small files, "
-          f"{args.mild} mildly unhealthy, {args.healthy} healthy; target {args.target_kb} KiB; "
-          f"medians of {args.repeats}")
+    print(f"\nwarehouse: {args.tables} table(s) of {args.partitions} streaming partitions x "
+          f"{args.files} small files ({args.small[0]:.0%}-{args.small[1]:.0%} of the target), "
+          f"{args.mild} mildly unhealthy, {args.healthy} healthy, late share "
+          f"{args.late_share:.0%}; target {args.target_kb} KiB; medians of {args.repeats}")
     head = f"{'':22}{'iceberg binpack':>18}{'icefloe t0':>18}{'icefloe tol':>18}"
     print(head + "\n" + "-" * len(head))
     rows = [("files before", "files_before", "{:.0f}"), ("files after", "files", "{:.0f}"),

@@ -98,6 +98,10 @@ def test_config_path_from_env(tmp_path: Path) -> None:
         ),
         (lambda r: r.update(tables={"db.t": {"sort_order": ["a b"]}}), "bad column 'a b'"),
         (
+            lambda r: r.update(tables={"db.t": {"engine": "arrow"}}),
+            "'tables.db.t.engine' must be one of auto, spark, got 'arrow'",
+        ),
+        (
             lambda r: r["managed"].update(tables=["x"]),
             "'managed.tables' has bad table identifier 'x'",
         ),
@@ -170,3 +174,12 @@ def test_parse_table_identifier_rejects(text: str) -> None:
 def test_parse_table_identifier_accepts() -> None:
     assert parse_table_identifier("db.events") == ("db", "events")
     assert parse_table_identifier("a.b.c_1") == ("a", "b", "c_1")
+
+
+def test_engine_defaults_to_auto_and_is_set_per_table() -> None:
+    raw = base()
+    raw["tables"] = {"db.t": {"engine": "spark"}}
+    cfg = build_config(raw)
+    assert cfg.defaults.engine == "auto"
+    assert cfg.policy_for("db.t").engine == "spark"
+    assert cfg.policy_for("db.other").engine == "auto"
