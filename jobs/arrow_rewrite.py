@@ -22,7 +22,8 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite`):
    equal checksums, and a row dropped, duplicated or altered anywhere fails.
 
 Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet data
-files with no delete files attached. Anything else, and any group whose Arrow task
+files with no delete files attached, and no more than ``MAX_IN_MEMORY_BYTES`` to hold at
+once. Anything else, and any group whose Arrow task
 fails for any reason, goes through the Spark engine (the caller's job); files a failed
 task wrote are deleted by the caller, which knows every path in advance.
 
@@ -80,12 +81,19 @@ def slim_metadata(metadata: TableMetadata) -> TableMetadata:
     })
 
 
-def eligible(file_format: str, paths: Sequence[str], has_deletes: bool) -> bool:
-    """Can the Arrow engine rewrite this group exactly?"""
+MAX_IN_MEMORY_BYTES = 512 << 20
+"""Parquet bytes a task may hold decoded at once: one output file when merging, the whole
+group when sorting (Arrow sorts in memory; Spark's sort spills, so bigger sorts go there)."""
+
+
+def eligible(file_format: str, paths: Sequence[str], has_deletes: bool,
+             in_memory_bytes: int = 0) -> bool:
+    """Can the Arrow engine rewrite this group exactly, within its memory bound?"""
     return (
         file_format == "parquet"
         and not has_deletes
         and all(p.lower().endswith(".parquet") for p in paths)
+        and in_memory_bytes <= MAX_IN_MEMORY_BYTES
     )
 
 

@@ -264,9 +264,10 @@ class ExactRewrite:
             result.new_sizes.append(int(data_file.fileSizeInBytes()))
 
     # ---------------------------------------------------------------- Arrow engine
-    def arrow_eligible(self, group: FileGroup) -> bool:
+    def arrow_eligible(self, group: FileGroup, target: int, sorting: bool) -> bool:
+        held = group.bytes if sorting else min(group.bytes, target)
         return eligible(self.file_format, group.paths,
-                        any(self.has_deletes(p) for p in group.paths))
+                        any(self.has_deletes(p) for p in group.paths), held)
 
     def write_arrow(
         self, results: Sequence[GroupResult], arrow: ArrowTable, target: int,
@@ -352,8 +353,10 @@ class ExactRewrite:
         """Arrow-eligible groups through the Arrow engine (one job), the rest through
         Spark's writer, at the same time; Arrow groups whose job fails go through Spark
         after all (their partial files deleted first), the reason kept in ``fallback``."""
-        fast = [r for r in results if arrow is not None and self.arrow_eligible(r.group)]
-        slow = [r for r in results if r not in fast]
+        fast = [r for r in results if arrow is not None
+                and self.arrow_eligible(r.group, target, bool(sort_columns))]
+        chosen = {id(r) for r in fast}
+        slow = [r for r in results if id(r) not in chosen]
         with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
             arrow_job = (pool.submit(self.write_arrow, fast, arrow, target, sort_columns)
                          if fast and arrow is not None else None)

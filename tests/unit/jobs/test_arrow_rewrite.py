@@ -148,6 +148,8 @@ def test_eligibility():
     assert not ar.eligible("parquet", ["s3://b/x.parquet"], has_deletes=True)
     assert not ar.eligible("orc", ["s3://b/x.orc"], has_deletes=False)
     assert not ar.eligible("parquet", ["s3://b/x.avro"], has_deletes=False)
+    assert ar.eligible("parquet", ["x.parquet"], False, in_memory_bytes=ar.MAX_IN_MEMORY_BYTES)
+    assert not ar.eligible("parquet", ["x.parquet"], False, ar.MAX_IN_MEMORY_BYTES + 1)
 
 
 def test_slim_metadata_keeps_what_reads_and_writes_need(table):
