@@ -23,9 +23,9 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite`):
 
 Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet data
 files with no delete files attached, and no more than ``MAX_IN_MEMORY_BYTES`` to hold at
-once. Anything else, and any group whose Arrow task
-fails for any reason, goes through the Spark engine (the caller's job); files a failed
-task wrote are deleted by the caller, which knows every path in advance.
+once. Anything else, and any group whose Arrow task fails for any reason, goes through
+the Spark engine (the caller's job); files a failed task wrote are deleted by the caller,
+which knows every path in advance.
 
 This module runs in Spark's Python workers: no SparkSession, no py4j, no ``service``.
 """
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
+
 
 class VerificationError(Exception):
     """A written file does not hold exactly the rows it was given."""

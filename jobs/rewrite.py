@@ -64,12 +64,13 @@ POSITION_DELETES = "POSITION_DELETES"
 def _balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]]:
     """Groups dealt to at most ``slots`` tasks, largest first onto the lightest task (LPT):
     one Spark task per group would pay the Python worker round trip for each."""
+    rows = {g.group_id: sum(n for _, n in g.inputs) for g in groups}
     shares: list[list[ArrowGroup]] = [[] for _ in range(min(slots, len(groups)))]
     loads = [0] * len(shares)
-    for g in sorted(groups, key=lambda g: -sum(n for _, n in g.inputs)):
+    for g in sorted(groups, key=lambda g: -rows[g.group_id]):
         i = loads.index(min(loads))
         shares[i].append(g)
-        loads[i] += sum(n for _, n in g.inputs)
+        loads[i] += rows[g.group_id]
     return [s for s in shares if s]
 
 
@@ -273,15 +274,18 @@ class ExactRewrite:
         self, results: Sequence[GroupResult], arrow: ArrowTable, target: int,
         sort_columns: Sequence[str],
     ) -> None:
-        """Write ``results`` with the Arrow engine: one Spark job, one Python task per
-        group, each verified file for file (:mod:`jobs.arrow_rewrite`); then the Java
-        ``DataFile`` of each new file, its metrics read from its footer."""
+        """Write ``results`` with the Arrow engine (:meth:`_run_arrow`), each file verified
+        as it is written (:mod:`jobs.arrow_rewrite`); then the Java ``DataFile`` of each
+        new file, its metrics read from its footer."""
         from jobs.arrow_rewrite import ArrowGroup
         from optimizer import predict_output_sizes
 
         groups = []
+        where = {r.group_id: (self.table.specs().get(r.group.spec_id),
+                              self.tasks[r.group.paths[0]].file().partition()) for r in results}
         for r in results:
-            outputs = self._new_locations(r.group, len(predict_output_sizes(r.group.bytes, target)))
+            n = len(predict_output_sizes(r.group.bytes, target))
+            outputs = self._new_locations(*where[r.group_id], n)
             r.new_paths.extend(outputs)  # known before anything is written: discard() finds them
             inputs = tuple((p, int(self.tasks[p].file().recordCount())) for p in r.group.paths)
             groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
@@ -293,8 +297,7 @@ class ExactRewrite:
         io = self.table.io()
         for r in results:
             d = by_id[r.group_id]
-            spec = self.table.specs().get(r.group.spec_id)
-            partition = self.tasks[r.group.paths[0]].file().partition()
+            spec, partition = where[r.group_id]
             r.new_paths[:] = [path for path, _ in d.files]
             for path in r.new_paths:
                 input_file = io.newInputFile(path)
@@ -336,11 +339,9 @@ class ExactRewrite:
             .collect()
         )
 
-    def _new_locations(self, group: FileGroup, n: int) -> list[str]:
-        """``n`` fresh data file locations in ``group``'s partition, by the table's
+    def _new_locations(self, spec: Any, partition: Any, n: int) -> list[str]:
+        """``n`` fresh data file locations in ``partition`` of ``spec``, by the table's
         location provider (as Iceberg's own writers name them)."""
-        spec = self.table.specs().get(group.spec_id)
-        partition = self.tasks[group.paths[0]].file().partition()
         provider = self.table.locationProvider()
         stem = uuid.uuid4()
         return [str(provider.newDataLocation(spec, partition, f"icefloe-{stem}-{i:05d}.parquet"))
@@ -353,8 +354,8 @@ class ExactRewrite:
         """Arrow-eligible groups through the Arrow engine (one job), the rest through
         Spark's writer, at the same time; Arrow groups whose job fails go through Spark
         after all (their partial files deleted first), the reason kept in ``fallback``."""
-        fast = [r for r in results if arrow is not None
-                and self.arrow_eligible(r.group, target, bool(sort_columns))]
+        fast = [] if arrow is None else [
+            r for r in results if self.arrow_eligible(r.group, target, bool(sort_columns))]
         chosen = {id(r) for r in fast}
         slow = [r for r in results if id(r) not in chosen]
         with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
