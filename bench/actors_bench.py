@@ -108,11 +108,18 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
         next_id += n
         out.append(pa.table({
             "id": pa.array(ids, pa.int64()),
-            "part": pa.array([p for p, k in sizes.items() for _ in range(k)]),
-            "payload": pa.array([rng.bytes(32).hex() for _ in range(n)]),
+            "part": pa.array(np.repeat(list(sizes), list(sizes.values()))),
+            "payload": _hex_strings(rng, n),
             "value": pa.array(rng.random(n)),
         }))
     return out
+
+
+def _hex_strings(rng: np.random.Generator, n: int) -> pa.Array:
+    """``n`` random 64-character hex strings, built as one buffer (no Python per row)."""
+    chars = rng.bytes(32 * n).hex().encode()
+    offsets = np.arange(0, 64 * (n + 1), 64, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.tobytes()), pa.py_buffer(chars))
 
 
 def make_copy(catalog: Any, ident: str, data: list[pa.Table], target: int) -> None:

@@ -18,9 +18,10 @@ near-target files are not packed) live in ``planner``; this module only packs.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 
-__all__ = ["first_fit_decreasing"]
+__all__ = ["balance", "first_fit_decreasing"]
 
 
 def first_fit_decreasing(weights: Sequence[int], capacity: int) -> list[list[int]]:
@@ -83,3 +84,25 @@ def first_fit_decreasing(weights: Sequence[int], capacity: int) -> list[list[int
             tree[node] = best
             node //= 2
     return bins + oversized
+
+
+def balance(weights: Sequence[int], bins: int) -> list[list[int]]:
+    """Spread item indices over ``bins`` bins as evenly as possible (LPT).
+
+    Longest Processing Time first: items heaviest first, each into the currently
+    lightest bin (ties: the lowest bin). Its heaviest bin is within ``4/3`` of the best
+    possible, and with many light items the loads come out nearly equal. No capacity:
+    callers check what they need. Deterministic; O(n log n).
+    """
+    if bins <= 0:
+        raise ValueError(f"bins must be > 0, got {bins}")
+    order = sorted(range(len(weights)), key=weights.__getitem__, reverse=True)
+    heap = [(0, b) for b in range(bins)]
+    out: list[list[int]] = [[] for _ in range(bins)]
+    for i in order:
+        if weights[i] < 0:
+            raise ValueError(f"weights must be >= 0, got {weights[i]} at index {i}")
+        load, b = heap[0]
+        out[b].append(i)
+        heapq.heapreplace(heap, (load + weights[i], b))
+    return out

@@ -11,11 +11,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.binpack import first_fit_decreasing
+from optimizer.binpack import balance, first_fit_decreasing
 from optimizer.entropy import output_sse
 from optimizer.linebreak import best_runs
 
-__all__ = ["Group", "candidate_groups", "ffd_groups", "make_group", "spill_group"]
+__all__ = ["Group", "balanced", "candidate_groups", "ffd_groups", "make_group", "spill_group"]
 
 SPILL_GROUP_TARGETS = 32
 """A spill group rewrites at most this many targets' worth of bytes (16 GiB at 512 MiB):
@@ -122,3 +122,31 @@ def candidate_groups(
                 groups.append(spill)
             chunk, chunk_bytes = [], 0
     return [g for g in groups if g.gain > 0]
+
+
+def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list[Group]:
+    """The same files in as many one-output groups, with their loads evened out.
+
+    FFD fills bins one after another: ``k`` full bins and a remainder. For a fixed set of
+    files and ``k`` outputs of at most ``T``, ``Σ (T - L_j)²`` is smallest when the loads
+    ``L_j`` are equal (``Σ L_j`` is fixed, so only ``Σ L_j²`` varies), e.g. 1.5·T of
+    small files as 0.75 + 0.75 instead of 1.0 + 0.5 halves the SSE. Same files rewritten,
+    same files after, lower entropy: the spread the FSE's squared error asks for.
+
+    The one-output groups' files are spread over as many bins by LPT; the spread is kept
+    only if every bin still fits in ``T`` with 2+ files and the SSE is lower. Groups
+    with several outputs (spill groups) are left as they are.
+    """
+    bins = [g for g in groups if g.outputs == 1]
+    if len(bins) < 2:
+        return list(groups)
+    members = [i for g in bins for i in g.members]
+    spread = [
+        make_group([members[k] for k in b], sizes, target)
+        for b in balance([sizes[i] for i in members], len(bins))
+    ]
+    if any(len(g.members) < 2 or g.outputs != 1 for g in spread) or sum(
+        g.gain for g in spread
+    ) <= sum(g.gain for g in bins):
+        return list(groups)
+    return [g for g in groups if g.outputs != 1] + spread

@@ -1,12 +1,15 @@
-"""First Fit Decreasing: hand-worked packings, a naive reference, the 11/9 bound."""
+"""First Fit Decreasing: hand-worked packings, a naive reference, the 11/9 bound; LPT."""
 
 from __future__ import annotations
+
+from itertools import product
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optimizer import first_fit_decreasing
+from optimizer.binpack import balance
 
 pytestmark = pytest.mark.unit
 
@@ -104,3 +107,30 @@ def test_matches_the_textbook_algorithm(weights: list[int], capacity: int) -> No
 def test_never_exceeds_the_ffd_bound(weights: list[int], capacity: int) -> None:
     opt = optimal_bins(weights, capacity)
     assert len(first_fit_decreasing(weights, capacity)) <= 11 / 9 * opt + 6 / 9
+
+
+def test_balance_by_hand() -> None:
+    # heaviest first, each into the lightest bin: 5 -> b0, 4 -> b1, 3 -> b1 (7),
+    # 3 -> b0 (8), 2 -> b1 (9)
+    assert balance([3, 5, 2, 4, 3], 2) == [[1, 4], [3, 0, 2]]
+    assert balance([], 3) == [[], [], []]
+    with pytest.raises(ValueError):
+        balance([1], 0)
+    with pytest.raises(ValueError):
+        balance([-1], 1)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.integers(0, 100), max_size=9), st.integers(1, 3))
+def test_balance_is_within_lpt_bound_of_the_brute_force_optimum(
+    weights: list[int], bins: int
+) -> None:
+    spread = balance(weights, bins)
+    assert len(spread) == bins
+    assert sorted(i for b in spread for i in b) == list(range(len(weights)))
+    heaviest = max(sum(weights[i] for i in b) for b in spread)
+    best = min(
+        max(sum(w for w, b in zip(weights, choice, strict=True) if b == k) for k in range(bins))
+        for choice in product(range(bins), repeat=len(weights))
+    )
+    assert heaviest <= 4 / 3 * best + 1e-9
