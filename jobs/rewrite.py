@@ -64,14 +64,11 @@ POSITION_DELETES = "POSITION_DELETES"
 def _balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]]:
     """Groups dealt to at most ``slots`` tasks, largest first onto the lightest task (LPT):
     one Spark task per group would pay the Python worker round trip for each."""
-    rows = {g.group_id: sum(n for _, n in g.inputs) for g in groups}
-    shares: list[list[ArrowGroup]] = [[] for _ in range(min(slots, len(groups)))]
-    loads = [0] * len(shares)
-    for g in sorted(groups, key=lambda g: -rows[g.group_id]):
-        i = loads.index(min(loads))
-        shares[i].append(g)
-        loads[i] += rows[g.group_id]
-    return [s for s in shares if s]
+    from optimizer.binpack import balance
+
+    rows = [sum(n for _, n in g.inputs) for g in groups]
+    shares = balance(rows, min(slots, len(groups))) if groups else []
+    return [[groups[i] for i in share] for share in shares if share]
 
 
 class CommitConflict(OperationFailed):
@@ -328,9 +325,10 @@ class ExactRewrite:
         in_driver = self.arrow_in_driver
         if in_driver is None:
             in_driver = str(sc.master).startswith("local")
-        if in_driver:
+        if in_driver:  # largest first, so that no big group starts last
+            biggest_first = sorted(groups, key=lambda g: -sum(n for _, n in g.inputs))
             with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:
-                return list(pool.map(lambda g: rewrite_group(arrow, g), groups))
+                return list(pool.map(lambda g: rewrite_group(arrow, g), biggest_first))
         shares = _balanced(groups, slots)
         sc.setJobDescription(f"icefloe rewrite (arrow) {self.table_name}")
         return (
