@@ -34,6 +34,7 @@ Figures are medians over ``--repeats``. The last line is the machine-readable su
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -274,8 +275,12 @@ def main() -> None:
     cfg = bench_config(home, args.target_kb * 1024)
     spark = build_spark(cfg, app_name="icefloe-actors-bench")
     catalog = load_catalog(cfg)
-    warm_up(spark, cfg, catalog, args)
-    rounds = [one_round(spark, cfg, catalog, args, r, home) for r in range(args.repeats)]
+    try:
+        warm_up(spark, cfg, catalog, args)
+        rounds = [one_round(spark, cfg, catalog, args, r, home) for r in range(args.repeats)]
+    finally:  # three copies of the warehouse per repeat: do not leave them behind
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
     def med(run: str, key: str) -> float:
         return statistics.median(x[run][key] for x in rounds)
@@ -316,7 +321,6 @@ def main() -> None:
         "throughput_vs_pyarrow": _ratio(actor, raw),
     }
     print("actors-summary " + " ".join(f"{k}={v:.3f}" for k, v in ratios.items()))
-    spark.stop()
 
 
 if __name__ == "__main__":
