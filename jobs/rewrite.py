@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from jobs.arrow_rewrite import ArrowTable, eligible
-from jobs.session import activate
+from jobs.session import activate, in_process_master
 from jobs.verify import KEY, Checksum, checksum_exprs, checksum_of, checksums_by_key, conform
 from service.errors import OperationFailed
 
@@ -106,6 +106,26 @@ def java_message(error: BaseException) -> str:
     java = getattr(error, "java_exception", None)
     text = str(java.getMessage()) if java is not None else str(error)
     return text.strip().splitlines()[0] if text.strip() else java_class_name(error)
+
+
+def arrow_failure(error: BaseException) -> str:
+    """Why the Arrow engine failed, in one line. A Python task's failure arrives wrapped in
+    Spark's job-abort message; its traceback's last line is the cause (e.g. the executors'
+    Python lacking PyIceberg), which is what the report should say."""
+    java = getattr(error, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(error)
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    if "PythonException" in text and starts:
+        # after the traceback's indented frames, the first flush-left line is the exception
+        cause = next((line.strip() for line in lines[starts[-1] + 1:]
+                      if line.strip() and not line[0].isspace()), "")
+        if cause:
+            hint = (" (on a cluster, ship the executors' Python packages: `icefloe pack`, "
+                    "then spark.executor_deps)") if cause.startswith(
+                        ("ModuleNotFoundError", "ImportError")) else ""
+            return f"Python task failed on an executor: {cause}{hint}"
+    return f"{java_class_name(error)}: {java_message(error)}"
 
 
 class ExactRewrite:
@@ -324,7 +344,7 @@ class ExactRewrite:
         slots = max(1, int(sc.defaultParallelism))
         in_driver = self.arrow_in_driver
         if in_driver is None:
-            in_driver = str(sc.master).startswith("local")
+            in_driver = in_process_master(str(sc.master))
         if in_driver:  # largest first, so that no big group starts last
             biggest_first = sorted(groups, key=lambda g: -sum(n for _, n in g.inputs))
             with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:
@@ -367,7 +387,7 @@ class ExactRewrite:
                 self.discard(fast)
                 for r in fast:
                     r.engine, r.input, r.output = "spark", Checksum(), Checksum()
-                self.fallback = f"{java_class_name(e)}: {java_message(e)}"
+                self.fallback = arrow_failure(e)
                 list(pool.map(lambda r: self.write(r, target, sort_columns), fast))
 
     # ---------------------------------------------------------------- the run

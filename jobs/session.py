@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from service.catalog import ICEBERG_RUNTIME, SPARK_EXTENSIONS, spark_catalog_conf
 from service.config import PROJECT_ROOT, Config
+from service.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,6 +24,30 @@ JARS_DIR = Path(os.environ.get("ICEFLOE_JARS_DIR", PROJECT_ROOT / ".jars"))
 
 def local_jars(jars_dir: Path = JARS_DIR) -> list[str]:
     return sorted(str(p) for p in jars_dir.glob("*.jar")) if jars_dir.is_dir() else []
+
+
+def in_process_master(master: str) -> bool:
+    """``local`` / ``local[N]``: executors are threads of the driver's JVM, Python tasks run
+    on this machine. ``local-cluster[...]`` is not: it starts executor JVMs like a cluster."""
+    return master == "local" or master.startswith("local[")
+
+
+def executor_deps_conf(deps: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """``spark.archives`` and the executors' ``PYTHONPATH`` for the ``icefloe pack`` archive,
+    added to whatever ``conf`` already sets for them."""
+    from jobs.pack import ARCHIVE_ALIAS
+
+    if "://" not in deps and not Path(deps).is_file():
+        raise ConfigError(
+            f"config key 'spark.executor_deps': no archive at {deps} (build it with "
+            "`icefloe pack`)"
+        )
+    archives = [a for a in conf.get("spark.archives", "").split(",") if a]
+    path = [p for p in conf.get("spark.executorEnv.PYTHONPATH", "").split(":") if p]
+    return {
+        "spark.archives": ",".join([*archives, f"{deps}#{ARCHIVE_ALIAS}"]),
+        "spark.executorEnv.PYTHONPATH": ":".join([ARCHIVE_ALIAS, *path]),
+    }
 
 
 def spark_conf(cfg: Config, under_submit: bool = False) -> dict[str, str]:
@@ -41,6 +66,8 @@ def spark_conf(cfg: Config, under_submit: bool = False) -> dict[str, str]:
         else:
             conf["spark.jars.packages"] = ICEBERG_RUNTIME + ",org.xerial:sqlite-jdbc:3.50.3.0"
     conf.update(cfg.spark.conf)
+    if cfg.spark.executor_deps and not in_process_master(cfg.spark.master):
+        conf.update(executor_deps_conf(cfg.spark.executor_deps, conf))
     return conf
 
 
@@ -56,7 +83,9 @@ def build_spark(
 
     if cfg.spark.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # Python tasks (the Arrow engine) run in this interpreter's environment
+    if in_process_master(cfg.spark.master):
+        # Python tasks (the Arrow engine) run in this interpreter's environment; elsewhere
+        # the executors' own Python runs them (with ``spark.executor_deps`` on its path)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     for key, value in {**spark_conf(cfg, under_spark_submit()), **(extra or {})}.items():

@@ -14,6 +14,7 @@ is the application's option, not spark-submit's.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,6 +85,21 @@ def build_submit_command(
     if config_path is not None:
         cmd += ["--config", str(config_path)]
     return cmd
+
+
+def python_env(master: str, deploy_mode: str | None = None) -> dict[str, str]:
+    """The ``PYSPARK_*`` variables ``spark-submit`` gets: a client-mode driver runs this
+    interpreter, and so do Python tasks under an in-process master (``local[N]``). On a
+    cluster the executors run their own Python (a path on this machine means nothing
+    there), with the ``spark.executor_deps`` archive on its path."""
+    from jobs.session import in_process_master
+
+    env = {}
+    if deploy_mode != "cluster":
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if in_process_master(master):
+        env["PYSPARK_PYTHON"] = sys.executable
+    return env
 
 
 def submit_command_for(

@@ -1,4 +1,4 @@
-"""``icefloe optimize`` and ``icefloe plan``: the actors, by hand.
+"""``icefloe optimize`` and ``icefloe plan``: the actors, by hand; ``icefloe pack``.
 
 ``plan`` reads PyIceberg metadata only (no Spark, no data read, nothing written), so it
 answers in a second and is safe on any table. ``optimize`` validates the table with
@@ -166,4 +166,41 @@ def _render_report(d: dict[str, Any]) -> None:
         )
 
 
-COMMANDS = [optimize, plan]
+@click.command()
+@click.option(
+    "--output", default="dist/icefloe-executor-deps.tar.gz", show_default=True, metavar="PATH",
+    help="Where to write the archive (relative paths: under the project home).",
+)
+@_json_option
+@pass_ctx
+def pack(ctx: Context, output: str, as_json: bool) -> None:
+    """Pack what the Arrow engine needs on a cluster's executors (PyIceberg, pyarrow and
+    icefloe's job code, at this environment's versions) into one Spark archive; set
+    `spark.executor_deps` to it."""
+    from pathlib import Path
+
+    from jobs.pack import build_archive
+
+    path = Path(output) if Path(output).is_absolute() else Path(ctx.cfg.home) / output
+    packed = build_archive(path)
+    data = {
+        "archive": str(packed.path),
+        "bytes": packed.path.stat().st_size,
+        "files": packed.files,
+        "distributions": list(packed.distributions),
+        "config": {"spark": {"executor_deps": str(packed.path)}},
+    }
+
+    def render(d: dict[str, Any]) -> None:
+        console.print(
+            f"packed {d['files']} files of {len(d['distributions'])} distributions and icefloe "
+            f"into {d['archive']} ({d['bytes'] / MIB:.1f} MiB)\n"
+            f"use it on a cluster: spark.executor_deps: {d['archive']}  (or "
+            f"ICEFLOE_SPARK__EXECUTOR_DEPS={d['archive']}; copy it to shared storage and give "
+            "its URI for cluster deploy mode)"
+        )
+
+    emit(data, as_json, render)
+
+
+COMMANDS = [optimize, plan, pack]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -270,11 +271,10 @@ def submit(
     """spark-submit JOB (actor, actor_optimize, skew_detect, salted_join) with the config's
     master, catalog settings and jars; ARGS go to the job."""
     import dataclasses
-    import os
     import shlex
     import subprocess
 
-    from jobs.submit import submit_command_for
+    from jobs.submit import python_env, submit_command_for
 
     if job not in SUBMITTABLE:
         raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")
@@ -286,7 +286,7 @@ def submit(
     if print_only:
         click.echo(" ".join(shlex.quote(a) for a in argv))
         return
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, **python_env(cfg.spark.master, deploy_mode)}
     raise SystemExit(subprocess.run(argv, env=env).returncode)
 
 

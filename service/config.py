@@ -75,6 +75,7 @@ class RedisConfig:
 class SparkConfig:
     master: str
     conf: Mapping[str, str] = field(default_factory=dict)
+    executor_deps: str = ""  # the Arrow engine's archive for a cluster (``icefloe pack``)
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,20 @@ def _resolve_paths(catalog: dict[str, Any], home: Path) -> None:
         catalog["warehouse"] = "file://" + str(home / wh[len("file:") :])
 
 
+def _executor_deps(raw: Any, home: Path) -> str:
+    """``spark.executor_deps``: "" (none), a URI Spark fetches, or a local path (relative
+    ones resolve against the project home)."""
+    if raw is None:
+        return ""
+    path = _str(raw, "spark.executor_deps")
+    if not path.endswith((".tar.gz", ".tgz")):
+        raise ConfigError(
+            "config key 'spark.executor_deps' must name a .tar.gz or .tgz archive "
+            f"(built by `icefloe pack`), got {path!r}"
+        )
+    return path if "://" in path or Path(path).is_absolute() else str(home / path)
+
+
 def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) -> Config:
     """Validate a raw (YAML-shaped) mapping into a frozen :class:`Config`."""
     top = _section(
@@ -300,10 +315,11 @@ def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) ->
     redis_cfg = RedisConfig(
         url=url, key_prefix=_str(red.get("key_prefix", "icefloe"), "redis.key_prefix")
     )
-    spk = _section(top.get("spark"), "spark", ("master", "conf"))
+    spk = _section(top.get("spark"), "spark", ("master", "conf", "executor_deps"))
     spark = SparkConfig(
         master=_str(spk.get("master", "local[*]"), "spark.master"),
         conf=_str_map(spk.get("conf"), "spark.conf"),
+        executor_deps=_executor_deps(spk.get("executor_deps"), home),
     )
     defaults = _policy(top.get("defaults"), "defaults", None)
     man = _section(top.get("managed"), "managed", ("namespaces", "tables"))

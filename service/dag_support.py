@@ -62,6 +62,7 @@ def spark_submit_kwargs(job: str, config_path: str | Path = DEFAULT_CONFIG) -> d
     """``SparkSubmitOperator`` arguments for ``jobs/<job>.py``: the catalog's Spark conf and
     the local jars (cluster masters can override both through the connection/conf)."""
     from jobs.session import local_jars, spark_conf
+    from jobs.submit import python_env
 
     cfg = load_config(config_path)
     conf = spark_conf(cfg, under_submit=True)
@@ -72,12 +73,11 @@ def spark_submit_kwargs(job: str, config_path: str | Path = DEFAULT_CONFIG) -> d
         "jars": ",".join(jars) if jars else None,
         "packages": None if jars else ICEBERG_RUNTIME,
         "name": f"icefloe-{job.replace('_', '-')}",
-        # the driver and local executors run this environment's Python, with icefloe on it
+        # the driver (and in-process executors) run this environment's Python, icefloe on it
         "env_vars": {
             "ICEFLOE_CONFIG": str(config_path),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
             "PYTHONPATH": str(PROJECT_ROOT),
+            **python_env(cfg.spark.master),
         },
     }
 
