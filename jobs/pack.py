@@ -95,7 +95,12 @@ def closure(roots: Iterable[str] = ROOTS) -> list[md.Distribution]:
 
 def _dist_files(dist: md.Distribution) -> Iterator[tuple[str, Path]]:
     """(name in the archive, file on disk): the distribution's files under site-packages."""
-    for rel in dist.files or []:
+    if dist.files is None:  # no RECORD: the files of the distribution cannot be known
+        raise UsageError(
+            f"cannot pack {dist.metadata['Name']!r}: it was installed without a file list "
+            "(RECORD); reinstall it with pip"
+        )
+    for rel in dist.files:
         name = rel.as_posix()
         if name.startswith("../") or "__pycache__" in rel.parts or name.endswith(".pyc"):
             continue  # scripts outside site-packages, byte-code (rebuilt on the executor)

@@ -39,8 +39,7 @@ def executor_deps_conf(deps: str, conf: Mapping[str, str]) -> dict[str, str]:
 
     if "://" not in deps and not Path(deps).is_file():
         raise ConfigError(
-            f"config key 'spark.executor_deps': no archive at {deps} (build it with "
-            "`icefloe pack`)"
+            f"config key 'spark.executor_deps': no archive at {deps} (build it with `icefloe pack`)"
         )
     archives = [a for a in conf.get("spark.archives", "").split(",") if a]
     path = [p for p in conf.get("spark.executorEnv.PYTHONPATH", "").split(":") if p]
@@ -76,6 +75,24 @@ def under_spark_submit(env: Mapping[str, str] = os.environ) -> bool:
     return "PYSPARK_GATEWAY_PORT" in env
 
 
+def python_workers_env(
+    master: str, conf: Mapping[str, str], env: Mapping[str, str]
+) -> dict[str, str]:
+    """The ``PYSPARK_PYTHON`` an in-process SparkContext gives its Python workers.
+
+    PySpark reads only the environment variable; ``spark.pyspark.python`` is applied by
+    ``spark-submit`` alone. Here the conf wins too, as under ``spark-submit``. Without
+    either, in-process masters run the tasks (the Arrow engine) in this interpreter's
+    environment; on a cluster the executors' own Python runs them, with
+    ``spark.executor_deps`` on its path.
+    """
+    if conf.get("spark.pyspark.python"):
+        return {"PYSPARK_PYTHON": conf["spark.pyspark.python"]}
+    if in_process_master(master) and "PYSPARK_PYTHON" not in env:
+        return {"PYSPARK_PYTHON": sys.executable}
+    return {}
+
+
 def build_spark(
     cfg: Config, app_name: str = "icefloe", extra: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -83,12 +100,10 @@ def build_spark(
 
     if cfg.spark.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if in_process_master(cfg.spark.master):
-        # Python tasks (the Arrow engine) run in this interpreter's environment; elsewhere
-        # the executors' own Python runs them (with ``spark.executor_deps`` on its path)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = {**spark_conf(cfg, under_spark_submit()), **(extra or {})}
+    os.environ.update(python_workers_env(cfg.spark.master, conf, os.environ))
     builder = SparkSession.builder.appName(app_name)
-    for key, value in {**spark_conf(cfg, under_spark_submit()), **(extra or {})}.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

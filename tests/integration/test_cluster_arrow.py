@@ -54,12 +54,14 @@ for b in range(6):
     table.append(pa.table({"id": ids, "part": ["a" if i % 2 else "b" for i in ids],
                            "payload": [f"row-{i}" * 5 for i in ids]}, schema=schema))
 spark = build_spark(cfg, app_name="icefloe-cluster-test")
+probe = spark.sparkContext.parallelize([0], 1).map(
+    lambda _: (__import__("sys").executable, __import__("sys").path)).collect()[0]
 before = sorted(tuple(r) for r in spark.table("lake.db.t").collect())
 report = optimize_table(spark, cfg, "db.t", tolerance=0).to_dict()
 after = sorted(tuple(r) for r in spark.table("lake.db.t").collect())
 op = catalog.load_table("db.t").current_snapshot().summary.operation.value
 print("RESULT " + json.dumps({
-    "master": spark.sparkContext.master,
+    "master": spark.sparkContext.master, "executor_python": probe[0], "executor_path": probe[1],
     "same_rows": before == after, "rows": len(after), "operation": op,
     "partitions": [{"engine": p.get("engine"), "reason": p.get("reason"),
                     "status": p.get("status")} for p in report["partitions"]],
@@ -137,6 +139,7 @@ def test_arrow_engine_needs_the_archive_on_a_cluster(
 ) -> None:
     without = run_on_cluster(tmp_path / "without", bare_python, None)
     assert without["master"].startswith("local-cluster")
+    assert without["executor_python"] == bare_python  # not this venv's, whatever PATH says
     assert without["same_rows"] and without["rows"] == 3000
     assert without["operation"] == "replace"
     assert {p["engine"] for p in without["partitions"]} == {"spark"}

@@ -12,7 +12,7 @@ import pytest
 
 from jobs.pack import ARCHIVE_ALIAS, build_archive, closure
 from jobs.rewrite import arrow_failure
-from jobs.session import in_process_master, spark_conf
+from jobs.session import in_process_master, python_workers_env, spark_conf
 from jobs.submit import python_env
 from service.config import build_config
 from service.errors import ConfigError, UsageError
@@ -133,3 +133,13 @@ def test_arrow_failure_names_the_python_cause() -> None:
     assert arrow_failure(ValueError("bad value\nsecond line")) == "ValueError: bad value"
     other = arrow_failure(RuntimeError(wrapped.replace("ModuleNotFoundError", "OSError")))
     assert "OSError" in other and "icefloe pack" not in other
+
+
+def test_python_workers_env_honours_the_conf_like_spark_submit() -> None:
+    bare = {"spark.pyspark.python": "/opt/py/bin/python3"}
+    assert python_workers_env("yarn", bare, {"PYSPARK_PYTHON": "x"}) == {
+        "PYSPARK_PYTHON": "/opt/py/bin/python3"
+    }
+    assert python_workers_env("local[2]", {}, {}) == {"PYSPARK_PYTHON": sys.executable}
+    assert python_workers_env("local[2]", {}, {"PYSPARK_PYTHON": "mine"}) == {}
+    assert python_workers_env("local-cluster[1,1,1024]", {}, {}) == {}
