@@ -196,8 +196,8 @@ def pack(ctx: Context, output: str, as_json: bool) -> None:
             f"packed {d['files']} files of {len(d['distributions'])} distributions and icefloe "
             f"into {d['archive']} ({d['bytes'] / MIB:.1f} MiB)\n"
             f"use it on a cluster: spark.executor_deps: {d['archive']}  (or "
-            f"ICEFLOE_SPARK__EXECUTOR_DEPS={d['archive']}; copy it to shared storage and give "
-            "its URI for cluster deploy mode)"
+            f"ICEFLOE_SPARK__EXECUTOR_DEPS={d['archive']}; where the cluster cannot fetch a "
+            "local path, copy it to shared storage and give its s3:// or hdfs:// URI)"
         )
 
     emit(data, as_json, render)
