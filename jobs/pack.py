@@ -102,7 +102,12 @@ def _dist_files(dist: md.Distribution) -> Iterator[tuple[str, Path]]:
         )
     for rel in dist.files:
         name = rel.as_posix()
-        if name.startswith("../") or "__pycache__" in rel.parts or name.endswith(".pyc"):
+        if (
+            ".." in rel.parts
+            or name.startswith("/")
+            or "__pycache__" in rel.parts
+            or name.endswith(".pyc")
+        ):
             continue  # scripts outside site-packages, byte-code (rebuilt on the executor)
         path = Path(str(dist.locate_file(rel)))
         if path.is_file():
