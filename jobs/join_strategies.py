@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobs.hot_keys import key_is_null, key_lookup
+from jobs.verify import quoted
 from optimizer.skew import spread_salts
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def row_hash(df: DataFrame) -> Column:
     from pyspark.sql import functions as F
     from pyspark.sql.types import MapType
 
-    cols = [F.col(f"`{f.name}`") for f in df.schema.fields if not isinstance(f.dataType, MapType)]
+    cols = [F.col(quoted(f.name)) for f in df.schema.fields if not isinstance(f.dataType, MapType)]
     return F.xxhash64(*cols) if cols else F.lit(0).cast("long")
 
 

@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from jobs.arrow_rewrite import ArrowTable, eligible
 from jobs.session import activate, in_process_master
-from jobs.verify import KEY, Checksum, checksum_exprs, checksum_of, checksums_by_key, conform
+from jobs.verify import (
+    KEY,
+    Checksum,
+    checksum_exprs,
+    checksum_of,
+    checksums_by_key,
+    conform,
+    quoted,
+)
 from service.errors import OperationFailed
 
 if TYPE_CHECKING:
@@ -265,7 +273,7 @@ class ExactRewrite:
         seen = Observation(f"icefloe_input_{result.group_id.replace('-', '')}")
         df = df.observe(seen, *checksum_exprs(df, columns))
         if sort_columns:
-            df = df.sortWithinPartitions(*[f"`{c}`" for c in sort_columns])
+            df = df.sortWithinPartitions(*[quoted(c) for c in sort_columns])
         (
             df.write.format("iceberg")
             .option("target-file-size-bytes", str(write_target(result.group.bytes, target)))

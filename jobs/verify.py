@@ -58,12 +58,17 @@ class Checksum:
         return sorted(c for c, n in self.non_null.items() if n == self.rows)
 
 
+def quoted(name: str) -> str:
+    """A column name as a Spark SQL identifier (backticks, inner backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _hashable(df: DataFrame, name: str) -> Column:
     """Map columns cannot be hashed by Spark; their JSON form can (same on both sides)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import MapType
 
-    col = F.col(f"`{name}`")
+    col = F.col(quoted(name))
     return F.to_json(col) if isinstance(df.schema[name].dataType, MapType) else col
 
 
@@ -77,7 +82,7 @@ def checksum_exprs(df: DataFrame, columns: list[str]) -> list[Column]:
     """The aggregates behind a :class:`Checksum`: rows, summed row hash, non-null counts."""
     from pyspark.sql import functions as F
 
-    h = row_hash(df.select(*[F.col(f"`{c}`") for c in columns]))
+    h = row_hash(df.select(*[F.col(quoted(c)) for c in columns]))
     aggs = [
         F.count(F.lit(1)).alias(_ROWS),
         # the 64-bit hash as its high (signed) and low (unsigned) 32-bit halves: each sums
@@ -85,7 +90,7 @@ def checksum_exprs(df: DataFrame, columns: list[str]) -> list[Column]:
         F.sum(F.shiftright(h, 32)).alias(_HI),
         F.sum(h.bitwiseAND(F.lit(0xFFFFFFFF))).alias(_LO),
     ]
-    return aggs + [F.count(F.col(f"`{c}`")).alias(f"nn_{i}") for i, c in enumerate(columns)]
+    return aggs + [F.count(F.col(quoted(c))).alias(f"nn_{i}") for i, c in enumerate(columns)]
 
 
 def checksum_of(values: Any, columns: list[str]) -> Checksum:
@@ -106,8 +111,8 @@ def conform(df: DataFrame, like: DataFrame, keep: tuple[str, ...] = ()) -> DataF
     from pyspark.sql import functions as F
 
     return df.select(
-        *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in like.schema.fields],
-        *[F.col(f"`{k}`") for k in keep],
+        *[F.col(quoted(f.name)).cast(f.dataType).alias(f.name) for f in like.schema.fields],
+        *[F.col(quoted(k)) for k in keep],
     )
 
 
@@ -130,7 +135,14 @@ class SuiteResult:
 def run_suite(df: DataFrame, expected_rows: int, null_free: list[str]) -> SuiteResult:
     """Great Expectations over the written data: the count, and no new nulls.
 
-    An ephemeral context (nothing written to disk), one Spark data source, one suite.
+    An ephemeral context (nothing written to disk), one Spark data source, one suite of
+    two expectations: the row count, and no row with a null in any of ``null_free``
+    (``UnexpectedRowsExpectation``: ``SELECT * FROM {batch} WHERE a IS NULL OR ...``).
+    One filter query, not one ``ExpectColumnValuesToNotBeNull`` per column, because
+    Spark pushes ``IS NULL`` down to the Parquet reader, whose row-group statistics
+    hold null counts: on null-free files it skips every row group and reads no data,
+    where the per-column expectations aggregate over every value (at 77 MB: ~0.5 s
+    against ~1.1 s). When the query finds rows, one aggregation names the columns.
     """
     import logging
     import os
@@ -151,18 +163,62 @@ def run_suite(df: DataFrame, expected_rows: int, null_free: list[str]) -> SuiteR
     batch_def = asset.add_batch_definition_whole_dataframe("all")
     suite = context.suites.add(gx.ExpectationSuite(name="icefloe_rewrite_suite"))
     row_count: Any = gxe.ExpectTableRowCountToEqual  # type: ignore[attr-defined]
-    not_null: Any = gxe.ExpectColumnValuesToNotBeNull  # type: ignore[attr-defined]
     suite.add_expectation(row_count(value=expected_rows))
-    for column in null_free:
-        suite.add_expectation(not_null(column=column))
+    if null_free:
+        rows_query: Any = gxe.UnexpectedRowsExpectation  # type: ignore[attr-defined]
+        suite.add_expectation(
+            rows_query(
+                unexpected_rows_query=no_nulls_query(null_free),
+                description=f"no nulls in {', '.join(null_free)}",
+            )
+        )
     batch = batch_def.get_batch(batch_parameters={"dataframe": df})
     # pass/fail per expectation is all the report needs; the default SUMMARY format also
     # samples unexpected values, which costs Spark jobs (about twice the suite's time)
     result = batch.validate(suite, result_format="BOOLEAN_ONLY")
-    failed = [_describe(r.expectation_config) for r in result.results if not r.success]
+    failed: list[str] = []
+    for r in result.results:
+        if r.success:
+            continue
+        config = r.expectation_config
+        if config is not None and config.type == "unexpected_rows_expectation":
+            named = [f"nulls in column {c}" for c in _columns_with_nulls(df, null_free)]
+            if named:
+                failed.extend(named)
+                continue
+        failed.append(_describe(config, r.exception_info))
     return SuiteResult(bool(result.success), len(result.results), failed, expected_rows)
 
 
-def _describe(config: Any) -> str:
-    kwargs = {k: v for k, v in dict(config.kwargs).items() if k in ("column", "value")}
-    return f"{config.type}({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
+def no_nulls_query(columns: list[str]) -> str:
+    """GE's query for rows with a null in any of ``columns``: each name quoted for Spark
+    SQL (backticks doubled) and for GE's ``str.format`` of ``{batch}`` (braces doubled)."""
+    condition = " OR ".join(f"{quoted(c)} IS NULL" for c in columns)
+    return "SELECT * FROM {batch} WHERE " + condition.replace("{", "{{").replace("}", "}}")
+
+
+def _columns_with_nulls(df: DataFrame, columns: list[str]) -> list[str]:
+    from pyspark.sql import functions as F
+
+    counts = df.agg(
+        *[
+            F.count(F.lit(1)).alias("n"),
+            *[F.count(F.col(quoted(c))).alias(f"nn_{i}") for i, c in enumerate(columns)],
+        ]
+    ).first()
+    assert counts is not None
+    return [c for i, c in enumerate(columns) if counts[f"nn_{i}"] < counts["n"]]
+
+
+def _describe(config: Any, exception_info: Any) -> str:
+    """``expect_table_row_count_to_equal(value=3)``, plus GE's error if it raised one."""
+    if config is None:
+        text = "an expectation"
+    else:
+        kwargs = {k: v for k, v in dict(config.kwargs).items() if k in ("column", "value")}
+        text = f"{config.type}({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
+    info = exception_info if isinstance(exception_info, dict) else {}
+    if info.get("raised_exception"):
+        message = str(info.get("exception_message") or "").strip().splitlines()
+        text += f" raised: {message[0] if message else 'an error'}"
+    return text

@@ -347,6 +347,33 @@ def test_verification_mismatch_commits_nothing_and_deletes_written_files(
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
 
+def test_failed_data_checks_commit_nothing_and_delete_written_files(
+    spark, cfg, catalog, namespace, monkeypatch
+):
+    """The GE suite is a gate: if the written data shows a null where the input had none,
+    nothing is committed and the new files are gone."""
+    import jobs.verify as verify_mod
+
+    ident = make_table(spark, namespace, "gate", inserts=2)
+    snap = load_table(catalog, ident).current_snapshot().snapshot_id
+    files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
+    real = verify_mod.run_suite
+
+    def with_a_null(df: Any, expected_rows: int, null_free: list[str]) -> Any:
+        from pyspark.sql import functions as F
+
+        first = null_free[0]  # one written value turned into a null, as GE would see it
+        seen = df.withColumn(first, F.when(F.monotonically_increasing_id() == 0, None)
+                             .otherwise(F.col(first)))
+        return real(seen, expected_rows, null_free)
+
+    monkeypatch.setattr(verify_mod, "run_suite", with_a_null)
+    with pytest.raises(OperationFailed, match="data checks failed.*nulls in column"):
+        optimize_table(spark, cfg, ident)
+    assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
+    assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
+
+
 def test_a_failing_arrow_engine_falls_back_to_spark_and_keeps_every_row(
     spark, cfg, catalog, namespace, monkeypatch
 ):
