@@ -1,13 +1,15 @@
 """Benchmark: icefloe's actors against Iceberg's ``rewrite_data_files`` (binpack).
 
-    .venv/bin/python bench/actors_bench.py [--tables 1] [--partitions 4] [--mild 2]
-                                           [--healthy 2] [--files 20] [--small 0.02,0.15]
-                                           [--late-share 0] [--target-kb 256] [--repeats 3]
+    .venv/bin/python bench/actors_bench.py [--tables 1] [--partitions 4] [--varied 0]
+                                           [--mild 2] [--healthy 2] [--files 20]
+                                           [--small 0.02,0.15] [--late-share 0]
+                                           [--target-kb 256] [--repeats 3]
 
 A streaming-ingest-shaped warehouse of ``--tables`` tables (see ``batches``):
 ``--partitions`` partitions that get a small file (``--small``: its size range as
 fractions of the target) from every micro-batch (``--files`` commits; some partitions
-already hold compacted near-target files), ``--mild`` mildly unhealthy ones and
+already hold compacted near-target files), ``--varied`` that get a file of log-normal
+size from every micro-batch (a stream whose rate varies), ``--mild`` mildly unhealthy ones and
 ``--healthy`` ones already fine, into which ``--late-share`` of each batch's streaming
 rows arrive late (one small file per batch and healthy partition).
 Each repeat builds identical copies of it (same Arrow batches, same PyIceberg appends) and
@@ -68,6 +70,7 @@ def bench_config(home: Path, target: int) -> Config:
     }, source="<bench>", home=home)
 
 
+VARIED_MEDIAN, VARIED_SIGMA = 1 / 8, 1.2  # ``v`` partitions' file sizes, x target
 BYTES_PER_ROW = 47  # a written row (id, part, 64 hex chars, double), measured
 
 
@@ -76,6 +79,9 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
 
     Streaming partition ``s<p>`` already holds ``p`` compacted near-target files (from an
     earlier compaction) and gets a small file (2-15% of the target) from every batch;
+    ``v<i>`` is streamed at a varying rate (traffic peaks and troughs): its file from
+    every batch has a log-normal size, median T/8 and sigma 1.2, capped at T since a
+    streaming writer rolls its file at the target (the planner bench's log-normal shape);
     healthy partition ``h<i>`` holds four near-target files and one tiny one; mildly
     unhealthy ``m<i>`` twelve near-target files and six of 10-50% (where a tolerance can
     stop early: merging some of the six is enough).
@@ -93,6 +99,12 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
             rows = int(per_target * rng.uniform(lo, hi))
             moved = 0 if near else int(rows * args.late_share)
             sizes[f"s{p}"] = rows - moved
+            late += moved
+        for v in range(args.varied):
+            share = min(1.0, max(0.005, VARIED_MEDIAN * rng.lognormal(0.0, VARIED_SIGMA)))
+            rows = int(per_target * share)
+            moved = int(rows * args.late_share)
+            sizes[f"v{v}"] = rows - moved
             late += moved
         for h in range(args.healthy):
             if b < 5:
@@ -232,7 +244,7 @@ def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r
 def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> None:
     """JIT, class loading, the GE import: paid once here, not by the first timed run."""
     small = argparse.Namespace(
-        **{**vars(args), "files": 6, "partitions": 1, "healthy": 0, "mild": 0,
+        **{**vars(args), "files": 6, "partitions": 1, "varied": 0, "healthy": 0, "mild": 0,
            "late_share": 0.0}
     )
     data = batches(small, seed=999)
@@ -256,7 +268,10 @@ def _ratio(a: float, b: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=4,
+                        help="streaming partitions of small files (--small)")
+    parser.add_argument("--varied", type=int, default=0,
+                        help="streaming partitions of log-normal file sizes (varying rate)")
     parser.add_argument("--healthy", type=int, default=2)
     parser.add_argument("--mild", type=int, default=2, help="needs --files >= 18")
     parser.add_argument("--files", type=int, default=20, help="micro-batches (small files)")
@@ -287,8 +302,9 @@ def main() -> None:
 
     print(f"\nwarehouse: {args.tables} table(s) of {args.partitions} streaming partitions x "
           f"{args.files} small files ({args.small[0]:.0%}-{args.small[1]:.0%} of the target), "
-          f"{args.mild} mildly unhealthy, {args.healthy} healthy, late share "
-          f"{args.late_share:.0%}; target {args.target_kb} KiB; medians of {args.repeats}")
+          f"{args.varied} streamed at a varying rate, {args.mild} mildly unhealthy, "
+          f"{args.healthy} healthy, late share {args.late_share:.0%}; "
+          f"target {args.target_kb} KiB; medians of {args.repeats}")
     head = f"{'':22}{'iceberg binpack':>18}{'icefloe t0':>18}{'icefloe tol':>18}"
     print(head + "\n" + "-" * len(head))
     rows = [("files before", "files_before", "{:.0f}"), ("files after", "files", "{:.0f}"),
