@@ -1,17 +1,30 @@
 """Benchmark: icefloe's actors against Iceberg's ``rewrite_data_files`` (binpack).
 
-    .venv/bin/python bench/actors_bench.py [--tables 1] [--partitions 4] [--varied 0]
+    .venv/bin/python bench/actors_bench.py [--shape mix|streaming] [--tables 1]
+                                           [--scale 0.25] [--per-shape 1]
+                                           [--partitions 4] [--varied 0]
                                            [--mild 2] [--healthy 2] [--files 20]
                                            [--small 0.02,0.15] [--late-share 0]
-                                           [--target-kb 256] [--repeats 3]
+                                           [--target-kb 1024] [--repeats 3]
 
-A streaming-ingest-shaped warehouse of ``--tables`` tables (see ``batches``):
+Two warehouse shapes, each of ``--tables`` tables:
+
+* ``mix`` (the default): the planner bench's benchmark mix (``planner_bench.make_mix``)
+  as real tables: ``--per-shape`` partitions each of a tiny-file stream, a compacted
+  partition with late small files, uniform sizes, log-normal sizes and a compacted
+  partition with a few mid-size files; file counts are the planner bench's times
+  ``--scale`` (0.25: ~700 files a table), file sizes are the same fractions of the target.
+  Every file is written as its own Parquet file, all in one append.
+* ``streaming``: a pure streaming-ingest warehouse (see ``batches``):
 ``--partitions`` partitions that get a small file (``--small``: its size range as
 fractions of the target) from every micro-batch (``--files`` commits; some partitions
 already hold compacted near-target files), ``--varied`` that get a file of log-normal
 size from every micro-batch (a stream whose rate varies), ``--mild`` mildly unhealthy ones and
 ``--healthy`` ones already fine, into which ``--late-share`` of each batch's streaming
-rows arrive late (one small file per batch and healthy partition).
+rows arrive late (one small file per batch and healthy partition). Its streaming
+partitions only get under the tolerance when every small file is merged (by us as by
+Iceberg), so there the tolerance saves bytes only in the mild partitions.
+
 Each repeat builds identical copies of it (same Arrow batches, same PyIceberg appends) and
 runs, on its own copy each:
 
@@ -128,6 +141,34 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
     return out
 
 
+def mix_files(args: argparse.Namespace, seed: int) -> list[pa.Table]:
+    """The planner bench's mix at ``--scale``: one Arrow table per data file, its row count
+    the file's size as a fraction of the planner bench's target, times rows per target."""
+    from planner_bench import T as PLANNER_TARGET
+    from planner_bench import make_mix
+
+    rng = np.random.default_rng(seed)
+    per_target = args.target_kb * 1024 // BYTES_PER_ROW
+    out, next_id = [], 0
+    mix = make_mix(seed, scale=args.scale, per_shape=args.per_shape)
+    for shape, parts in mix.items():
+        for i, sizes in enumerate(parts):
+            for size in sizes:
+                n = max(1, round(per_target * size / PLANNER_TARGET))
+                out.append(_rows(rng, f"{shape}-{i}", next_id, n))
+                next_id += n
+    return out
+
+
+def _rows(rng: np.random.Generator, part: str, first_id: int, n: int) -> pa.Table:
+    return pa.table({
+        "id": pa.array(np.arange(first_id, first_id + n), pa.int64()),
+        "part": pa.array([part] * n),
+        "payload": _hex_strings(rng, n),
+        "value": pa.array(rng.random(n)),
+    })
+
+
 def _hex_strings(rng: np.random.Generator, n: int) -> pa.Array:
     """``n`` random 64-character hex strings, built as one buffer (no Python per row)."""
     chars = rng.bytes(32 * n).hex().encode()
@@ -135,18 +176,30 @@ def _hex_strings(rng: np.random.Generator, n: int) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.tobytes()), pa.py_buffer(chars))
 
 
-def make_copy(catalog: Any, ident: str, data: list[pa.Table], target: int) -> None:
-    """Append ``data`` batch by batch; PyIceberg writes with a large target so that each
-    batch is one file per partition, then the table gets the benchmark's target."""
+def make_copy(catalog: Any, ident: str, data: list[list[pa.Table]], target: int) -> None:
+    """One append per item of ``data``, each of its tables written as one file per
+    partition it holds; PyIceberg writes with a large target so that nothing is split,
+    then the table gets the benchmark's target."""
+    import itertools
+
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
     from pyiceberg.transforms import IdentityTransform
 
-    table = catalog.create_table(ident, schema=data[0].schema, properties={
-        "format-version": "2", "write.target-file-size-bytes": str(8 * target)})
+    table = catalog.create_table(ident, schema=data[0][0].schema, properties={
+        "format-version": "2", "write.target-file-size-bytes": str(64 * target)})
     with table.update_spec() as spec:
         spec.add_field("part", IdentityTransform(), "part")
     table = catalog.load_table(ident)
-    for batch in data:
-        table.append(batch.cast(table.schema().as_arrow()))
+    schema = table.schema().as_arrow()
+    for commit in data:
+        with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+            counter = itertools.count(0)  # file names are <counter>-<commit uuid>: unique
+            for chunk in commit:
+                for data_file in _dataframe_to_data_files(
+                    tx.table_metadata, chunk.cast(schema), table.io,
+                    write_uuid=append.commit_uuid, counter=counter,
+                ):
+                    append.append_data_file(data_file)
     with table.transaction() as tx:
         tx.set_properties({"write.target-file-size-bytes": str(target)})
 
@@ -200,11 +253,18 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def warehouse(args: argparse.Namespace, seed: int) -> list[list[pa.Table]]:
+    """The commits that build one table of the chosen shape (see the module doc)."""
+    if args.shape == "mix":
+        return [mix_files(args, seed)]
+    return [[batch] for batch in batches(args, seed)]
+
+
 def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r: int,
               work: Path) -> dict[str, dict[str, float]]:
     target = args.target_kb * 1024
     tables = [f"t{i}" for i in range(args.tables)]
-    data = {t: batches(args, seed=r * 1000 + i) for i, t in enumerate(tables)}
+    data = {t: warehouse(args, seed=r * 1000 + i) for i, t in enumerate(tables)}
     ns = f"bench_{r}"
     catalog.create_namespace(ns)
     runs: dict[str, dict[str, float]] = {}
@@ -247,7 +307,7 @@ def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> 
         **{**vars(args), "files": 6, "partitions": 1, "varied": 0, "healthy": 0, "mild": 0,
            "late_share": 0.0}
     )
-    data = batches(small, seed=999)
+    data = [[batch] for batch in batches(small, seed=999)]
     catalog.create_namespace("warm")
     for name in ("a", "b"):
         make_copy(catalog, f"warm.{name}", data, args.target_kb * 1024)
@@ -268,6 +328,10 @@ def _ratio(a: float, b: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--shape", choices=("mix", "streaming"), default="mix")
+    parser.add_argument("--scale", type=float, default=0.25,
+                        help="mix: file counts as a share of the planner bench's")
+    parser.add_argument("--per-shape", type=int, default=1, help="mix: partitions per shape")
     parser.add_argument("--partitions", type=int, default=4,
                         help="streaming partitions of small files (--small)")
     parser.add_argument("--varied", type=int, default=0,
@@ -281,11 +345,13 @@ def main() -> None:
     parser.add_argument("--late-share", type=float, default=0.0,
                         help="share of each batch's streaming rows landing late in the healthy "
                              "partitions (needs --healthy >= 1)")
-    parser.add_argument("--target-kb", type=int, default=256)
+    parser.add_argument("--target-kb", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.tables < 1 or not 0 <= args.late_share < 1 or (args.late_share and not args.healthy):
         parser.error("need --tables >= 1, 0 <= --late-share < 1, and --healthy >= 1 for late data")
+    if args.scale <= 0 or args.per_shape < 1:
+        parser.error("need --scale > 0 and --per-shape >= 1")
     home = Path(tempfile.mkdtemp(prefix="icefloe-actors-bench-"))
     cfg = bench_config(home, args.target_kb * 1024)
     spark = build_spark(cfg, app_name="icefloe-actors-bench")
@@ -300,11 +366,16 @@ def main() -> None:
     def med(run: str, key: str) -> float:
         return statistics.median(x[run][key] for x in rounds)
 
-    print(f"\nwarehouse: {args.tables} table(s) of {args.partitions} streaming partitions x "
-          f"{args.files} small files ({args.small[0]:.0%}-{args.small[1]:.0%} of the target), "
-          f"{args.varied} streamed at a varying rate, {args.mild} mildly unhealthy, "
-          f"{args.healthy} healthy, late share {args.late_share:.0%}; "
-          f"target {args.target_kb} KiB; medians of {args.repeats}")
+    if args.shape == "mix":
+        shape = (f"the planner bench's mix, {args.per_shape} partition(s) a shape, file "
+                 f"counts x{args.scale:g}")
+    else:
+        shape = (f"{args.partitions} streaming partitions x {args.files} small files "
+                 f"({args.small[0]:.0%}-{args.small[1]:.0%} of the target), {args.varied} "
+                 f"streamed at a varying rate, {args.mild} mildly unhealthy, {args.healthy} "
+                 f"healthy, late share {args.late_share:.0%}")
+    print(f"\nwarehouse: {args.tables} table(s) of {shape}; target {args.target_kb} KiB; "
+          f"medians of {args.repeats}")
     head = f"{'':22}{'iceberg binpack':>18}{'icefloe t0':>18}{'icefloe tol':>18}"
     print(head + "\n" + "-" * len(head))
     rows = [("files before", "files_before", "{:.0f}"), ("files after", "files", "{:.0f}"),

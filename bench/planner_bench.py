@@ -130,27 +130,37 @@ def lognormal(rng: random.Random, median: float, sigma: float, lo: int, hi: int)
     return max(lo, min(hi, int(rng.lognormvariate(0, sigma) * median)))
 
 
-def make_mix(seed: int = 42) -> dict[str, list[list[int]]]:
+def make_mix(seed: int = 42, scale: float = 1.0, per_shape: int = 6) -> dict[str, list[list[int]]]:
+    """The benchmark mix: ``per_shape`` partitions of each shape, sizes in bytes at ``T``.
+
+    ``scale`` multiplies every partition's file count (the actors bench builds this mix
+    as real tables at ``scale`` < 1); at 1.0 it is the planner bench's own mix.
+    """
     rng = random.Random(seed)
+
+    def count(lo: int, hi: int) -> int:
+        return max(1, round(rng.randint(lo, hi) * scale))
+
     mix: dict[str, list[list[int]]] = {}
     mix["tiny-stream"] = [
-        [lognormal(rng, 2 * MB, 0.8, 64 * 1024, 64 * MB) for _ in range(rng.randint(500, 3000))]
-        for _ in range(6)
+        [lognormal(rng, 2 * MB, 0.8, 64 * 1024, 64 * MB) for _ in range(count(500, 3000))]
+        for _ in range(per_shape)
     ]
     mix["late-small"] = [
-        [rng.randint(int(0.8 * T), T) for _ in range(rng.randint(50, 300))]
-        + [lognormal(rng, 8 * MB, 1.0, 256 * 1024, 128 * MB) for _ in range(rng.randint(5, 60))]
-        for _ in range(6)
+        [rng.randint(int(0.8 * T), T) for _ in range(count(50, 300))]
+        + [lognormal(rng, 8 * MB, 1.0, 256 * 1024, 128 * MB) for _ in range(count(5, 60))]
+        for _ in range(per_shape)
     ]
-    mix["uniform"] = [[rng.randint(MB, T) for _ in range(rng.randint(100, 800))] for _ in range(6)]
+    mix["uniform"] = [[rng.randint(MB, T) for _ in range(count(100, 800))]
+                      for _ in range(per_shape)]
     mix["log-normal"] = [
-        [lognormal(rng, T / 8, 1.2, 64 * 1024, 2 * T) for _ in range(rng.randint(100, 800))]
-        for _ in range(6)
+        [lognormal(rng, T / 8, 1.2, 64 * 1024, 2 * T) for _ in range(count(100, 800))]
+        for _ in range(per_shape)
     ]
     mix["compacted"] = [
-        [rng.randint(int(0.85 * T), int(1.05 * T)) for _ in range(rng.randint(50, 400))]
+        [rng.randint(int(0.85 * T), int(1.05 * T)) for _ in range(count(50, 400))]
         + [rng.randint(5 * MB, int(0.7 * T)) for _ in range(rng.randint(0, 6))]
-        for _ in range(6)
+        for _ in range(per_shape)
     ]
     for shape, parts in mix.items():
         if shape != "late-small":  # late files arrive last; the others in any order
