@@ -295,8 +295,8 @@ def _suite(
     paths = [p for r in results for p in r.new_paths]
     if not paths:
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
-    like = rewrite.read(results[0].group_id, results[0].group.bytes)
-    written = conform(spark.read.format(rewrite.file_format).load(paths), like)
+    like = rewrite.read(results[0])
+    written = conform(rewrite.read_files(paths), like)
     result = run_suite(written, total.rows, total.null_free_columns())
     if not result.success:
         rewrite.discard(results)

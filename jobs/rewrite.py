@@ -6,7 +6,8 @@ ours, so this module drives the same machinery Iceberg's Spark runners use, thro
 
 1. the Java table at a fixed starting snapshot; whole-file scan tasks of exactly the
    planned files (their position deletes attached, so reads apply them);
-2. per planned group: stage the tasks under a fresh group id, read the group id as one
+2. per planned group that Spark writes (the Arrow engine reads its groups' files itself):
+   stage the tasks under the group's id, read the group id as one
    Spark task (split size >= group bytes, so a group is one rolling writer and yields
    ``optimizer.predict_output_sizes`` files), optionally sorted, write with
    ``distribution-mode=none`` into the group's own partition spec;
@@ -26,6 +27,8 @@ FileIO, never left for orphan cleanup.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -60,6 +63,9 @@ target; we do the same for groups larger than T. A group of S <= T is planned as
 one file, so its writer gets a roll size it can never reach (``NO_ROLL_FACTOR`` x T): a
 roll on a misestimate would leave a tiny remainder file, the very thing we remove."""
 NO_ROLL_FACTOR = 8
+
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+_LISTING = threading.Lock()  # the threshold is session-wide: one reader changes it at a time
 
 
 def write_target(group_bytes: int, target: int) -> int:
@@ -103,6 +109,20 @@ class GroupResult:
     input: Checksum = field(default_factory=Checksum)
     output: Checksum = field(default_factory=Checksum)
     engine: str = "spark"  # "arrow" when jobs.arrow_rewrite wrote (and verified) it
+
+
+def local_path(location: str) -> str | None:
+    """The local file system path of a ``file:`` (or scheme-less) location, else None.
+
+    Nothing is unescaped: Iceberg escapes partition values in locations (``a%2Fb``) and
+    Hadoop's local file system writes those names as they are."""
+    if location.startswith("file://"):
+        return location[len("file://"):]
+    if location.startswith("file:"):
+        return location[len("file:"):]
+    if location.startswith("/"):
+        return location
+    return None
 
 
 def java_class_name(error: BaseException) -> str:
@@ -162,9 +182,13 @@ class ExactRewrite:
             self.table.properties().getOrDefault("write.format.default", "parquet")
         ).lower()
         self.tasks: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}  # each task's Java DataFile (one round trip saved)
+        self.records: dict[str, int] = {}
         self.check_result: Any = None
         self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
         self._staged: list[str] = []
+        self._cache: Any = None
+        self._where: dict[str, tuple[Any, Any]] = {}  # Arrow groups' Java spec and partition
         self.timings: dict[str, float] = {}
 
     def _tick(self, phase: str, since: float) -> float:
@@ -185,9 +209,12 @@ class ExactRewrite:
             it = iterable.iterator()
             while it.hasNext():
                 task = it.next()
-                location = str(task.file().location())
+                data_file = task.file()
+                location = str(data_file.location())
                 if location in wanted:
                     self.tasks[location] = task
+                    self.files[location] = data_file
+                    self.records[location] = int(data_file.recordCount())
         finally:
             iterable.close()
         missing = wanted - set(self.tasks)
@@ -198,14 +225,27 @@ class ExactRewrite:
             )
 
     def check_files_exist(self, paths: Iterable[str]) -> None:
-        """Fail before any write if a planned data file is missing on storage."""
+        """Fail before any write if a planned data file is missing on storage.
+
+        Local files are looked at directly; others through the table's FileIO, several
+        at a time (each look is a py4j round trip, and on object storage a request)."""
         io = self.table.io()
-        for path in paths:
-            if not io.newInputFile(path).exists():
-                raise OperationFailed(
-                    f"data file {path} of {self.table_name} is missing on storage; "
-                    "nothing was rewritten"
-                )
+
+        def exists(path: str) -> bool:
+            local = local_path(path)
+            if local is not None:
+                return os.path.isfile(local)
+            return bool(io.newInputFile(path).exists())
+
+        todo = list(paths)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found = list(pool.map(exists, todo))
+        missing = [path for path, ok in zip(todo, found, strict=True) if not ok]
+        if missing:
+            raise OperationFailed(
+                f"data file {missing[0]} of {self.table_name} is missing on storage; "
+                "nothing was rewritten"
+            )
 
     def _position_deletes(self, path: str) -> list[tuple[str, Any, str | None]]:
         """(location, delete file, referenced data file or None) of ``path``'s task."""
@@ -238,37 +278,45 @@ class ExactRewrite:
 
     # ---------------------------------------------------------------- staging
     def _table_cache(self) -> Any:
-        # py4j resolves the instance method get(String) first; call the static get().
-        cls = self.jvm.org.apache.iceberg.spark.SparkTableCache._java_lang_class
-        no_types = self.gateway.new_array(self.jvm.java.lang.Class, 0)
-        no_args = self.gateway.new_array(self.jvm.java.lang.Object, 0)
-        return cls.getMethod("get", no_types).invoke(None, no_args)
+        if self._cache is None:
+            # py4j resolves the instance method get(String) first; call the static get().
+            cls = self.jvm.org.apache.iceberg.spark.SparkTableCache._java_lang_class
+            no_types = self.gateway.new_array(self.jvm.java.lang.Class, 0)
+            no_args = self.gateway.new_array(self.jvm.java.lang.Object, 0)
+            self._cache = cls.getMethod("get", no_types).invoke(None, no_args)
+        return self._cache
 
-    def stage(self, group: FileGroup) -> str:
-        group_id = str(uuid.uuid4())
+    def stage(self, result: GroupResult) -> None:
+        """Stage the group's scan tasks under its group id (once), for a Spark read.
+
+        Only groups that Spark reads are staged: staging costs several py4j round trips a
+        file, and the Arrow engine reads its groups' files itself."""
+        if result.group_id in self._staged:
+            return
         tasks = self.jvm.java.util.ArrayList()
-        for path in group.paths:
+        for path in result.group.paths:
             tasks.add(self.tasks[path])
-        self._table_cache().add(group_id, self.table)
+        self._table_cache().add(result.group_id, self.table)
         self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
-            self.table, group_id, tasks
+            self.table, result.group_id, tasks
         )
-        self._staged.append(group_id)
-        return group_id
+        self._staged.append(result.group_id)
 
-    def read(self, group_id: str, group_bytes: int) -> DataFrame:
+    def read(self, result: GroupResult) -> DataFrame:
+        """The group's input rows (deletes applied), as one Spark task."""
+        self.stage(result)
         return (
             self.spark.read.format("iceberg")
-            .option("split-size", str(group_bytes + (1 << 20)))
+            .option("split-size", str(result.group.bytes + (1 << 20)))
             .option("file-open-cost", "0")
-            .load(group_id)
+            .load(result.group_id)
         )
 
     def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
         """Write one group; its input checksum is observed on the rows the writer consumes."""
         from pyspark.sql import Observation
 
-        df = self.read(result.group_id, result.group.bytes)
+        df = self.read(result)
         columns = list(df.columns)
         seen = Observation(f"icefloe_input_{result.group_id.replace('-', '')}")
         df = df.observe(seen, *checksum_exprs(df, columns))
@@ -300,45 +348,70 @@ class ExactRewrite:
         sort_columns: Sequence[str],
     ) -> None:
         """Write ``results`` with the Arrow engine (:meth:`_run_arrow`), each file verified
-        as it is written (:mod:`jobs.arrow_rewrite`); then the Java ``DataFile`` of each
-        new file, its metrics read from its footer."""
+        as it is written (:mod:`jobs.arrow_rewrite`). Their Java ``DataFile`` objects come
+        later (:meth:`_arrow_data_files`, beside the data checks)."""
         from jobs.arrow_rewrite import ArrowGroup
         from optimizer import predict_output_sizes
 
-        groups = []
-        where = {r.group_id: (self.table.specs().get(r.group.spec_id),
-                              self.tasks[r.group.paths[0]].file().partition()) for r in results}
-        for r in results:
+        def place(r: GroupResult) -> tuple[Any, Any, list[str]]:
+            """Spec, partition and output locations: a few py4j round trips a group."""
+            spec = self.table.specs().get(r.group.spec_id)
+            partition = self.files[r.group.paths[0]].partition()
             n = len(predict_output_sizes(r.group.bytes, target))
-            outputs = self._new_locations(*where[r.group_id], n)
+            return spec, partition, self._new_locations(spec, partition, n)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            placed = list(pool.map(place, results))
+        groups = []
+        where = {}
+        for r, (spec, partition, outputs) in zip(results, placed, strict=True):
+            where[r.group_id] = (spec, partition)
             r.new_paths.extend(outputs)  # known before anything is written: discard() finds them
-            inputs = tuple((p, int(self.tasks[p].file().recordCount())) for p in r.group.paths)
+            inputs = tuple((p, self.records[p]) for p in r.group.paths)
             groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
                                      tuple(sort_columns)))
         done = self._run_arrow(arrow, groups)
         by_id = {d.group_id: d for d in done}
-        jvm = self.jvm.org.apache.iceberg
-        metrics_config = jvm.MetricsConfig.forTable(self.table)
-        io = self.table.io()
         for r in results:
             d = by_id[r.group_id]
-            spec, partition = where[r.group_id]
             r.new_paths[:] = [path for path, _ in d.files]
-            for path in r.new_paths:
-                input_file = io.newInputFile(path)
-                data_file = (
-                    jvm.DataFiles.builder(spec)
-                    .withInputFile(input_file)
-                    .withFormat(jvm.FileFormat.PARQUET)
-                    .withPartition(partition)
-                    .withMetrics(jvm.parquet.ParquetUtil.fileMetrics(input_file, metrics_config))
-                    .build()
-                )
-                r.new_files.append(data_file)
-                r.new_sizes.append(int(data_file.fileSizeInBytes()))
             r.input = Checksum(d.rows_in, 0, dict(d.non_null))
             r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
             r.engine = "arrow"
+            self._where[r.group_id] = where[r.group_id]
+
+    def _arrow_data_files(self, results: Sequence[GroupResult]) -> None:
+        """The Java ``DataFile`` of each file the Arrow engine wrote, its metrics read from
+        its footer (``ParquetUtil.fileMetrics``, as Iceberg's own importers do)."""
+        results = [r for r in results if r.engine == "arrow" and not r.new_files]
+        if not results:
+            return
+        jvm = self.jvm.org.apache.iceberg
+        metrics_config = jvm.MetricsConfig.forTable(self.table)
+        io = self.table.io()
+        parquet = jvm.FileFormat.PARQUET
+        where = self._where
+
+        def data_file(path: str, spec: Any, partition: Any) -> tuple[Any, int]:
+            input_file = io.newInputFile(path)
+            built = (
+                jvm.DataFiles.builder(spec)
+                .withInputFile(input_file)
+                .withFormat(parquet)
+                .withPartition(partition)
+                .withMetrics(jvm.parquet.ParquetUtil.fileMetrics(input_file, metrics_config))
+                .build()
+            )
+            return built, int(built.fileSizeInBytes())
+
+        # a dozen py4j round trips a file: several threads keep the JVM busy meanwhile
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            built = {r.group_id: pool.map(lambda path, w=where[r.group_id]: data_file(path, *w),
+                                          r.new_paths) for r in results}
+            for r in results:
+                for java_file, size in built[r.group_id]:
+                    r.new_files.append(java_file)
+                    r.new_sizes.append(size)
 
     arrow_in_driver: bool | None = None
     """Where Arrow groups run: None = by the master (``local[...]``: in this process's
@@ -417,19 +490,22 @@ class ExactRewrite:
         :class:`OperationFailed` (after deleting whatever was written) when a write or a
         check fails or any group's output does not match its input.
         """
-        results = [GroupResult(g, self.stage(g)) for g in groups]
+        results = [GroupResult(g, str(uuid.uuid4())) for g in groups]
         if not results:
             return results
         clock = time.monotonic()
         try:
             self._write_all(results, target, sort_columns, parallelism, arrow)
             clock = self._tick("write", clock)
-            like = self.read(results[0].group_id, results[0].group.bytes)  # schema only
+            like = self.read(results[0])  # schema only
             checked = [r for r in results if r.engine == "spark"]  # Arrow's are verified
             with ThreadPoolExecutor(max_workers=1) as side:
                 checks = side.submit(also_check, results) if also_check else None
-                out_sums = self._output_checksums(checked, like)
-                self.check_result = checks.result() if checks else None
+                try:
+                    self._arrow_data_files(results)  # py4j-bound: beside the Spark jobs
+                    out_sums = self._output_checksums(checked, like)
+                finally:  # a failed check (it deletes the files) is the failure to report
+                    self.check_result = checks.result() if checks else None
             for r in checked:
                 r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in like.columns}))
             clock = self._tick("verify", clock)
@@ -464,9 +540,31 @@ class ExactRewrite:
             return {}
         paths = [p for r in results for p in r.new_paths]
         mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
-        written = self.spark.read.format(self.file_format).load(paths)
+        written = self.read_files(paths)
         named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
         return checksums_by_key(conform(named, like, keep=(KEY,)), like.columns)
+
+    def read_files(self, paths: Sequence[str]) -> DataFrame:
+        """A plain read of new data files (no Iceberg metadata: they are not committed).
+
+        Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
+        Spark job of one task per path, ~1 s for a few hundred files on two cores; local
+        files are listed on the driver instead, in milliseconds. Paths on remote storage
+        keep the parallel listing (there each look is a request)."""
+        reader = self.spark.read.format(self.file_format)
+        if not all(local_path(p) is not None for p in paths):
+            return reader.load(list(paths))
+        with _LISTING:
+            conf = self.spark.conf
+            before = conf.get(LISTING_THRESHOLD, None)
+            conf.set(LISTING_THRESHOLD, str(max(len(paths) + 1, 32)))
+            try:
+                return reader.load(list(paths))
+            finally:
+                if before is None:
+                    conf.unset(LISTING_THRESHOLD)
+                else:
+                    conf.set(LISTING_THRESHOLD, before)
 
     def commit(self, results: Sequence[GroupResult], discard_on_conflict: bool = True) -> int:
         """One ``replace`` snapshot for ``results`` (one or several partitions' groups),
@@ -486,7 +584,7 @@ class ExactRewrite:
             .set(REWRITE_ID_PROPERTY, rewrite_id)
         )
         for path in paths:
-            op.deleteFile(self.tasks[path].file())
+            op.deleteFile(self.files[path])
         for delete in deletes:
             op.deleteFile(delete)
         for r in results:

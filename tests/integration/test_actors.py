@@ -426,3 +426,29 @@ def test_a_failed_commit_leaves_no_written_file_behind(
     on_disk = {str(p) for p in Path(location, "data").rglob("*.parquet")}
     assert on_disk == {f.removeprefix("file:").removeprefix("//") for f in files_before}
     assert_df_equality(before, contents(spark, ident), ignore_row_order=True)
+
+
+def test_reading_new_local_files_lists_them_on_the_driver_and_restores_the_setting(
+    spark, cfg, namespace
+):
+    """``read_files`` reads every row of the named files and leaves Spark's listing
+    threshold as it found it (set or unset)."""
+    from service.catalog import spark_table_name
+
+    ident = make_table(spark, namespace, "listing", inserts=3)
+    paths = [r.file_path for r in data_files(spark, ident)]
+    assert len(paths) == 6
+    name = spark_table_name(cfg, ident)
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
+    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
+    try:
+        for before in (None, "40"):
+            if before is None:
+                spark.conf.unset(rewrite_mod.LISTING_THRESHOLD)
+            else:
+                spark.conf.set(rewrite_mod.LISTING_THRESHOLD, before)
+            assert rewrite.read_files(paths).count() == contents(spark, ident).count()
+            assert spark.conf.get(rewrite_mod.LISTING_THRESHOLD, None) == before
+    finally:
+        spark.conf.unset(rewrite_mod.LISTING_THRESHOLD)
+        rewrite.close()
