@@ -186,7 +186,7 @@ class ExactRewrite:
         self.records: dict[str, int] = {}
         self.check_result: Any = None
         self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
-        self._staged: list[str] = []
+        self._staged: set[str] = set()
         self._cache: Any = None
         self._where: dict[str, tuple[Any, Any]] = {}  # Arrow groups' Java spec and partition
         self.timings: dict[str, float] = {}
@@ -300,7 +300,7 @@ class ExactRewrite:
         self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
             self.table, result.group_id, tasks
         )
-        self._staged.append(result.group_id)
+        self._staged.add(result.group_id)
 
     def read(self, result: GroupResult) -> DataFrame:
         """The group's input rows (deletes applied), as one Spark task."""
@@ -363,9 +363,8 @@ class ExactRewrite:
         with ThreadPoolExecutor(max_workers=4) as pool:
             placed = list(pool.map(place, results))
         groups = []
-        where = {}
         for r, (spec, partition, outputs) in zip(results, placed, strict=True):
-            where[r.group_id] = (spec, partition)
+            self._where[r.group_id] = (spec, partition)
             r.new_paths.extend(outputs)  # known before anything is written: discard() finds them
             inputs = tuple((p, self.records[p]) for p in r.group.paths)
             groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
@@ -378,7 +377,6 @@ class ExactRewrite:
             r.input = Checksum(d.rows_in, 0, dict(d.non_null))
             r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
             r.engine = "arrow"
-            self._where[r.group_id] = where[r.group_id]
 
     def _arrow_data_files(self, results: Sequence[GroupResult]) -> None:
         """The Java ``DataFile`` of each file the Arrow engine wrote, its metrics read from
