@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,6 +54,44 @@ class ArrowTable:
 
     metadata: TableMetadata  # slimmed: no snapshot history
     io_properties: dict[str, str]
+
+    @cached_property
+    def written_schema(self) -> pa.Schema:
+        """The current schema as PyIceberg writes it into a data file (field ids on every
+        field, nested ones included; 32-bit string, binary and list offsets, as a Parquet
+        reader returns them): what every file we write holds."""
+        import pyarrow as pa
+        from pyiceberg.io.pyarrow import (
+            ParquetFormatModel,
+            _pyarrow_schema_ensure_small_types,
+            _to_requested_schema,
+            schema_to_pyarrow,
+        )
+
+        schema = self.metadata.schema()
+        small = _pyarrow_schema_ensure_small_types(schema_to_pyarrow(schema))
+        empty = pa.RecordBatch.from_pylist([], schema=small)
+        return _to_requested_schema(requested_schema=schema, file_schema=schema, batch=empty,
+                                    include_field_ids=True,
+                                    format_model=ParquetFormatModel()).schema
+
+    @cached_property
+    def writer_options(self) -> dict[str, Any]:
+        """``pq.ParquetWriter`` options from the table's properties, as PyIceberg's writer
+        takes them (codec, level, page and dictionary sizes, page row limit)."""
+        from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
+
+        return {**_get_parquet_writer_kwargs(self.metadata.properties),
+                "store_decimal_as_integer": True}
+
+    @cached_property
+    def row_group_rows(self) -> int:
+        from pyiceberg.table import TableProperties
+        from pyiceberg.utils.properties import property_as_int
+
+        rows = property_as_int(self.metadata.properties, TableProperties.PARQUET_ROW_GROUP_LIMIT,
+                               TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT)
+        return int(rows or TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -141,22 +180,9 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
 def _read(table: ArrowTable, io: FileIO, group: ArrowGroup) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyiceberg.expressions import AlwaysTrue
-    from pyiceberg.io.pyarrow import ArrowScan
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.table import FileScanTask
-    from pyiceberg.typedef import Record
 
-    tasks = []
-    for path, rows in group.inputs:
-        data_file = DataFile.from_args(
-            content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
-            partition=Record(), record_count=rows, file_size_in_bytes=0,
-        )
-        data_file.spec_id = group.spec_id
-        tasks.append(FileScanTask(data_file))
-    schema = table.metadata.schema()
-    batches = ArrowScan(table.metadata, io, schema, AlwaysTrue()).to_record_batches(tasks)
+    batches = (batch for path, rows in group.inputs
+               for batch in _read_file(table, io, group.spec_id, path, rows))
     if not group.sort_columns:
         yield from batches
         return
@@ -168,6 +194,67 @@ def _read(table: ArrowTable, io: FileIO, group: ArrowGroup) -> Iterator[pa.Recor
         yield from whole.take(order).to_batches()
 
 
+def _read_file(table: ArrowTable, io: FileIO, spec_id: int, path: str,
+               rows: int) -> list[pa.RecordBatch]:
+    """One data file's rows as Iceberg reads them.
+
+    A file that holds exactly the table's current columns as Iceberg writes them (the
+    same names, field ids, types and nullability, in the same order) is read as it is: a
+    field-id projection of it is the identity. That is nearly every file of a table whose
+    schema never changed, at half the cost of PyIceberg's ``ArrowScan``, which re-derives
+    the projection for every file. Any other file (renamed, added or promoted columns, no
+    field ids, a map column) goes through ``ArrowScan``."""
+    import pyarrow.parquet as pq
+
+    with io.new_input(path).open() as f:
+        parquet = pq.ParquetFile(f)
+        if _plain_readable(parquet.schema_arrow, table.written_schema):
+            batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
+            return batches
+    return list(_scan(table, io, spec_id, path, rows))
+
+
+FIELD_ID = b"PARQUET:field_id"
+_OFFSETS = {("large_string", "string"), ("large_binary", "binary")}
+
+
+def _plain_readable(got: pa.Schema, want: pa.Schema) -> bool:
+    """Does a file whose Arrow schema is ``got`` hold exactly the columns ``want``? Names,
+    field ids, nullability and types must be the same (nested fields' ids included); the
+    one difference allowed is 64- against 32-bit offsets of top-level strings and
+    binaries (a cast that changes no value)."""
+    if got.names != want.names:
+        return False
+    for g, w in zip(got, want, strict=True):
+        if (g.metadata or {}).get(FIELD_ID) != (w.metadata or {}).get(FIELD_ID) or \
+                g.nullable != w.nullable:
+            return False
+        if not (g.type.equals(w.type, check_metadata=True)
+                or (str(g.type), str(w.type)) in _OFFSETS):
+            return False
+    return True
+
+
+def _scan(table: ArrowTable, io: FileIO, spec_id: int, path: str,
+          rows: int) -> Iterator[pa.RecordBatch]:
+    """One file through PyIceberg's ``ArrowScan``: field-id projection onto the current
+    schema (renames, added columns and type promotions as Iceberg reads them)."""
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.table import FileScanTask
+    from pyiceberg.typedef import Record
+
+    data_file = DataFile.from_args(
+        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+        partition=Record(), record_count=rows, file_size_in_bytes=0,
+    )
+    data_file.spec_id = spec_id
+    schema = table.metadata.schema()
+    yield from ArrowScan(table.metadata, io, schema, AlwaysTrue()).to_record_batches(
+        [FileScanTask(data_file)])
+
+
 def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
     """Tables of exactly ``size`` rows (the last: the rest) from a stream of batches."""
     import pyarrow as pa
@@ -175,7 +262,8 @@ def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
     pending: list[pa.RecordBatch] = []
     rows = 0
     for batch in batches:
-        if pending and batch.schema != pending[0].schema:  # e.g. string vs large_string
+        if pending and not batch.schema.equals(pending[0].schema, check_metadata=True):
+            # e.g. string vs large_string, or one file read as it is and one by ArrowScan
             batch = batch.cast(pending[0].schema)
         pending.append(batch)
         rows += batch.num_rows
@@ -189,23 +277,38 @@ def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
 
 
 def _write(table: ArrowTable, io: FileIO, path: str, chunk: pa.Table) -> pa.Table:
-    """Write ``chunk`` as one Parquet data file; returns exactly what was written."""
+    """Write ``chunk`` as one Parquet data file (PyIceberg's writer options, Iceberg field
+    ids); returns exactly what was written."""
+    import pyarrow.parquet as pq
+
+    arrow = _as_written(table, chunk)
+    with io.new_output(path).create(overwrite=True) as out:
+        with pq.ParquetWriter(out, schema=arrow.schema, **table.writer_options) as writer:
+            writer.write(arrow, row_group_size=table.row_group_rows)
+    return arrow
+
+
+def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
+    """``chunk`` in the table's schema as Iceberg writes it (field ids on every field).
+    Rows read as they are, or through ``ArrowScan`` with the same types, need nothing
+    or only their field ids; anything else goes through PyIceberg's projection, batch by
+    batch."""
     import pyarrow as pa
     from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema
 
+    written = table.written_schema
+    if chunk.schema.equals(written, check_metadata=True):
+        return chunk
+    if chunk.schema.equals(written, check_metadata=False):
+        return chunk.cast(written)  # the same types: only the field ids are added
     schema = table.metadata.schema()
     model = ParquetFormatModel()
-    batches = [
+    return pa.Table.from_batches([
         _to_requested_schema(requested_schema=schema, file_schema=schema, batch=b,
                              downcast_ns_timestamp_to_us=False, include_field_ids=True,
                              format_model=model)
         for b in chunk.to_batches()
-    ]
-    arrow = pa.Table.from_batches(batches)
-    writer = model.create_writer(io.new_output(path), schema, table.metadata.properties)
-    with writer:
-        writer.write(arrow)
-    return arrow
+    ])
 
 
 def _verify(io: FileIO, path: str, written: pa.Table) -> None:

@@ -296,7 +296,7 @@ def _suite(
     if not paths:
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
     like = rewrite.read(results[0])
-    written = conform(rewrite.read_files(paths), like)
+    written = conform(rewrite.read_files(paths, like), like)
     result = run_suite(written, total.rows, total.null_free_columns())
     if not result.success:
         rewrite.discard(results)

@@ -28,11 +28,12 @@ FileIO, never left for orphan cleanup.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -72,7 +73,13 @@ def write_target(group_bytes: int, target: int) -> int:
     """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
     factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
     return int(target * factor)
+
+
 POSITION_DELETES = "POSITION_DELETES"
+PLAIN_TYPE = re.compile(
+    r"boolean|int|long|float|double|date|timestamptz|timestamp|string|binary"
+    r"|fixed\[\d+\]|decimal\(\s*\d+\s*,\s*\d+\s*\)"
+)
 
 
 def _balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]]:
@@ -83,6 +90,24 @@ def _balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]
     rows = [sum(n for _, n in g.inputs) for g in groups]
     shares = balance(rows, min(slots, len(groups))) if groups else []
     return [[groups[i] for i in share] for share in shares if share]
+
+
+@dataclass(frozen=True)
+class _Java:
+    """The Java classes and objects that building new files' ``DataFile``s uses, looked
+    up once (each lookup through a py4j package is a round trip)."""
+
+    data_files: Any
+    parquet: Any  # FileFormat.PARQUET
+    util: Any  # ParquetUtil
+    metrics: Any  # the table's MetricsConfig
+    io: Any  # the table's FileIO
+    reader: Any  # (shaded) ParquetFileReader
+    hadoop_file: Any  # (shaded) HadoopInputFile
+    options: Any  # one ParquetReadOptions
+    conf: Any  # the session's Hadoop Configuration
+    path: Any  # org.apache.hadoop.fs.Path
+    stream: Any  # java.util.stream.Stream
 
 
 class CommitConflict(OperationFailed):
@@ -188,6 +213,8 @@ class ExactRewrite:
         self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
         self._staged: set[str] = set()
         self._cache: Any = None
+        self._java: _Java | None = None
+        self._plain: bool | None = None  # see _plain_columns
         self._where: dict[str, tuple[Any, Any]] = {}  # Arrow groups' Java spec and partition
         self.timings: dict[str, float] = {}
 
@@ -205,18 +232,26 @@ class ExactRewrite:
         iterable = (
             self.table.newScan().useSnapshot(self.snapshot_id).ignoreResiduals().planFiles()
         )
-        try:
-            it = iterable.iterator()
-            while it.hasNext():
-                task = it.next()
-                data_file = task.file()
-                location = str(data_file.location())
-                if location in wanted:
-                    self.tasks[location] = task
-                    self.files[location] = data_file
-                    self.records[location] = int(data_file.recordCount())
+        try:  # one call: the JVM reads the manifests and lists every task
+            tasks = self.jvm.org.apache.iceberg.relocated.com.google.common.collect.Lists \
+                .newArrayList(iterable)
         finally:
             iterable.close()
+
+        def look(i: int) -> tuple[str, Any, Any, int]:
+            task = tasks.get(i)
+            data_file = task.file()
+            location = str(data_file.location())
+            records = int(data_file.recordCount()) if location in wanted else -1
+            return location, task, data_file, records
+
+        # three or four round trips a task: several threads keep the JVM busy meanwhile
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for location, task, data_file, records in pool.map(look, range(int(tasks.size()))):
+                if records >= 0:
+                    self.tasks[location] = task
+                    self.files[location] = data_file
+                    self.records[location] = records
         missing = wanted - set(self.tasks)
         if missing:
             raise OperationFailed(
@@ -348,8 +383,8 @@ class ExactRewrite:
         sort_columns: Sequence[str],
     ) -> None:
         """Write ``results`` with the Arrow engine (:meth:`_run_arrow`), each file verified
-        as it is written (:mod:`jobs.arrow_rewrite`). Their Java ``DataFile`` objects come
-        later (:meth:`_arrow_data_files`, beside the data checks)."""
+        as it is written (:mod:`jobs.arrow_rewrite`), and their Java ``DataFile`` objects
+        built as each group finishes (in the driver) or after the job (on a cluster)."""
         from jobs.arrow_rewrite import ArrowGroup
         from optimizer import predict_output_sizes
 
@@ -369,7 +404,8 @@ class ExactRewrite:
             inputs = tuple((p, self.records[p]) for p in r.group.paths)
             groups.append(ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs),
                                      tuple(sort_columns)))
-        done = self._run_arrow(arrow, groups)
+        built: dict[str, list[tuple[Any, int]]] = {}
+        done = self._run_arrow(arrow, groups, built)
         by_id = {d.group_id: d for d in done}
         for r in results:
             d = by_id[r.group_id]
@@ -377,46 +413,69 @@ class ExactRewrite:
             r.input = Checksum(d.rows_in, 0, dict(d.non_null))
             r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
             r.engine = "arrow"
+        missing = [r for r in results if r.group_id not in built]
+        with ThreadPoolExecutor(max_workers=4) as pool:  # py4j-bound: keep the JVM busy
+            found = pool.map(lambda r: self._data_files(r.group_id, r.new_paths), missing)
+            for r, files in zip(missing, found, strict=True):
+                built[r.group_id] = files
+        for r in results:
+            for java_file, size in built[r.group_id]:
+                r.new_files.append(java_file)
+                r.new_sizes.append(size)
 
-    def _arrow_data_files(self, results: Sequence[GroupResult]) -> None:
-        """The Java ``DataFile`` of each file the Arrow engine wrote, its metrics read from
-        its footer (``ParquetUtil.fileMetrics``, as Iceberg's own importers do)."""
-        results = [r for r in results if r.engine == "arrow" and not r.new_files]
-        if not results:
-            return
-        jvm = self.jvm.org.apache.iceberg
-        metrics_config = jvm.MetricsConfig.forTable(self.table)
-        io = self.table.io()
-        parquet = jvm.FileFormat.PARQUET
-        where = self._where
+    def _data_files(self, group_id: str, paths: Sequence[str]) -> list[tuple[Any, int]]:
+        """The Java ``DataFile`` (and size) of each file the Arrow engine wrote at ``paths``,
+        its metrics from its footer as Iceberg's importers take them (``ParquetUtil``).
 
-        def data_file(path: str, spec: Any, partition: Any) -> tuple[Any, int]:
-            input_file = io.newInputFile(path)
-            built = (
-                jvm.DataFiles.builder(spec)
-                .withInputFile(input_file)
-                .withFormat(parquet)
-                .withPartition(partition)
-                .withMetrics(jvm.parquet.ParquetUtil.fileMetrics(input_file, metrics_config))
-                .build()
+        ``ParquetUtil.fileMetrics`` opens each file with default Parquet read options, whose
+        fresh Hadoop ``Configuration`` costs ~10 ms a file; local files are opened with one
+        set of options and the session's configuration instead (~2 ms), others (object
+        storage: the table's FileIO knows how to reach it) through ``fileMetrics``."""
+        if self._java is None:  # each class lookup through a py4j package is a round trip
+            iceberg = self.jvm.org.apache.iceberg
+            parquet = iceberg.shaded.org.apache.parquet
+            self._java = _Java(
+                iceberg.DataFiles, iceberg.FileFormat.PARQUET, iceberg.parquet.ParquetUtil,
+                iceberg.MetricsConfig.forTable(self.table), self.table.io(),
+                parquet.hadoop.ParquetFileReader, parquet.hadoop.util.HadoopInputFile,
+                parquet.ParquetReadOptions.builder().build(),
+                self.spark._jsc.hadoopConfiguration(),
+                self.jvm.org.apache.hadoop.fs.Path, self.jvm.java.util.stream.Stream,
             )
-            return built, int(built.fileSizeInBytes())
-
-        # a dozen py4j round trips a file: several threads keep the JVM busy meanwhile
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            built = {r.group_id: pool.map(lambda path, w=where[r.group_id]: data_file(path, *w),
-                                          r.new_paths) for r in results}
-            for r in results:
-                for java_file, size in built[r.group_id]:
-                    r.new_files.append(java_file)
-                    r.new_sizes.append(size)
+        j = self._java
+        spec, partition = self._where[group_id]
+        out = []
+        for path in paths:
+            local = local_path(path)
+            if local is not None:
+                reader = j.reader.open(j.hadoop_file.fromPath(j.path(path), j.conf), j.options)
+                try:
+                    metrics = j.util.footerMetrics(reader.getFooter(), j.stream.empty(),
+                                                   j.metrics)
+                finally:
+                    reader.close()
+                size = os.path.getsize(local)
+            else:
+                input_file = j.io.newInputFile(path)
+                metrics = j.util.fileMetrics(input_file, j.metrics)
+                size = int(input_file.getLength())
+            built = (
+                j.data_files.builder(spec).withPath(path).withFileSizeInBytes(size)
+                .withFormat(j.parquet).withPartition(partition).withMetrics(metrics).build()
+            )
+            out.append((built, size))
+        return out
 
     arrow_in_driver: bool | None = None
     """Where Arrow groups run: None = by the master (``local[...]``: in this process's
     threads, the same cores without a Python worker round trip per task, which costs
     ~0.1 s; any cluster: in Spark tasks on the executors)."""
 
-    def _run_arrow(self, arrow: ArrowTable, groups: list[ArrowGroup]) -> list[ArrowResult]:
+    def _run_arrow(self, arrow: ArrowTable, groups: list[ArrowGroup],
+                   built: dict[str, list[tuple[Any, int]]]) -> list[ArrowResult]:
+        """Every group's :class:`ArrowResult`. In the driver, each finished group's
+        ``DataFile`` objects are built into ``built`` on two more threads while the other
+        groups are written: their py4j waits overlap Arrow work, which runs without the GIL."""
         from jobs.arrow_rewrite import rewrite_group, rewrite_groups
 
         sc = self.spark.sparkContext
@@ -426,8 +485,19 @@ class ExactRewrite:
             in_driver = in_process_master(str(sc.master))
         if in_driver:  # largest first, so that no big group starts last
             biggest_first = sorted(groups, key=lambda g: -sum(n for _, n in g.inputs))
-            with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:
-                return list(pool.map(lambda g: rewrite_group(arrow, g), biggest_first))
+            java: dict[str, Future[list[tuple[Any, int]]]] = {}
+            with ThreadPoolExecutor(max_workers=2) as py4j:
+
+                def one(g: ArrowGroup) -> ArrowResult:
+                    done = rewrite_group(arrow, g)
+                    java[g.group_id] = py4j.submit(self._data_files, g.group_id,
+                                                   [path for path, _ in done.files])
+                    return done
+
+                with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:
+                    results = list(pool.map(one, biggest_first))
+                built.update({group_id: f.result() for group_id, f in java.items()})
+            return results
         shares = _balanced(groups, slots)
         sc.setJobDescription(f"icefloe rewrite (arrow) {self.table_name}")
         return (
@@ -500,7 +570,6 @@ class ExactRewrite:
             with ThreadPoolExecutor(max_workers=1) as side:
                 checks = side.submit(also_check, results) if also_check else None
                 try:
-                    self._arrow_data_files(results)  # py4j-bound: beside the Spark jobs
                     out_sums = self._output_checksums(checked, like)
                 finally:  # a failed check (it deletes the files) is the failure to report
                     self.check_result = checks.result() if checks else None
@@ -538,18 +607,26 @@ class ExactRewrite:
             return {}
         paths = [p for r in results for p in r.new_paths]
         mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
-        written = self.read_files(paths)
+        written = self.read_files(paths, like)
         named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
         return checksums_by_key(conform(named, like, keep=(KEY,)), like.columns)
 
-    def read_files(self, paths: Sequence[str]) -> DataFrame:
+    def read_files(self, paths: Sequence[str], like: DataFrame | None = None) -> DataFrame:
         """A plain read of new data files (no Iceberg metadata: they are not committed).
+
+        ``like``: a DataFrame of the table (the staged read of a group). When every column
+        of the table is of a primitive type that Spark's Parquet reader reads as Iceberg's
+        Spark reader does, its schema is given to the reader, which then infers none (a
+        Spark job that opens a file); otherwise the files' own schema is inferred (callers
+        cast to ``like``'s types, :func:`jobs.verify.conform`).
 
         Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
         Spark job of one task per path, ~1 s for a few hundred files on two cores; local
         files are listed on the driver instead, in milliseconds. Paths on remote storage
         keep the parallel listing (there each look is a request)."""
         reader = self.spark.read.format(self.file_format)
+        if like is not None and self._plain_columns():
+            reader = reader.schema(like.schema)
         if not all(local_path(p) is not None for p in paths):
             return reader.load(list(paths))
         with _LISTING:
@@ -563,6 +640,19 @@ class ExactRewrite:
                     conf.unset(LISTING_THRESHOLD)
                 else:
                     conf.set(LISTING_THRESHOLD, before)
+
+    def _plain_columns(self) -> bool:
+        """Is every column of the table of a primitive type whose Spark type a Parquet
+        reader reads from our files as Iceberg does (not uuid, time, nanosecond timestamps,
+        variant, geospatial or nested types)?"""
+        if self._plain is None:
+            import json
+
+            schema = json.loads(str(self.jvm.org.apache.iceberg.SchemaParser.toJson(
+                self.table.schema())))
+            self._plain = all(isinstance(f["type"], str) and PLAIN_TYPE.fullmatch(f["type"])
+                              for f in schema["fields"])
+        return self._plain
 
     def commit(self, results: Sequence[GroupResult], discard_on_conflict: bool = True) -> int:
         """One ``replace`` snapshot for ``results`` (one or several partitions' groups),
