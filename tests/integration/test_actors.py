@@ -452,3 +452,64 @@ def test_reading_new_local_files_lists_them_on_the_driver_and_restores_the_setti
     finally:
         spark.conf.unset(rewrite_mod.LISTING_THRESHOLD)
         rewrite.close()
+
+
+def test_new_files_data_files_carry_the_same_metrics_either_way(
+    spark, cfg, namespace, monkeypatch
+):
+    """Differential: a local file's ``DataFile`` built with shared Parquet read options
+    equals the one Iceberg's own ``ParquetUtil.fileMetrics`` builds through the table's
+    FileIO (the route for object storage), metrics and bounds included."""
+    from service.catalog import spark_table_name
+
+    ident = make_table(spark, namespace, "metrics", inserts=2)
+    name = spark_table_name(cfg, ident)
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
+    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
+    try:
+        paths = [r.file_path for r in data_files(spark, ident)]
+        rewrite.load_tasks(paths)
+        parser = spark._jvm.org.apache.iceberg.ContentFileParser
+        spec = rewrite.table.spec()
+        for path in paths:
+            rewrite._where["g"] = (spec, rewrite.files[path].partition())
+            ours = rewrite._data_files("g", [path])
+            monkeypatch.setattr(rewrite_mod, "local_path", lambda _: None)
+            theirs = rewrite._data_files("g", [path])
+            monkeypatch.undo()
+            assert ours[0][1] == theirs[0][1] == int(rewrite.files[path].fileSizeInBytes())
+            assert str(parser.toJson(ours[0][0], spec)) == str(parser.toJson(theirs[0][0], spec))
+            assert int(ours[0][0].recordCount()) == rewrite.records[path]
+            assert ours[0][0].lowerBounds().size() == 4  # every column's lower bound
+    finally:
+        rewrite.close()
+
+
+def test_new_files_are_read_with_the_tables_schema_only_when_it_is_plain(spark, cfg, namespace):
+    """Plain columns: the reader is given the table's Spark schema (no inference job) and
+    reads the same rows as with the schema inferred; a nested column keeps inference."""
+    from service.catalog import spark_table_name
+
+    ident = make_table(spark, namespace, "plain", inserts=2)
+    name = spark_table_name(cfg, ident)
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
+    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
+    try:
+        paths = [r.file_path for r in data_files(spark, ident)]
+        like = contents(spark, ident)
+        assert rewrite._plain_columns()
+        given = rewrite.read_files(paths, like)
+        assert given.schema == like.schema
+        assert_df_equality(given, rewrite.read_files(paths).select(*like.columns),
+                           ignore_row_order=True, ignore_nullable=True)
+    finally:
+        rewrite.close()
+    nested = f"lake.`{namespace}`.`nested`"
+    spark.sql(f"CREATE TABLE {nested} (id BIGINT, s STRUCT<a: INT>) USING iceberg")
+    spark.sql(f"INSERT INTO {nested} VALUES (1, named_struct('a', 2))")
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {nested}.snapshots").first()[0]
+    rewrite = rewrite_mod.ExactRewrite(spark, nested, snapshot)
+    try:
+        assert not rewrite._plain_columns()
+    finally:
+        rewrite.close()

@@ -158,3 +158,108 @@ def test_slim_metadata_keeps_what_reads_and_writes_need(table):
     assert slim.schema() == table.metadata.schema()
     assert slim.properties == table.metadata.properties
     assert slim.location == table.metadata.location
+
+
+def _every_type_table(tmp_path: Path) -> Any:
+    """Two appends of every primitive type PyIceberg writes, a struct, a list and a map."""
+    import datetime
+    import decimal
+
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/t.db",
+                         warehouse=f"file://{tmp_path}/wt")
+    catalog.create_namespace("db")
+    n = 6
+    data = pa.table({
+        "i": pa.array(range(n), pa.int32()), "l": pa.array(range(n), pa.int64()),
+        "s": pa.array(["a", None, "c", "d", "é", ""]), "b": pa.array([b"x", None] * 3),
+        "d": pa.array([decimal.Decimal("1.23"), None] * 3, pa.decimal128(10, 2)),
+        "ts": pa.array([datetime.datetime(2026, 1, 1, 12)] * n, pa.timestamp("us")),
+        "tz": pa.array([datetime.datetime(2026, 1, 1)] * n, pa.timestamp("us", tz="UTC")),
+        "dt": pa.array([datetime.date(2026, 1, 2)] * n, pa.date32()),
+        "f": pa.array([1.5, float("nan"), -0.0] * 2, pa.float32()),
+        "bo": pa.array([True, None] * 3),
+        "st": pa.array([{"x": 1, "y": "q"}, None] * 3,
+                       pa.struct([("x", pa.int64()), ("y", pa.string())])),
+        "li": pa.array([[1, 2], None, []] * 2, pa.list_(pa.int64())),
+        "m": pa.array([[("k", 1)], None] * 3, pa.map_(pa.string(), pa.int64())),
+    })
+    t = catalog.create_table("db.every", schema=data.schema)
+    t.append(data)
+    t.append(data)
+    return catalog.load_table("db.every")
+
+
+def test_a_file_read_as_it_is_reads_as_iceberg_reads_it(tmp_path):
+    """Differential: the plain read of a file (when it holds exactly the table's columns)
+    equals PyIceberg's field-id projection of it, value for value and type for type, and
+    its rows need no conversion before they are written as Iceberg writes them."""
+    from pyiceberg.io import load_file_io
+    from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema
+
+    table = _every_type_table(tmp_path)
+    at = _arrow_table(table)
+    io = load_file_io(at.io_properties, at.metadata.location)
+    schema = at.metadata.schema()
+    for task in table.scan().plan_files():
+        f = task.file
+        plain = pa.Table.from_batches(ar._read_file(at, io, 0, f.file_path, f.record_count))
+        scanned = pa.Table.from_batches(list(ar._scan(at, io, 0, f.file_path, f.record_count)))
+        assert plain.schema.equals(scanned.schema)
+        flat = [c for c in plain.column_names if c not in ("st", "li", "m")]
+        assert ar._bitwise(plain.select(flat)).equals(ar._bitwise(scanned.select(flat)))
+        assert plain.drop_columns(["f"]).equals(scanned.drop_columns(["f"]))
+        projected = pa.Table.from_batches([
+            _to_requested_schema(requested_schema=schema, file_schema=schema, batch=b,
+                                 include_field_ids=True, format_model=ParquetFormatModel())
+            for b in scanned.to_batches()])
+        for chunk in (plain, scanned):
+            written = ar._as_written(at, chunk)
+            assert written.schema.equals(projected.schema, check_metadata=True)
+            assert written.drop_columns(["f"]).equals(projected.drop_columns(["f"]))
+
+
+def test_which_files_are_read_as_they_are(table, tmp_path):
+    """Only a file with the same names, field ids, nullability and types; 64-bit string
+    offsets against 32-bit ones are the one difference allowed."""
+    written = _arrow_table(table).written_schema
+    f = next(iter(table.scan().plan_files())).file
+    assert ar._plain_readable(pq.read_schema(f.file_path.removeprefix("file://")), written)
+    assert ar._plain_readable(pa.schema([written.field(0), written.field(1).with_type(
+        pa.large_string()), written.field(2)]), written)
+    renamed = pa.schema([written.field(0), written.field(1).with_name("label"),
+                         written.field(2)])
+    assert not ar._plain_readable(renamed, written)
+    other_id = pa.schema([written.field(0), written.field(1).with_metadata(
+        {b"PARQUET:field_id": b"9"}), written.field(2)])
+    assert not ar._plain_readable(other_id, written)
+    no_ids = pa.schema([fld.remove_metadata() for fld in written])
+    assert not ar._plain_readable(no_ids, written)
+    wider = pa.schema([written.field(0).with_type(pa.int32()), written.field(1),
+                       written.field(2)])
+    assert not ar._plain_readable(wider, written)
+    required = pa.schema([written.field(0).with_nullable(not written.field(0).nullable),
+                          written.field(1), written.field(2)])
+    assert not ar._plain_readable(required, written)
+
+
+def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
+    """After a rename and an added column, the old files go through ArrowScan: the rows
+    come out under the new names, the new column null."""
+    from pyiceberg.types import LongType
+
+    before = table.scan().to_arrow()
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+        update.add_column("extra", LongType())
+    table = table.refresh()
+    result = ar.rewrite_group(_arrow_table(table), _group(table, 2, tmp_path))
+    written = _read([p for p, _ in result.files])
+    assert written.column_names == ["id", "label", "x", "extra"]
+    assert written.column("extra").null_count == 1500
+    def rows(t: pa.Table, name: str) -> list[tuple[Any, Any]]:
+        return sorted(zip(t.column("id").to_pylist(), t.column(name).to_pylist(), strict=True),
+                      key=lambda r: r[0])
+
+    assert rows(written, "label") == rows(before, "name")
