@@ -71,6 +71,18 @@ def data_files(spark: Any, ident: str) -> list[Any]:
     ).collect()
 
 
+def rewrite_at_current(spark: Any, cfg: Any, namespace: str, name: str,
+                       inserts: int = 2) -> tuple[str, Any]:
+    """A new table (see :func:`make_table`) and an ``ExactRewrite`` at its snapshot; the
+    caller closes it."""
+    from service.catalog import spark_table_name
+
+    ident = make_table(spark, namespace, name, inserts=inserts)
+    spark_name = spark_table_name(cfg, ident)
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {spark_name}.snapshots").first()[0]
+    return ident, rewrite_mod.ExactRewrite(spark, spark_name, snapshot)
+
+
 def current_operation(catalog: Any, ident: str) -> str:
     snap = load_table(catalog, ident).current_snapshot()
     return str(snap.summary.operation.value)
@@ -433,14 +445,9 @@ def test_reading_new_local_files_lists_them_on_the_driver_and_restores_the_setti
 ):
     """``read_files`` reads every row of the named files and leaves Spark's listing
     threshold as it found it (set or unset)."""
-    from service.catalog import spark_table_name
-
-    ident = make_table(spark, namespace, "listing", inserts=3)
+    ident, rewrite = rewrite_at_current(spark, cfg, namespace, "listing", inserts=3)
     paths = [r.file_path for r in data_files(spark, ident)]
     assert len(paths) == 6
-    name = spark_table_name(cfg, ident)
-    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
-    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
     try:
         for before in (None, "40"):
             if before is None:
@@ -460,12 +467,7 @@ def test_new_files_data_files_carry_the_same_metrics_either_way(
     """Differential: a local file's ``DataFile`` built with shared Parquet read options
     equals the one Iceberg's own ``ParquetUtil.fileMetrics`` builds through the table's
     FileIO (the route for object storage), metrics and bounds included."""
-    from service.catalog import spark_table_name
-
-    ident = make_table(spark, namespace, "metrics", inserts=2)
-    name = spark_table_name(cfg, ident)
-    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
-    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
+    ident, rewrite = rewrite_at_current(spark, cfg, namespace, "metrics")
     try:
         paths = [r.file_path for r in data_files(spark, ident)]
         rewrite.load_tasks(paths)
@@ -488,12 +490,7 @@ def test_new_files_data_files_carry_the_same_metrics_either_way(
 def test_new_files_are_read_with_the_tables_schema_only_when_it_is_plain(spark, cfg, namespace):
     """Plain columns: the reader is given the table's Spark schema (no inference job) and
     reads the same rows as with the schema inferred; a nested column keeps inference."""
-    from service.catalog import spark_table_name
-
-    ident = make_table(spark, namespace, "plain", inserts=2)
-    name = spark_table_name(cfg, ident)
-    snapshot = spark.sql(f"SELECT snapshot_id FROM {name}.snapshots").first()[0]
-    rewrite = rewrite_mod.ExactRewrite(spark, name, snapshot)
+    ident, rewrite = rewrite_at_current(spark, cfg, namespace, "plain")
     try:
         paths = [r.file_path for r in data_files(spark, ident)]
         like = contents(spark, ident)
