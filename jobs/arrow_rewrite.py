@@ -8,13 +8,15 @@ to as many tasks as there are cores; under a local master in the driver's thread
 same cores without a Python worker round trip per task), and leaves the commit to the
 same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite`):
 
-1. read the group's files through PyIceberg's ``ArrowScan`` with the table's current
-   schema (field-id projection, so renamed, added and promoted columns read as Iceberg
-   reads them), optionally sort them (the sort action, by the sort columns, nulls
-   first, as Spark's ``sortWithinPartitions``);
+1. read the group's files in the table's current schema: a file that holds exactly
+   its columns (names, field ids, types) as it is, any other through PyIceberg's
+   ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
+   Iceberg reads them); optionally sort the rows (the sort action, by the sort columns,
+   nulls first, as Spark's ``sortWithinPartitions``);
 2. split the rows evenly into the planned number of output files
-   (``optimizer.predict_output_sizes``) and write each with PyIceberg's Parquet writer
-   (the table's codec, level, page and row-group settings, Iceberg field ids);
+   (``optimizer.predict_output_sizes``) and write each with pyarrow's Parquet writer and
+   PyIceberg's options for it (the table's codec, level, page and row-group settings;
+   Iceberg field ids);
 3. **verify every file before it counts**: read it back and compare it value by value
    with the rows that were written (floating point compared by bit pattern, so a NaN
    equals itself), and check that the rows read equal the inputs' record counts. This is
