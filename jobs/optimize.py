@@ -39,7 +39,7 @@ from service.errors import OperationFailed, UsageError
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from jobs.arrow_rewrite import ArrowTable
     from jobs.rewrite import ExactRewrite, GroupResult
@@ -168,7 +168,8 @@ def _attempt(
         timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
         results = rewrite.run(
             [g for p in work for g in p.groups], target, sort_columns,
-            also_check=(lambda written: _suite(spark, rewrite, written)) if run_suite else None,
+            also_check=(lambda written, like: _suite(rewrite, written, like))
+            if run_suite else None,
             arrow=arrow,
         )
         suite = rewrite.check_result
@@ -283,10 +284,9 @@ def _commit_together(
     return True
 
 
-def _suite(
-    spark: SparkSession, rewrite: ExactRewrite, results: list[GroupResult]
-) -> dict[str, Any]:
-    """Great Expectations over all written data, once per action, before any commit."""
+def _suite(rewrite: ExactRewrite, results: list[GroupResult], like: DataFrame) -> dict[str, Any]:
+    """Great Expectations over all written data (cast to ``like``'s schema, the table's),
+    once per action, before any commit."""
     from jobs.verify import Checksum, conform, run_suite
 
     total = Checksum()
@@ -295,7 +295,6 @@ def _suite(
     paths = [p for r in results for p in r.new_paths]
     if not paths:
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
-    like = rewrite.read(results[0])
     written = conform(rewrite.read_files(paths, like), like)
     result = run_suite(written, total.rows, total.null_free_columns())
     if not result.success:

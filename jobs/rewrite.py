@@ -546,15 +546,16 @@ class ExactRewrite:
         target: int,
         sort_columns: Sequence[str] = (),
         parallelism: int = 4,
-        also_check: Callable[[list[GroupResult]], Any] | None = None,
+        also_check: Callable[[list[GroupResult], DataFrame], Any] | None = None,
         arrow: ArrowTable | None = None,
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
         ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
 
-        ``also_check(results)`` (the data checks) runs on the written files at the same time
-        as the output checksum; its result is kept in ``self.check_result``. Raises
+        ``also_check(results, like)`` (the data checks; ``like``: a DataFrame of the table,
+        for its schema) runs on the written files at the same time as the output
+        checksum; its result is kept in ``self.check_result``. Raises
         :class:`OperationFailed` (after deleting whatever was written) when a write or a
         check fails or any group's output does not match its input.
         """
@@ -568,7 +569,7 @@ class ExactRewrite:
             like = self.read(results[0])  # schema only
             checked = [r for r in results if r.engine == "spark"]  # Arrow's are verified
             with ThreadPoolExecutor(max_workers=1) as side:
-                checks = side.submit(also_check, results) if also_check else None
+                checks = side.submit(also_check, results, like) if also_check else None
                 try:
                     out_sums = self._output_checksums(checked, like)
                 finally:  # a failed check (it deletes the files) is the failure to report
