@@ -64,10 +64,10 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from jobs.optimize import optimize_table, plan_table  # noqa: E402
-from jobs.session import build_spark  # noqa: E402
 from optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
 from service.catalog import load_catalog  # noqa: E402
 from service.config import Config, build_config  # noqa: E402
+from service.spark import build_spark  # noqa: E402
 from service.tablestats import current_partitions  # noqa: E402
 
 

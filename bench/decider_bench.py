@@ -47,8 +47,8 @@ from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import BinaryType, LongType, NestedField, StringType  # noqa: E402
 
 from service.catalog import load_catalog  # noqa: E402
-from service.config import build_config  # noqa: E402
-from service.decider import Decider, DeciderSettings  # noqa: E402
+from service.config import DeciderSettings, build_config  # noqa: E402
+from service.decider import Decider  # noqa: E402
 from service.keys import Keys  # noqa: E402
 from service.queue import ActionItem, RedisQueue  # noqa: E402
 from service.rolling import RollingStats, catch_up  # noqa: E402

@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.salted_join import plan_salted_join  # noqa: E402
 from jobs.skew import detect_hot_keys, salted_aggregate, salted_join  # noqa: E402
-from jobs.stage_metrics import Meter  # noqa: E402
+from jobs.skew.salted_join import plan_salted_join  # noqa: E402
+from jobs.skew.stage_metrics import Meter  # noqa: E402
 
 # Coalescing is off in every variant: on inputs this small AQE would merge all shuffle
 # partitions into one or two tasks and there would be no task distribution to measure.
@@ -67,7 +67,7 @@ def bench_config(home: Path) -> Any:
 
 
 def build_session(partitions: int, cfg: Any = None) -> Any:
-    from jobs.session import build_spark
+    from service.spark import build_spark
 
     if cfg is None:
         cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
@@ -137,7 +137,7 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
     lookup is inside the timed span). ``auto``: no report, salted_join samples the input
     itself first. Alternating runs, medians; overhead = median / plain median - 1.
     """
-    from jobs.skew_detect import detect_table, stored_hot_keys
+    from jobs.skew.detect import detect_table, stored_hot_keys
     from service.catalog import load_catalog
 
     cfg = args.cfg

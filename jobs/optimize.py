@@ -1,6 +1,6 @@
 """The actors' logic: plan from metadata, rewrite exactly the plan, commit, report.
 
-Planning is :mod:`jobs.plan` (PyIceberg only), the report :mod:`jobs.optimize_report`;
+Planning is :mod:`jobs.plan` (PyIceberg only), the report :mod:`jobs.report`;
 ``optimize_table`` is what the decider's actor loop and ``icefloe optimize`` call.
 
 Choices, and why:
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.optimize_report import OptimizeReport, PartitionReport, build_report
 from jobs.plan import PartitionPlan, TablePlan, plan_table, resolve_sort_columns
+from jobs.report import OptimizeReport, PartitionReport, build_report
 from service.catalog import load_catalog, load_table, spark_table_name
 from service.config import Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.arrow_rewrite import ArrowTable
-    from jobs.rewrite import ExactRewrite, GroupResult
+    from jobs.rewrite.arrow_engine import ArrowTable
+    from jobs.rewrite.exact import ExactRewrite, GroupResult
 
 __all__ = ["ACTIONS", "OptimizeReport", "PartitionReport", "optimize_table", "plan_table",
            "resolve_sort_columns", "worth_committing"]
@@ -122,7 +122,7 @@ def _arrow_table(pt: Table, engine: str) -> ArrowTable | None:
     """What the Arrow engine's tasks need of the table; None when the policy says Spark."""
     if engine != "auto":
         return None
-    from jobs.arrow_rewrite import ArrowTable, slim_metadata
+    from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
 
     return ArrowTable(slim_metadata(pt.metadata), dict(pt.io.properties))
 
@@ -153,7 +153,7 @@ def _attempt(
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit them: all in one snapshot, or
     partition by partition after a conflict. Returns the conflicting partitions."""
-    from jobs.rewrite import CommitConflict, ExactRewrite
+    from jobs.rewrite.exact import CommitConflict, ExactRewrite
 
     assert plan.snapshot_id is not None
     clock = time.monotonic()
@@ -272,7 +272,7 @@ def _commit_together(
     """Every ready partition in one ``replace`` snapshot (the common case: one metadata
     write instead of one per partition). False on a conflict, with nothing deleted: the
     caller then commits partition by partition, so only the conflicting ones re-plan."""
-    from jobs.rewrite import CommitConflict
+    from jobs.rewrite.exact import CommitConflict
 
     try:
         snapshot_id = rewrite.commit([r for d in ready for r in d.results],

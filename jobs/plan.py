@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.rewrite import FileGroup
 from service.errors import UsageError
 from service.tablestats import split_selector
 
@@ -21,7 +20,14 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 
-# PyIceberg metadata only: no data is read, no Spark is needed.
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one (spec, partition) that become one rolling write."""
+
+    partition: str
+    spec_id: int
+    paths: tuple[str, ...]
+    bytes: int
 
 
 @dataclass(frozen=True)

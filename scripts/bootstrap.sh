@@ -55,9 +55,9 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 REDIS_URL=$(.venv/bin/python -c 'from service.config import load_config; print(load_config().redis.url)')
-if .venv/bin/python -m service.redis_local ping "$REDIS_URL"; then
+if .venv/bin/python -m service.ops.redis_local ping "$REDIS_URL"; then
   say "redis: answering"
 else
-  .venv/bin/python -m service.redis_local start "$REDIS_URL" "$ROOT/.redis"
+  .venv/bin/python -m service.ops.redis_local start "$REDIS_URL" "$ROOT/.redis"
 fi
 say "ready"

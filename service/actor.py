@@ -10,12 +10,12 @@ The work itself is a *runner* (``item -> report dict``), injected: tests pass a 
 real one (:func:`spark_runner`) calls ``jobs.optimize.optimize_table`` on one SparkSession.
 
 The pool's size is the decider's call (:func:`desired_actors`); starting actors goes through
-a :class:`Launcher` (``spark-submit jobs/actor.py`` via ``jobs.submit``, or just a log line).
+a :class:`Launcher` (``spark-submit jobs/scripts/actor.py`` via ``service.submit``, or just a
+log line).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import threading
@@ -24,12 +24,14 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from service.queue import ActionItem, Lease, PriorityQueue
-
-if TYPE_CHECKING:
-    from service.config import Config
+from service.config import Config
+from service.keys import Keys
+from service.queue import ActionItem, Lease, PriorityQueue, open_queue
+from service.redis_client import connect
+from service.status import record_action
+from service.submit import submit_command_for
 
 log = logging.getLogger("icefloe.actor")
 
@@ -149,20 +151,21 @@ def desired_actors(backlog: int, minimum: int, maximum: int, per_actor: int) -> 
 
 
 class Launcher(Protocol):
-    """Starts actor processes (``jobs.submit`` in production; a recorder in tests)."""
+    """Starts actor processes (``service.submit`` in production; a recorder in tests)."""
 
     def launch(self, count: int) -> None: ...
 
 
 class LogLauncher:
-    """The fallback launcher: says what it would start (no ``jobs.submit`` available)."""
+    """The fallback launcher: says what it would start (no ``service.submit`` available)."""
 
     def launch(self, count: int) -> None:
         log.info("scale: %d more actor(s) wanted (start with `icefloe actor`)", count)
 
 
 class SubmitLauncher:
-    """Starts actors as ``spark-submit jobs/actor.py`` processes (argv from ``jobs.submit``).
+    """Starts actors as ``spark-submit jobs/scripts/actor.py`` processes (argv from
+    ``service.submit``).
 
     Each actor exits after ``idle_exit`` seconds without work, so the pool shrinks by itself
     when the backlog is gone. The argv is never logged: Spark conf may carry catalog secrets.
@@ -177,8 +180,7 @@ class SubmitLauncher:
         self.popen = popen or (lambda argv: subprocess.Popen(argv, start_new_session=True))
 
     def argv(self) -> list[str]:
-        submit = importlib.import_module("jobs.submit")
-        cmd: list[str] = submit.submit_command_for(
+        cmd: list[str] = submit_command_for(
             self.cfg, "actor", args=["--idle-exit", str(self.idle_exit)])
         return cmd
 
@@ -209,10 +211,10 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
 
     def run(item: ActionItem) -> dict[str, Any]:
         # heavy (Spark, great-expectations): imported only when there is work
-        optimize_table = importlib.import_module("jobs.optimize").optimize_table
+        from jobs.optimize import optimize_table
 
         if state["spark"] is None:
-            from jobs.session import build_spark
+            from service.spark import build_spark
 
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
         partitions = [item.partition] if item.partition else None
@@ -238,3 +240,22 @@ def _best_effort(what: str, func: Callable[..., None], *args: Any) -> None:
         func(*args)
     except Exception as e:  # a Redis blip: the queue itself retries on the next call
         log.warning("could not %s: %s", what, type(e).__name__)
+
+
+def run_actor(cfg: Config, max_actions: int | None, idle_exit: float | None,
+              spark: Any = None, runner: Runner | None = None) -> ActorReport:
+    """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = cfg.decider
+    client = connect(cfg)
+    keys = Keys.for_config(cfg)
+    a = Actor(
+        open_queue(cfg, client), runner or spark_runner(cfg, spark),
+        lease_seconds=settings.lease_seconds,
+        recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
+        heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),
+    )
+    try:
+        return a.run(max_actions=max_actions, idle_exit=idle_exit)
+    finally:
+        client.hdel(keys.actors, a.id)

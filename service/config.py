@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,52 @@ class ManagedConfig:
 
 
 @dataclass(frozen=True)
+class DeciderSettings:
+    """Decider knobs (proposed config section ``decider:``; defaults here)."""
+
+    poll_seconds: float = 10.0
+    lease_seconds: float = 300.0
+    max_attempts: int = 3
+    actors_min: int = 0
+    actors_max: int = 4
+    backlog_per_actor: int = 8
+    ready_depth: int = 8
+    aging_seconds: float = 3600.0
+    quantum_bytes: int = 1 << 30
+    leader_ttl_seconds: float = 30.0
+    claim_idle_ms: int = 60_000
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 60.0
+    recent_cap: int = 200
+    metrics_port: int = 0  # 0 = no endpoint
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> DeciderSettings:
+        """Validate a ``decider:`` config section; errors name the key and the value."""
+        data = dict(raw or {})
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"unknown config key 'decider.{key}' "
+                                  f"(allowed: {', '.join(known)})")
+            default = known[key].default
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(default, int) and not isinstance(value, int)):
+                kind = "an integer" if isinstance(default, int) else "a number"
+                raise ConfigError(f"config key 'decider.{key}' must be {kind}, got {value!r}")
+            if value < 0 or (value == 0 and key not in ("actors_min", "metrics_port")):
+                raise ConfigError(f"config key 'decider.{key}' must be positive, got {value!r}")
+            values[key] = value
+        settings = cls(**values)
+        if settings.actors_max < settings.actors_min:
+            raise ConfigError("config key 'decider.actors_max' must be >= decider.actors_min")
+        if settings.leader_ttl_seconds <= settings.poll_seconds:
+            raise ConfigError("config key 'decider.leader_ttl_seconds' must exceed poll_seconds")
+        return settings
+
+
+@dataclass(frozen=True)
 class Config:
     catalog: CatalogConfig
     redis: RedisConfig
@@ -118,7 +164,7 @@ class Config:
     tables: Mapping[str, TablePolicy]
     source: str = "<defaults>"
     home: str = str(PROJECT_ROOT)
-    decider: Any = None  # service.decider.DeciderSettings, validated at load
+    decider: DeciderSettings = field(default_factory=lambda: DeciderSettings())
 
     def policy_for(
         self, table: str, table_properties: Mapping[str, str] | None = None
@@ -343,8 +389,6 @@ def build_config(raw: Any, source: str = "<dict>", home: Path = PROJECT_ROOT) ->
         # the per-table target stays None unless set: the table's own property comes next
         inherited = replace(defaults, target_file_size_bytes=None)
         tables[ident] = _policy(override, f"tables.{ident}", inherited)
-    from service.decider import DeciderSettings  # its knobs validate themselves
-
     decider = DeciderSettings.from_mapping(_section_or_none(top.get("decider"), "decider"))
     return Config(catalog, redis_cfg, spark, defaults, managed, tables, source, str(home), decider)
 

@@ -53,7 +53,7 @@ def icefloe_command(*args: str) -> str:
 
 def backlog_size(config_path: str | Path) -> int:
     """Pending actions on the queue (what the actor runs are sized by)."""
-    from service.cli_decider import queue_backlog
+    from service.status import queue_backlog
 
     return int(queue_backlog(load_config(config_path)))
 
@@ -61,8 +61,8 @@ def backlog_size(config_path: str | Path) -> int:
 def spark_submit_kwargs(job: str, config_path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:
     """``SparkSubmitOperator`` arguments for ``jobs/<job>.py``: the catalog's Spark conf and
     the local jars (cluster masters can override both through the connection/conf)."""
-    from jobs.session import local_jars, spark_conf
-    from jobs.submit import python_env
+    from service.spark import local_jars, spark_conf
+    from service.submit import python_env
 
     cfg = load_config(config_path)
     conf = spark_conf(cfg, under_submit=True)
@@ -101,7 +101,7 @@ def actor_runs(
 
 
 def adhoc_args(conf: Mapping[str, Any], config_path: str | Path) -> list[str]:
-    """Validated args for ``jobs/actor_optimize.py`` from ``dag_run.conf``/params.
+    """Validated args for ``jobs/scripts/actor_optimize.py`` from ``dag_run.conf``/params.
 
     ``{"table": "ns.tbl", "partitions": ["day=2026-11-01"], "action": "merge", "dry_run": false}``
     """
@@ -127,7 +127,7 @@ def adhoc_args(conf: Mapping[str, Any], config_path: str | Path) -> list[str]:
 
 
 def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str]]:
-    """Args of one ``jobs/skew_detect.py`` run per configured table.
+    """Args of one ``jobs/scripts/skew_detect.py`` run per configured table.
 
     ``spec = {"tables": [{"table": "demo.events", "keys": ["user_id"]}], ...}``
     """
@@ -144,9 +144,9 @@ def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str
 
 
 def salted_join_args(spec: Mapping[str, Any] | None, config_path: str | Path) -> list[list[str]]:
-    """Args of the ``jobs/salted_join.py`` run, if ``spec["join"]`` names one (the job's own
+    """Args of the ``jobs/scripts/salted_join.py`` run, if ``spec["join"]`` names one (the job's own
     pure argument builder, so the two never drift apart)."""
-    from jobs.salted_join import build_command_args
+    from jobs.skew.salted_join import build_command_args
     from service.config import parse_table_identifier
 
     join = (spec or {}).get("join")

@@ -26,65 +26,19 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer import FlowView, PartitionStats, fair_priority_scheduler, output_sse
 from service.actor import Launcher, LogLauncher, desired_actors
-from service.config import Config, parse_table_identifier
-from service.errors import ConfigError, IcefloeError, ServiceUnavailable
+from service.config import Config, DeciderSettings, parse_table_identifier
+from service.errors import IcefloeError, ServiceUnavailable
 from service.events import CommitEvent, CommitEvents
 from service.keys import Keys
 from service.queue import LUA_DIR, ActionItem, PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, catch_up
 
 log = logging.getLogger("icefloe.decider")
-
-
-@dataclass(frozen=True)
-class DeciderSettings:
-    """Decider knobs (proposed config section ``decider:``; defaults here)."""
-
-    poll_seconds: float = 10.0
-    lease_seconds: float = 300.0
-    max_attempts: int = 3
-    actors_min: int = 0
-    actors_max: int = 4
-    backlog_per_actor: int = 8
-    ready_depth: int = 8
-    aging_seconds: float = 3600.0
-    quantum_bytes: int = 1 << 30
-    leader_ttl_seconds: float = 30.0
-    claim_idle_ms: int = 60_000
-    backoff_initial_seconds: float = 1.0
-    backoff_max_seconds: float = 60.0
-    recent_cap: int = 200
-    metrics_port: int = 0  # 0 = no endpoint
-
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None) -> DeciderSettings:
-        """Validate a ``decider:`` config section; errors name the key and the value."""
-        data = dict(raw or {})
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in known:
-                raise ConfigError(f"unknown config key 'decider.{key}' "
-                                  f"(allowed: {', '.join(known)})")
-            default = known[key].default
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    isinstance(default, int) and not isinstance(value, int)):
-                kind = "an integer" if isinstance(default, int) else "a number"
-                raise ConfigError(f"config key 'decider.{key}' must be {kind}, got {value!r}")
-            if value < 0 or (value == 0 and key not in ("actors_min", "metrics_port")):
-                raise ConfigError(f"config key 'decider.{key}' must be positive, got {value!r}")
-            values[key] = value
-        settings = cls(**values)
-        if settings.actors_max < settings.actors_min:
-            raise ConfigError("config key 'decider.actors_max' must be >= decider.actors_min")
-        if settings.leader_ttl_seconds <= settings.poll_seconds:
-            raise ConfigError("config key 'decider.leader_ttl_seconds' must exceed poll_seconds")
-        return settings
 
 
 def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from service.config import Config
 from service.keys import Keys
-from service.queue import ActionItem, PriorityQueue
+from service.queue import ActionItem, PriorityQueue, open_queue
+from service.redis_client import connect
 from service.rolling import RollingStats
 
 RECENT_SHOWN = 20
@@ -123,3 +124,13 @@ def render(data: dict[str, Any]) -> None:
     for r in data["recent"]:
         console.print(f"  done {r.get('id')} ok={r.get('ok')} mse {r.get('mse_before')} -> "
                       f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}")
+
+
+def queue_backlog(cfg: Config) -> int:
+    """Actions waiting for an actor (pending + ready): what actor pools are sized by."""
+    client = connect(cfg)
+    try:
+        depth = open_queue(cfg, client).depth()
+    finally:
+        client.close()
+    return int(depth["pending"] + depth["ready"])

@@ -71,7 +71,7 @@ def cfg(lake_home: Path) -> Config:
 @pytest.fixture(scope="session")
 def spark(cfg: Config) -> Iterator[Any]:
     """The one SparkSession of the test run (local[2], UI off, few shuffle partitions)."""
-    from jobs.session import build_spark
+    from service.spark import build_spark
 
     session = build_spark(cfg, app_name="icefloe-tests")
     yield session

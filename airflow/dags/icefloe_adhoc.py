@@ -2,7 +2,7 @@
 
 Trigger with a conf such as ``{"table": "demo.events", "partitions": ["day=2026-11-02"],
 "action": "merge", "dry_run": false}``; the args are validated before anything runs, then
-``spark-submit jobs/actor_optimize.py`` does the work and prints its JSON report.
+``spark-submit jobs/scripts/actor_optimize.py`` does the work and prints its JSON report.
 """
 
 from __future__ import annotations

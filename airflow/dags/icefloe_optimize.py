@@ -1,7 +1,7 @@
 """icefloe_optimize: one decider pass, then actor runs sized to the backlog, then a report.
 
 decide_once (``icefloe decide --once``) → plan_actor_runs (backlog → N runs) →
-actor[0..N) (``spark-submit jobs/actor.py``, one mapped run each) → status_report.
+actor[0..N) (``spark-submit jobs/scripts/actor.py``, one mapped run each) → status_report.
 
 Connection ``spark_default`` (its host is the Spark master). Variables, with defaults in
 ``service/dag_support.py``: ``icefloe_config``, ``icefloe_max_actors``,

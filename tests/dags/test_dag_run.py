@@ -1,5 +1,5 @@
 """One DAG end to end with ``dag.test()``: icefloe_adhoc compacts a real table through
-``spark-submit jobs/actor_optimize.py`` against the test lakehouse."""
+``spark-submit jobs/scripts/actor_optimize.py`` against the test lakehouse."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.ingest import TableSpec, ingest
 from service.config import PROJECT_ROOT
+from service.demo.ingest import TableSpec, ingest
 from tests.conftest import config_raw
 from tests.dags.conftest import airflow_env
 

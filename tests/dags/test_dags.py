@@ -200,7 +200,7 @@ def test_salted_join_spark_submit_argv_is_exact(dagbag: Any) -> None:
     ]
     assert submit_argv(task, args)[-len(expected) :] == expected
     # the job's own parser accepts exactly these arguments
-    from jobs.salted_join import parse_args
+    from jobs.skew.salted_join import parse_args
 
     parsed = parse_args(args)
     assert (parsed.into, parsed.how, parsed.on) == ("demo.users_purchases", "left", ["user_id"])

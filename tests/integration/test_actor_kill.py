@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from jobs.ingest import TableSpec, ingest
 from service.config import build_config
+from service.demo.ingest import TableSpec, ingest
 from service.keys import Keys
 from service.queue import RedisQueue
 from tests.conftest import config_raw

@@ -12,8 +12,8 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from jobs import rewrite as rewrite_mod
 from jobs.optimize import optimize_table
+from jobs.rewrite import exact as rewrite_mod
 from jobs.verify import Checksum
 from service.catalog import load_table
 from service.errors import OperationFailed

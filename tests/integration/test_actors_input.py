@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs import actor_optimize
 from jobs.optimize import optimize_table, plan_table
+from jobs.scripts import actor_optimize
 from service.catalog import load_catalog, load_table
 from service.cli import main as cli_main
 from service.errors import OperationFailed, TableNotFound, UsageError

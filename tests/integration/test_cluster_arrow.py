@@ -36,7 +36,7 @@ import json, sys
 import pyarrow as pa
 from pyiceberg.transforms import IdentityTransform
 from jobs.optimize import optimize_table
-from jobs.session import build_spark
+from service.spark import build_spark
 from service.catalog import load_catalog
 from service.config import build_config
 

@@ -15,8 +15,8 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from service.cli import main
-from service.config import Config
-from service.decider import Decider, DeciderSettings
+from service.config import Config, DeciderSettings
+from service.decider import Decider
 from service.keys import Keys
 from service.rolling import full_stats
 from tests.conftest import TEST_REDIS_URL, make_config
@@ -187,7 +187,7 @@ def test_cli_request_notify_status_decide_and_actor(setup: Any, redis_client: An
     step = json.loads(out)
     assert step["leader"] and step["events"] == 1 and step["dispatched"] == 1
     # the actor runs the ad-hoc sort with a fake runner, then status shows it
-    from service.cli_decider import run_actor
+    from service.actor import run_actor
 
     calls: list[tuple[str, str | None, str]] = []
 

@@ -13,8 +13,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.cli_decider import run_actor
-from service.decider import Decider, DeciderSettings
+from service.actor import run_actor
+from service.config import DeciderSettings
+from service.decider import Decider
 from service.rolling import full_stats
 from service.status import gather
 from tests.conftest import make_config

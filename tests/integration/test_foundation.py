@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.ingest import TableSpec, ingest
 from service.config import PROJECT_ROOT
+from service.demo.ingest import TableSpec, ingest
 from service.tablestats import current_partitions
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ import yaml
 from chispa import assert_df_equality
 from click.testing import CliRunner
 
-from jobs import salted_join as salted_join_job
-from jobs import skew_detect
+from jobs.skew import detect as skew_detect
 from jobs.skew import detect_hot_keys, partition_skew
+from jobs.skew import salted_join as salted_join_job
 from optimizer.skew import HotKeyRules
 from service.catalog import spark_table_name
 from service.cli import cli

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.salted_join import plan_salted_join
 from jobs.skew import salted_aggregate, salted_join
+from jobs.skew.salted_join import plan_salted_join
 from optimizer.skew import HotKeyRules
 from service.errors import UsageError
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from service.decider import Decider, DeciderSettings, Leader
+from service.config import DeciderSettings
+from service.decider import Decider, Leader
 from service.events import CommitEvents
 from service.keys import Keys
 from service.queue import ActionItem, RedisQueue
@@ -176,7 +177,7 @@ def test_metrics_endpoint_text() -> None:
 
 
 def test_queue_backlog_for_the_airflow_dag(redis_client: Any, tmp_path: Path) -> None:
-    from service.cli_decider import queue_backlog
+    from service.status import queue_backlog
 
     cfg = make_config(tmp_path)
     q = RedisQueue(redis_client, Keys.for_config(cfg))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs import arrow_rewrite as ar
+from jobs.rewrite import arrow_engine as ar
 
 pytestmark = pytest.mark.unit
 

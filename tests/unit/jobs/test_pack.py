@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from jobs.pack import ARCHIVE_ALIAS, build_archive, closure
-from jobs.rewrite import arrow_failure
-from jobs.session import in_process_master, python_workers_env, spark_conf
-from jobs.submit import python_env
+from jobs.rewrite.exact import arrow_failure
 from service.config import build_config
 from service.errors import ConfigError, UsageError
+from service.ops.pack import ARCHIVE_ALIAS, build_archive, closure
+from service.spark import in_process_master, python_workers_env, spark_conf
+from service.submit import python_env
 from tests.unit.service.test_config import base
 
 pytestmark = pytest.mark.unit
@@ -49,12 +49,12 @@ def test_archive_is_deterministic_and_holds_sources_not_bytecode(tmp_path: Path)
     assert one.distributions == (f"cachetools=={closure(['cachetools'])[0].version}",)
     with tarfile.open(one.path) as tar:
         members = tar.getnames()
-        assert "jobs/arrow_rewrite.py" in members and "optimizer/planner.py" in members
+        assert "jobs/rewrite/arrow_engine.py" in members and "optimizer/planner.py" in members
         assert "cachetools/__init__.py" in members
         assert not any(m.endswith(".pyc") or m.startswith(("..", "/", "service/")) for m in members)
-        source = tar.extractfile("jobs/arrow_rewrite.py")
+        source = tar.extractfile("jobs/rewrite/arrow_engine.py")
         assert source is not None
-        assert source.read() == (ROOT / "jobs" / "arrow_rewrite.py").read_bytes()
+        assert source.read() == (ROOT / "jobs" / "rewrite" / "arrow_engine.py").read_bytes()
     assert one.files == len(members)
     assert not list(tmp_path.glob("*.partial"))
 

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from jobs.submit import build_submit_command, job_script
 from service.errors import UsageError
+from service.submit import build_submit_command, job_script
 
 pytestmark = [pytest.mark.unit]
 
-JOBS = Path("/opt/icefloe/jobs")
+JOBS = Path("/opt/icefloe/jobs/scripts")
 
 
 def test_minimal_command() -> None:
     assert build_submit_command("actor_optimize", master="local[2]", jobs_dir=JOBS) == [
-        "spark-submit", "--master", "local[2]", "/opt/icefloe/jobs/actor_optimize.py",
+        "spark-submit", "--master", "local[2]", "/opt/icefloe/jobs/scripts/actor_optimize.py",
     ]
 
 
@@ -46,7 +46,7 @@ def test_full_command_in_documented_order() -> None:
         "--py-files", "/p/icefloe.zip",
         "--conf", "spark.executor.memory=2g",
         "--conf", "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog",
-        "/opt/icefloe/jobs/actor_optimize.py",
+        "/opt/icefloe/jobs/scripts/actor_optimize.py",
         "demo.events", "--partition", "day=2026-11-01", "--action", "sort", "--json",
         "--config", "/etc/icefloe.yaml",
     ]
@@ -63,7 +63,7 @@ def test_values_with_spaces_stay_one_argument() -> None:
 
 
 def test_job_script_names_and_paths() -> None:
-    assert job_script("maintenance", JOBS) == "/opt/icefloe/jobs/maintenance.py"
+    assert job_script("maintenance", JOBS) == "/opt/icefloe/jobs/scripts/maintenance.py"
     assert job_script("/somewhere/else.py", JOBS) == "/somewhere/else.py"
 
 
@@ -90,8 +90,8 @@ def test_bad_job_name() -> None:
 def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     tmp_path: Path,
 ) -> None:
-    from jobs.submit import submit_command_for
     from service.config import build_config
+    from service.submit import submit_command_for
 
     cfg = build_config({
         "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
@@ -110,5 +110,5 @@ def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     assert "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog" in confs
     assert "spark.executor.memory=2g" in confs
     assert not any(c.startswith("spark.master=") for c in confs)  # --master says it
-    assert cmd[-5:] == [str(Path("jobs/actor_optimize.py").resolve()), "demo.events", "--json",
-                        "--config", "/etc/icefloe.yaml"]
+    script = str(Path("jobs/scripts/actor_optimize.py").resolve())
+    assert cmd[-5:] == [script, "demo.events", "--json", "--config", "/etc/icefloe.yaml"]

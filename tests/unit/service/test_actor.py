@@ -9,7 +9,7 @@ import pytest
 
 from service.actor import Actor
 from service.queue import ActionItem
-from service.queue_memory import MemoryQueue
+from service.queue.memory import MemoryQueue
 
 pytestmark = [pytest.mark.unit]
 

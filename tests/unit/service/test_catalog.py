@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from jobs.session import spark_conf
 from service.catalog import pyiceberg_properties, spark_catalog_conf, spark_table_name
 from service.config import CatalogConfig, build_config
 from service.errors import ConfigError
+from service.spark import spark_conf
 from tests.unit.service.test_config import base
 
 pytestmark = pytest.mark.unit

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from optimizer import PartitionStats, stats_from_sizes
 from service.actor import desired_actors
-from service.cli_decider import partition_selector
-from service.decider import Decider, DeciderSettings, estimate
+from service.cli.decider import partition_selector
+from service.config import DeciderSettings
+from service.decider import Decider, estimate
 from service.errors import ServiceUnavailable, UsageError
 from tests.conftest import make_config
 
@@ -101,7 +101,7 @@ def test_unreachable_redis_backs_off_exponentially_without_leaking_the_password(
 def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) -> None:
     import redis
 
-    from service.cli_decider import connect
+    from service.redis_client import connect
 
     tls = redis.Redis.from_url("rediss://:pw@redis.example:6380/0")
     assert tls.connection_pool.connection_class is redis.SSLConnection
@@ -112,8 +112,8 @@ def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) 
 
 
 def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path) -> None:
-    from jobs.submit import submit_command_for
     from service.actor import SubmitLauncher
+    from service.submit import submit_command_for
 
     cfg = make_config(tmp_path)
     started: list[list[str]] = []
@@ -121,7 +121,7 @@ def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path
     expected = submit_command_for(cfg, "actor", args=["--idle-exit", "30"])
     assert started == [expected, expected]
     assert expected[0] == "spark-submit" and expected[-4:-2] == ["--idle-exit", "30"]
-    assert any(a.endswith("jobs/actor.py") for a in expected)
+    assert any(a.endswith("jobs/scripts/actor.py") for a in expected)
 
 
 def test_settings_from_a_decider_config_section() -> None:
@@ -140,13 +140,3 @@ def test_settings_from_a_decider_config_section() -> None:
             DeciderSettings.from_mapping(raw)
 
 
-def test_settings_for_reads_a_decider_section_when_the_config_has_one(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
-    from service.cli_decider import settings_for
-
-    assert settings_for(make_config(tmp_path)) == DeciderSettings()
-    with_section: Any = SimpleNamespace(decider={"poll_seconds": 3, "actors_max": 2})
-    assert settings_for(with_section).poll_seconds == 3
-    as_dataclass: Any = SimpleNamespace(decider=DeciderSettings(lease_seconds=60))
-    assert settings_for(as_dataclass).lease_seconds == 60

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from service.queue import ActionItem, PriorityQueue
-from service.queue_memory import MemoryQueue
+from service.queue.memory import MemoryQueue
 
 pytestmark = [pytest.mark.unit]
 

@@ -3,7 +3,7 @@
 On a cluster the Arrow engine's groups run as Spark Python tasks, in the executors'
 Python, which has PySpark (Spark ships it) but not PyIceberg, pyarrow or icefloe. Spark's
 answer is ``spark.archives``: an archive extracted into every executor's working
-directory. :func:`build_archive` packs exactly what ``jobs.arrow_rewrite`` imports:
+directory. :func:`build_archive` packs exactly what ``jobs.rewrite.arrow_engine`` imports:
 
 * the installed distributions that ``pyiceberg[pyarrow,pyiceberg-core]`` needs, found by
   walking their requirements (markers and extras evaluated as pip would) in this
@@ -11,7 +11,7 @@ directory. :func:`build_archive` packs exactly what ``jobs.arrow_rewrite`` impor
 * icefloe's own ``jobs`` and ``optimizer`` packages (sources only).
 
 PySpark, py4j and pyspark-client are left out: the executors' Spark provides its own.
-The config key ``spark.executor_deps`` names the archive; ``jobs.session.spark_conf``
+The config key ``spark.executor_deps`` names the archive; ``service.spark.spark_conf``
 then adds it to ``spark.archives`` and puts it on the executors' ``PYTHONPATH``. As with
 any PySpark job, the executors' Python must be the driver's minor version on the same
 platform (the archive holds compiled extensions). The archive is deterministic: the same
@@ -31,7 +31,7 @@ from pathlib import Path
 from service.errors import UsageError
 
 ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
-"""What ``jobs.arrow_rewrite`` imports on the executors (besides icefloe itself)."""
+"""What ``jobs.rewrite.arrow_engine`` imports on the executors (besides icefloe itself)."""
 
 PROVIDED = frozenset({"pyspark", "pyspark-client", "py4j"})
 """Distributions the executors already have: Spark ships them."""
@@ -42,7 +42,7 @@ OWN_PACKAGES = ("jobs", "optimizer")
 ARCHIVE_ALIAS = "icefloe_deps"
 """The directory Spark extracts the archive into, in each executor's working directory."""
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[1]
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

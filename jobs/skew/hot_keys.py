@@ -13,7 +13,7 @@ core's (:mod:`optimizer.skew`). Two ways to count keys:
 The key helpers here (``key_equals``, ``key_lookup``...) build NULL-correct expressions over
 one or several key columns without concatenating or casting them; the salted joins and
 aggregations use them too. Table-level detection and the stored reports are in
-:mod:`jobs.skew_detect`.
+:mod:`jobs.skew.detect`.
 """
 
 from __future__ import annotations

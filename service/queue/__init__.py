@@ -17,7 +17,7 @@ items carry a priority, and with leases so a dead actor's item comes back by its
   is marked and returns to pending when acked; a nack or an expired lease retries it anyway.
 
 Two implementations of one Protocol: :class:`RedisQueue` (each move is one Lua script from
-``service/lua/``) and :class:`service.queue_memory.MemoryQueue` (a plain-Python stub for
+``service/lua/``) and :class:`service.queue.memory.MemoryQueue` (a plain-Python stub for
 unit tests). A contract
 test suite runs against both. Every method takes ``now`` instead of reading a clock.
 """
@@ -31,10 +31,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from service.config import Config
 from service.errors import ServiceUnavailable
 from service.keys import Keys
 
-LUA_DIR = Path(__file__).with_name("lua")
+LUA_DIR = Path(__file__).resolve().parents[1] / "lua"
 DEFAULT_AGING_SECONDS = 3600.0
 
 
@@ -266,3 +267,9 @@ class RedisQueue:
 
     def dead(self) -> list[ActionItem]:
         return [it for i in self.r.zrange(self.k.dead, 0, -1) if (it := self.get(_s(i)))]
+
+
+def open_queue(cfg: Config, client: Any) -> RedisQueue:
+    """The queue of ``cfg`` on ``client``, with the decider's attempts and aging."""
+    return RedisQueue(client, Keys.for_config(cfg), cfg.decider.max_attempts,
+                      cfg.decider.aging_seconds)

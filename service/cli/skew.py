@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from service.cli_common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, pass_ctx
 from service.config import parse_table_identifier
 from service.errors import UsageError
 
@@ -64,9 +64,9 @@ def detect(
         rules = HotKeyRules(min_share=min_share, median_multiple=median_multiple)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    from jobs.session import build_spark
-    from jobs.skew_detect import detect_table, render_text
+    from jobs.skew.detect import detect_table, render_text
     from service.catalog import load_catalog, load_table
+    from service.spark import build_spark
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)

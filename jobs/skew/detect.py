@@ -1,12 +1,12 @@
 """Skew detection over Iceberg tables, and the stored reports later jobs reuse.
 
 Storage skew per partition comes from Iceberg metadata only (``inspect.partitions()``, no
-data file is opened); key skew is counted with Spark by :mod:`jobs.hot_keys` (exact or
+data file is opened); key skew is counted with Spark by :mod:`jobs.skew.hot_keys` (exact or
 sample-then-verify). The report is persisted per table snapshot in
 ``<namespace>.skew_reports`` so later jobs (and :func:`salted_join`) reuse it instead of
 recounting.
 
-Run as ``spark-submit jobs/skew_detect.py TABLE --key COL [--key COL] [--join-with T2
+Run as ``spark-submit jobs/scripts/skew_detect.py TABLE --key COL [--key COL] [--join-with T2
 --on COL] [--json] [--config PATH]``.
 """
 
@@ -17,15 +17,11 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script by spark-submit: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobs.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys  # noqa: E402
-from optimizer.skew import HotKeyRules, SkewMetrics, skew_metrics  # noqa: E402
-from service.errors import UsageError  # noqa: E402
+from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
+from optimizer.skew import HotKeyRules, SkewMetrics, skew_metrics
+from service.errors import UsageError
 
 REPORTS_NAMESPACE = "icefloe"
 REPORTS_TABLE = "skew_reports"
@@ -244,11 +240,11 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit jobs/skew_detect.py TABLE --key COL ... [--json] [--config PATH]``."""
-    from jobs.session import build_spark
+    """``spark-submit jobs/scripts/skew_detect.py TABLE --key COL ... [--json] [--config PATH]``."""
     from service.catalog import load_catalog
     from service.config import load_config
     from service.errors import IcefloeError
+    from service.spark import build_spark
 
     parser = argparse.ArgumentParser(prog="skew_detect", description=__doc__.split("\n")[0])
     parser.add_argument("table")
@@ -275,6 +271,3 @@ def main(argv: list[str] | None = None) -> int:
           else render_text(report))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

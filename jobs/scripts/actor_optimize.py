@@ -1,6 +1,7 @@
-"""``spark-submit jobs/actor_optimize.py TABLE [--partition COL=VALUE ...] [--action merge|sort]
-[--dry-run] [--json] [--config PATH]``: one ad-hoc optimize run (the Airflow ad-hoc DAG's
-job). Thin: parse, build the session, call ``jobs.optimize.optimize_table``, print.
+"""``spark-submit jobs/scripts/actor_optimize.py TABLE [--partition COL=VALUE ...]
+[--action merge|sort] [--dry-run] [--json] [--config PATH]``: one ad-hoc optimize run
+(the Airflow ad-hoc DAG's job). Thin: parse, build the session, call
+``jobs.optimize.optimize_table``, print.
 
 Exit codes as the CLI's: 0 done, 1 the operation failed, 2 bad usage or config.
 """
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script by spark-submit: make `jobs` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -30,10 +31,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from jobs.optimize import optimize_table
-    from jobs.session import build_spark
     from service.catalog import load_catalog, load_table
     from service.config import load_config
     from service.errors import IcefloeError
+    from service.spark import build_spark
 
     try:
         cfg = load_config(args.config)

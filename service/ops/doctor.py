@@ -46,7 +46,7 @@ def check_java() -> Check:
 
 
 def check_jars(cfg: Config) -> Check:
-    from jobs.session import JARS_DIR, local_jars
+    from service.spark import JARS_DIR, local_jars
 
     names = [j.rsplit("/", 1)[-1] for j in local_jars()]
     need = ["iceberg-spark-runtime-4.1_2.13"]

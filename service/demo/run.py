@@ -1,6 +1,6 @@
 """``icefloe demo``: the whole loop on a local warehouse, side by side with Iceberg.
 
-1. streaming ingest builds three small-file tables (``jobs.ingest``);
+1. streaming ingest builds three small-file tables (``service.demo.ingest``);
 2. each table is cloned (``register_table`` on its current metadata: same data files, its
    own history) for Iceberg's ``rewrite_data_files`` baseline;
 3. an ingest thread keeps committing small files — to both copies, the same batches —
@@ -26,8 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jobs.ingest import TableSpec, batch, demo_tables, ingest
 from service.config import PROJECT_ROOT, Config, ManagedConfig
+from service.demo.ingest import TableSpec, batch, demo_tables, ingest
 from service.tablestats import current_partitions
 
 MIB = 1 << 20
@@ -79,7 +79,7 @@ class Streamer(threading.Thread):
 
     def run(self) -> None:
         try:
-            from jobs.ingest import BYTES_PER_ROW, EPOCH_DAY
+            from service.demo.ingest import BYTES_PER_ROW, EPOCH_DAY
 
             for i in range(self.commits):
                 for spec, names in self.groups:
@@ -114,10 +114,11 @@ def converge(
 ) -> dict[str, Any]:
     """Decider passes and an actor pool of two threads until ingest stops and no work is left."""
     from service.actor import Actor, spark_runner
-    from service.cli_decider import connect
-    from service.decider import Decider, DeciderSettings
+    from service.config import DeciderSettings
+    from service.decider import Decider
     from service.keys import Keys
     from service.queue import RedisQueue
+    from service.redis_client import connect
     from service.status import record_action
 
     client = connect(cfg)
@@ -213,8 +214,8 @@ def run_demo(
     chart: Path | None = None,
 ) -> dict[str, Any]:
     """The whole demo; returns everything it printed, as data."""
-    from jobs.session import build_spark
     from service.catalog import load_catalog
+    from service.spark import build_spark
 
     cfg = demo_config(cfg, namespace)
     catalog = load_catalog(cfg)
@@ -282,7 +283,7 @@ def run_demo(
         )
     skew = skew_section(spark, cfg, catalog, namespace, say)
     chart = chart or PROJECT_ROOT / ".demo" / "icefloe-demo.png"
-    from service.charts import render_chart
+    from service.demo.charts import render_chart
 
     render_chart(
         chart,
@@ -318,8 +319,8 @@ def skew_section(spark: Any, cfg: Config, catalog: Any, namespace: str, say: Say
     from pyspark.sql import functions as F
 
     from jobs.skew import salted_join
-    from jobs.skew_detect import detect_table
-    from jobs.stage_metrics import Meter
+    from jobs.skew.detect import detect_table
+    from jobs.skew.stage_metrics import Meter
     from service.catalog import spark_table_name
 
     purchases, users = f"{namespace}.purchases", f"{namespace}.users"

@@ -37,8 +37,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.arrow_rewrite import ArrowTable, eligible
-from jobs.session import activate, in_process_master
+from jobs.plan import FileGroup
+from jobs.rewrite.arrow_engine import ArrowTable, eligible
 from jobs.verify import (
     KEY,
     Checksum,
@@ -49,11 +49,12 @@ from jobs.verify import (
     quoted,
 )
 from service.errors import OperationFailed
+from service.spark import activate, in_process_master
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.arrow_rewrite import ArrowGroup, ArrowResult
+    from jobs.rewrite.arrow_engine import ArrowGroup, ArrowResult
 
 REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
 WRITE_TARGET_FACTOR = 1.4
@@ -114,16 +115,6 @@ class CommitConflict(OperationFailed):
     """The commit failed validation (a concurrent change touched a replaced file)."""
 
 
-@dataclass(frozen=True)
-class FileGroup:
-    """Files of one (spec, partition) that become one rolling write."""
-
-    partition: str
-    spec_id: int
-    paths: tuple[str, ...]
-    bytes: int
-
-
 @dataclass
 class GroupResult:
     group: FileGroup
@@ -133,7 +124,7 @@ class GroupResult:
     new_sizes: list[int] = field(default_factory=list)
     input: Checksum = field(default_factory=Checksum)
     output: Checksum = field(default_factory=Checksum)
-    engine: str = "spark"  # "arrow" when jobs.arrow_rewrite wrote (and verified) it
+    engine: str = "spark"  # "arrow" when jobs.rewrite.arrow_engine wrote (and verified) it
 
 
 def local_path(location: str) -> str | None:
@@ -383,9 +374,9 @@ class ExactRewrite:
         sort_columns: Sequence[str],
     ) -> None:
         """Write ``results`` with the Arrow engine (:meth:`_run_arrow`), each file verified
-        as it is written (:mod:`jobs.arrow_rewrite`), and their Java ``DataFile`` objects
+        as it is written (:mod:`jobs.rewrite.arrow_engine`), and their Java ``DataFile`` objects
         built as each group finishes (in the driver) or after the job (on a cluster)."""
-        from jobs.arrow_rewrite import ArrowGroup
+        from jobs.rewrite.arrow_engine import ArrowGroup
         from optimizer import predict_output_sizes
 
         def place(r: GroupResult) -> tuple[Any, Any, list[str]]:
@@ -476,7 +467,7 @@ class ExactRewrite:
         """Every group's :class:`ArrowResult`. In the driver, each finished group's
         ``DataFile`` objects are built into ``built`` on two more threads while the other
         groups are written: their py4j waits overlap Arrow work, which runs without the GIL."""
-        from jobs.arrow_rewrite import rewrite_group, rewrite_groups
+        from jobs.rewrite.arrow_engine import rewrite_group, rewrite_groups
 
         sc = self.spark.sparkContext
         slots = max(1, int(sc.defaultParallelism))

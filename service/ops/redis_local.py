@@ -1,7 +1,7 @@
 """Start or ping the local Redis the embedded default uses (called by the bootstrap).
 
-``python -m service.redis_local ping URL`` exits 0 when Redis answers PING.
-``python -m service.redis_local start URL DIR`` starts ``redis-server`` for a loopback URL,
+``python -m service.ops.redis_local ping URL`` exits 0 when Redis answers PING.
+``python -m service.ops.redis_local start URL DIR`` starts ``redis-server`` for a loopback URL,
 with append-only persistence in DIR so queue items survive a restart.
 """
 
@@ -70,4 +70,4 @@ if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "start":
         start(sys.argv[2], sys.argv[3])
         sys.exit(0)
-    sys.exit("usage: python -m service.redis_local ping URL | start URL DIR")
+    sys.exit("usage: python -m service.ops.redis_local ping URL | start URL DIR")

@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from service.cli_common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, pass_ctx
 
 console = Console()
 MIB = 1 << 20
@@ -130,7 +130,7 @@ def optimize(
     parse_table_identifier(table)
     load_table(load_catalog(cfg), table)  # a typo fails here, before a JVM starts
     from jobs.optimize import optimize_table
-    from jobs.session import build_spark
+    from service.spark import build_spark
 
     spark = build_spark(cfg, app_name="icefloe-optimize")
     report = optimize_table(spark, cfg, table, list(partitions) or None, action, dry_run)
@@ -179,7 +179,7 @@ def pack(ctx: Context, output: str, as_json: bool) -> None:
     `spark.executor_deps` to it."""
     from pathlib import Path
 
-    from jobs.pack import build_archive
+    from service.ops.pack import build_archive
 
     path = Path(output) if Path(output).is_absolute() else Path(ctx.cfg.home) / output
     packed = build_archive(path)

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from service.cli_common import Context, emit, pass_ctx  # noqa: F401  (re-exported)
+from service.cli.common import Context
 from service.errors import IcefloeError
 
 
@@ -31,9 +31,9 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 def _register() -> None:
     """Each command module exports ``COMMANDS``; heavy imports stay inside the commands."""
-    from service import cli_actors, cli_basic, cli_decider, cli_skew
+    from service.cli import actors, basic, decider, skew
 
-    for module in (cli_basic, cli_actors, cli_decider, cli_skew):
+    for module in (basic, actors, decider, skew):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -10,63 +10,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any
 
 import click
 
-from service.cli_common import Context, emit, pass_ctx
-from service.config import Config, parse_table_identifier
-from service.decider import DeciderSettings
-from service.errors import ServiceUnavailable, UsageError
+from service.cli.common import Context, emit, pass_ctx
+from service.config import DeciderSettings, parse_table_identifier
+from service.errors import UsageError
 from service.keys import Keys
+from service.queue import open_queue
+from service.redis_client import connect
 from service.tablestats import key_value
 
 ITEM_ACTIONS = ("merge", "sort")
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
-
-
-def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
-    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords).
-
-    ``block_seconds``: the longest blocking read the caller makes (the decider's XREADGROUP
-    waits up to one poll interval); the socket timeout must outlast it.
-    """
-    import redis
-
-    client = redis.Redis.from_url(cfg.redis.url, socket_timeout=max(30.0, block_seconds + 10),
-                                  socket_connect_timeout=5, health_check_interval=30)
-    try:
-        client.ping()
-    except redis.exceptions.RedisError as e:
-        raise ServiceUnavailable(
-            f"redis at {cfg.redis.redacted_url()} is unreachable ({type(e).__name__})"
-        ) from None
-    return client
-
-
-def settings_for(cfg: Config) -> DeciderSettings:
-    """The decider settings: a ``decider`` section of the config when it has one (mapping or
-    dataclass), else the defaults of :class:`DeciderSettings`."""
-    raw: Any = getattr(cfg, "decider", None)
-    if dataclasses.is_dataclass(raw) and not isinstance(raw, type):
-        raw = dataclasses.asdict(raw)
-    return DeciderSettings.from_mapping(raw)
-
-
-def _queue(cfg: Config, client: Any, settings: DeciderSettings) -> Any:
-    from service.queue import RedisQueue
-
-    return RedisQueue(client, Keys.for_config(cfg), settings.max_attempts, settings.aging_seconds)
-
-
-def queue_backlog(cfg: Config) -> int:
-    """Actions waiting for an actor (pending + ready): what actor pools are sized by."""
-    client = connect(cfg)
-    try:
-        depth = _queue(cfg, client, settings_for(cfg)).depth()
-    finally:
-        client.close()
-    return int(depth["pending"] + depth["ready"])
 
 
 def _logging() -> None:
@@ -94,7 +50,7 @@ def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
 
     _logging()
     cfg = ctx.cfg
-    settings = settings_for(cfg)
+    settings = cfg.decider
     if poll:  # re-validated: the leader lease must outlast a poll
         settings = DeciderSettings.from_mapping(
             {**dataclasses.asdict(settings), "poll_seconds": poll}
@@ -185,7 +141,7 @@ def request(ctx: Context, table: str, partitions: tuple[str, ...], action: str,
     client = connect(ctx.cfg)
     item = ActionItem.new(table, selector, action, cls, 1, AD_HOC_BENEFIT, time.time(),
                           reason="ad-hoc request")
-    queue = _queue(ctx.cfg, client, settings_for(ctx.cfg))
+    queue = open_queue(ctx.cfg, client)
     outcome = queue.enqueue(item, time.time(), force=True)
     data = {"id": item.id, "queued": outcome == 1, "coalesced": outcome == 0}
     emit(data, as_json, lambda d: click.echo(
@@ -200,7 +156,7 @@ def status(ctx: Context, as_json: bool) -> None:
     from service.status import gather, render
 
     client = connect(ctx.cfg)
-    data = gather(ctx.cfg, client, _queue(ctx.cfg, client, settings_for(ctx.cfg)), time.time())
+    data = gather(ctx.cfg, client, open_queue(ctx.cfg, client), time.time())
     emit(data, as_json, render)
 
 
@@ -211,30 +167,10 @@ def status(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 def actor(ctx: Context, max_actions: int | None, idle_exit: float | None) -> None:
     """Run actions from the queue with Spark until told to stop."""
+    from service.actor import run_actor
+
     report = run_actor(ctx.cfg, max_actions, idle_exit)
     click.echo(f"actor done={report.done} failed={report.failed} lost={report.lost}")
-
-
-def run_actor(cfg: Config, max_actions: int | None, idle_exit: float | None,
-              spark: Any = None, runner: Any = None) -> Any:
-    """Wire an :class:`~service.actor.Actor` to Redis (queue, heartbeat, recent list)."""
-    from service.actor import Actor, spark_runner
-    from service.status import record_action
-
-    _logging()
-    settings = settings_for(cfg)
-    client = connect(cfg)
-    keys = Keys.for_config(cfg)
-    a = Actor(
-        _queue(cfg, client, settings), runner or spark_runner(cfg, spark),
-        lease_seconds=settings.lease_seconds,
-        recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
-        heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),
-    )
-    try:
-        return a.run(max_actions=max_actions, idle_exit=idle_exit)
-    finally:
-        client.hdel(keys.actors, a.id)
 
 
 COMMANDS = [decide, notify, request, status, actor]

@@ -1,9 +1,9 @@
-"""``spark-submit jobs/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``.
+"""``spark-submit jobs/scripts/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``.
 
 Joins two Iceberg tables (or a table and ``--right-sql "SELECT ..."``) with
-:func:`jobs.salting.salted_join`, optionally taking the hot keys from the left or right
+:func:`jobs.skew.salting.salted_join`, optionally taking the hot keys from the left or right
 table's stored skew report (``--reuse-reports``), and writes ``OUT``. The library lives in
-:mod:`jobs.salting`; its names are re-exported here for callers of the job module.
+:mod:`jobs.skew.salting`; its names are re-exported here for callers of the job module.
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script by spark-submit: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobs.join_strategies import SALT, row_hash  # noqa: E402
-from jobs.salting import JOIN_TYPES, JoinDecision, plan_salted_join, salted_join  # noqa: E402
-from service.errors import UsageError  # noqa: E402
+from jobs.skew.join_strategies import SALT, row_hash
+from jobs.skew.salting import JOIN_TYPES, JoinDecision, plan_salted_join, salted_join
+from service.errors import UsageError
 
 __all__ = ["JOIN_TYPES", "SALT", "JoinDecision", "build_command_args", "main", "parse_args",
            "plan_salted_join", "row_hash", "run", "salted_join"]
@@ -29,7 +25,7 @@ def build_command_args(
     left: str, right: str | None, on: Sequence[str], how: str, into: str,
     right_sql: str | None = None, mode: str = "create",
 ) -> list[str]:
-    """The argument list of this job for ``spark-submit jobs/salted_join.py`` (pure)."""
+    """The argument list of this job for ``spark-submit jobs/scripts/salted_join.py`` (pure)."""
     args = [left]
     args += ["--right-sql", right_sql] if right_sql else [right or ""]
     for col in on:
@@ -39,7 +35,7 @@ def build_command_args(
 
 def run(spark: Any, cfg: Any, catalog: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Join, then write ``args.into`` (create: fails if it exists; replace; append)."""
-    from jobs.skew_detect import stored_hot_keys
+    from jobs.skew.detect import stored_hot_keys
     from service.catalog import load_table, spark_table_name
     from service.config import parse_table_identifier
 
@@ -98,13 +94,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``spark-submit jobs/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``."""
+    """``spark-submit jobs/scripts/salted_join.py LEFT RIGHT --on COL --how HOW --into OUT``."""
     import json
 
-    from jobs.session import build_spark
     from service.catalog import load_catalog
     from service.config import load_config
     from service.errors import IcefloeError
+    from service.spark import build_spark
 
     args = parse_args(argv)
     try:
@@ -118,6 +114,3 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result, sort_keys=True))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

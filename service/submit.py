@@ -24,7 +24,7 @@ from service.errors import UsageError
 if TYPE_CHECKING:
     from service.config import Config
 
-JOBS_DIR = Path(__file__).resolve().parent
+JOBS_DIR = Path(__file__).resolve().parents[1] / "jobs" / "scripts"
 DEPLOY_MODES = ("client", "cluster")
 _JOB_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -92,7 +92,7 @@ def python_env(master: str, deploy_mode: str | None = None) -> dict[str, str]:
     interpreter, and so do Python tasks under an in-process master (``local[N]``). On a
     cluster the executors run their own Python (a path on this machine means nothing
     there), with the ``spark.executor_deps`` archive on its path."""
-    from jobs.session import in_process_master
+    from service.spark import in_process_master
 
     env = {}
     if deploy_mode != "cluster":
@@ -113,8 +113,8 @@ def submit_command_for(
 
     Not pure (it looks at ``.jars/``); everything it decides is in ``build_submit_command``.
     """
-    from jobs.session import local_jars, spark_conf
     from service.catalog import ICEBERG_RUNTIME
+    from service.spark import local_jars, spark_conf
 
     jars = local_jars()
     return build_submit_command(

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from service.cli_common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, pass_ctx
 from service.config import Config
 from service.errors import UsageError
 
@@ -25,7 +25,7 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 @pass_ctx
 def doctor(ctx: Context, as_json: bool) -> None:
     """Check Java, the jars, the catalog and Redis; say how to fix what is missing."""
-    from service.doctor import run_checks
+    from service.ops.doctor import run_checks
 
     checks = run_checks(ctx.cfg)
 
@@ -197,7 +197,7 @@ def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) ->
     if quick:
         _demo_quick(cfg, namespace, seed, as_json)
         return
-    from jobs.demo import run_demo
+    from service.demo.run import run_demo
 
     def say(text: str) -> None:
         if not as_json:
@@ -228,8 +228,8 @@ def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) ->
 
 
 def _demo_quick(cfg: Config, namespace: str, seed: int, as_json: bool) -> None:
-    from jobs.ingest import demo_tables, ingest
     from service.catalog import load_catalog
+    from service.demo.ingest import demo_tables, ingest
 
     catalog = load_catalog(cfg)
     started = time.monotonic()
@@ -274,7 +274,7 @@ def submit(
     import shlex
     import subprocess
 
-    from jobs.submit import python_env, submit_command_for
+    from service.submit import python_env, submit_command_for
 
     if job not in SUBMITTABLE:
         raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")

@@ -6,7 +6,7 @@ read + write of the same files it ran at 0.04-0.10x). This engine does the data 
 with Arrow instead (on a cluster in the Python tasks of one Spark job, the groups dealt
 to as many tasks as there are cores; under a local master in the driver's threads, the
 same cores without a Python worker round trip per task), and leaves the commit to the
-same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite`):
+same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.exact`):
 
 1. read the group's files in the table's current schema: a file that holds exactly
    its columns (names, field ids, types) as it is, any other through PyIceberg's

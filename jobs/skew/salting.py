@@ -41,8 +41,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobs.hot_keys import detect_hot_keys, estimated_rows, key_columns, key_lookup, measure_keys
-from jobs.join_strategies import (
+from jobs.skew.hot_keys import (
+    detect_hot_keys,
+    estimated_rows,
+    key_columns,
+    key_lookup,
+    measure_keys,
+)
+from jobs.skew.join_strategies import (
     MARK,
     SALT,
     broadcastable,

@@ -1,5 +1,5 @@
-"""spark-submit entry for one long-running actor: ``spark-submit jobs/actor.py [--config PATH]
-[--max-actions N] [--idle-exit SECONDS]``.
+"""spark-submit entry for one long-running actor:
+``spark-submit jobs/scripts/actor.py [--config PATH] [--max-actions N] [--idle-exit SECONDS]``.
 
 Thin on purpose: parse arguments, build the one SparkSession (spark-submit supplies master
 and jars), and hand both to the actor loop in ``service.actor`` via ``run_actor``.
@@ -11,13 +11,13 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:  # spark-submit puts jobs/ on the path, not the project root
     sys.path.insert(0, ROOT)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs/actor.py")
+    p = argparse.ArgumentParser(prog="jobs/scripts/actor.py")
     p.add_argument("--config", default=None)
     p.add_argument("--max-actions", type=int, default=None)
     p.add_argument("--idle-exit", type=float, default=None)
@@ -25,10 +25,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.session import build_spark
-    from service.cli_decider import run_actor
+    from service.actor import run_actor
     from service.config import load_config
     from service.errors import IcefloeError
+    from service.spark import build_spark
 
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:

@@ -1,7 +1,7 @@
 """How a skew-handling join is built: salted rows, replicated rows, isolated hot keys.
 
-:mod:`jobs.salting` decides (which keys, how many salts, which strategy); this module
-builds the DataFrames. See :mod:`jobs.salting` for why each construction is exact.
+:mod:`jobs.skew.salting` decides (which keys, how many salts, which strategy); this module
+builds the DataFrames. See :mod:`jobs.skew.salting` for why each construction is exact.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.hot_keys import key_is_null, key_lookup
+from jobs.skew.hot_keys import key_is_null, key_lookup
 from jobs.verify import quoted
 from optimizer.skew import spread_salts
 

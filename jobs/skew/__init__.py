@@ -2,7 +2,7 @@
 
     from jobs.skew import salted_join, salted_aggregate, detect_hot_keys, partition_skew
 
-:func:`salted_join` lives in :mod:`jobs.salted_join`, detection in :mod:`jobs.hot_keys`;
+:func:`salted_join` lives in :mod:`jobs.skew.salted_join`, detection in :mod:`jobs.skew.hot_keys`;
 this module adds the two-phase aggregation.
 
 Which aggregates :func:`salted_aggregate` splits, and why:
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.hot_keys import (
+from jobs.skew.hot_keys import (
     KeyReport,
     PartitionSkew,
     detect_hot_keys,
@@ -35,8 +35,8 @@ from jobs.hot_keys import (
     measure_keys,
     partition_skew,
 )
-from jobs.join_strategies import SALT, row_hash
-from jobs.salting import JoinDecision, plan_salted_join, salted_join
+from jobs.skew.join_strategies import SALT, row_hash
+from jobs.skew.salting import JoinDecision, plan_salted_join, salted_join
 from optimizer.skew import HotKeyRules, salt_count
 from service.errors import UsageError
 

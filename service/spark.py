@@ -35,7 +35,7 @@ def in_process_master(master: str) -> bool:
 def executor_deps_conf(deps: str, conf: Mapping[str, str]) -> dict[str, str]:
     """``spark.archives`` and the executors' ``PYTHONPATH`` for the ``icefloe pack`` archive,
     added to whatever ``conf`` already sets for them."""
-    from jobs.pack import ARCHIVE_ALIAS
+    from service.ops.pack import ARCHIVE_ALIAS
 
     if "://" not in deps and not Path(deps).is_file():
         raise ConfigError(

@@ -1,0 +1,1 @@
+"""The demo application: a streaming-ingest warehouse, icefloe against Iceberg, charts."""

@@ -1,0 +1,1 @@
+"""Operations helpers: the environment check, a local Redis, the executors' archive."""
