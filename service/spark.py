@@ -19,6 +19,10 @@ from service.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+ARCHIVE_ALIAS = "icefloe_deps"
+"""The directory Spark extracts the ``icefloe pack`` archive into, in each executor's working
+directory."""
+
 JARS_DIR = Path(os.environ.get("ICEFLOE_JARS_DIR", PROJECT_ROOT / ".jars"))
 
 
@@ -35,8 +39,6 @@ def in_process_master(master: str) -> bool:
 def executor_deps_conf(deps: str, conf: Mapping[str, str]) -> dict[str, str]:
     """``spark.archives`` and the executors' ``PYTHONPATH`` for the ``icefloe pack`` archive,
     added to whatever ``conf`` already sets for them."""
-    from service.ops.pack import ARCHIVE_ALIAS
-
     if "://" not in deps and not Path(deps).is_file():
         raise ConfigError(
             f"config key 'spark.executor_deps': no archive at {deps} (build it with `icefloe pack`)"

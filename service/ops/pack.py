@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.errors import UsageError
+from service.spark import ARCHIVE_ALIAS
 
 ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
 """What ``jobs.rewrite.arrow_engine`` imports on the executors (besides icefloe itself)."""
@@ -38,9 +39,6 @@ PROVIDED = frozenset({"pyspark", "pyspark-client", "py4j"})
 
 OWN_PACKAGES = ("jobs", "optimizer")
 """icefloe's packages the executors need (``service`` stays on the driver)."""
-
-ARCHIVE_ALIAS = "icefloe_deps"
-"""The directory Spark extracts the archive into, in each executor's working directory."""
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,133 @@
+"""The shape of the code base, checked: layers, no import circles, room sizes.
+
+``lint-imports`` (setup.cfg) checks that every import runs down the layers; these tests
+check what it cannot: that every module *is* in a layer (a new module nobody placed
+escapes the contract), that no two modules import each other through any chain (lazy
+imports inside functions included: grimp reads every import statement), and that modules
+and functions stay small enough to read.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+from pathlib import Path
+
+import grimp
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("optimizer", "service", "jobs")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+
+def _layers() -> list[list[str]]:
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    raw = cfg["importlinter:contract:layers"]["layers"]
+    return [[m.strip() for m in line.replace("|", ":").split(":")]
+            for line in raw.strip().splitlines() if line.strip()]
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph(*PACKAGES)
+
+
+def _sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_every_module_is_in_exactly_one_layer() -> None:
+    placed = [m for layer in _layers() for m in layer]
+    assert len(placed) == len(set(placed)), "a module is named in two layers"
+    graph = _graph()
+    homeless = []
+    for module in sorted(graph.modules):
+        if module in PACKAGES:
+            continue
+        owners = [p for p in placed if module == p or module.startswith(p + ".")]
+        if len(owners) != 1:
+            homeless.append(f"{module}: {owners or 'no layer'}")
+    assert not homeless, "place these in setup.cfg's layers contract:\n" + "\n".join(homeless)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_between_modules_lazy_imports_included() -> None:
+    graph = _graph()
+    modules = {m for m in graph.modules if m not in PACKAGES}
+    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i in modules}
+             for m in modules}
+    # a package's __init__ importing its own sub-modules is how packages re-export
+    for m in modules:
+        edges[m] = {i for i in edges[m] if not i.startswith(m + ".")}
+    assert _cycles(edges) == []
+
+
+def test_no_module_over_400_lines() -> None:
+    big = {str(p.relative_to(ROOT)): n for p in _sources()
+           if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert big == {}
+
+
+def test_no_function_over_80_lines() -> None:
+    long = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length})")
+    assert long == []
