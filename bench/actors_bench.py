@@ -72,15 +72,28 @@ from service.tablestats import current_partitions  # noqa: E402
 
 
 def bench_config(home: Path, target: int) -> Config:
-    return build_config({
-        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{home}/catalog.db",
-                    "warehouse": f"file://{home}/warehouse"},
-        "redis": {"url": "redis://127.0.0.1:6379/15"},
-        "spark": {"master": "local[2]", "conf": {
-            "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
-            "spark.driver.memory": "2g"}},
-        "defaults": {"target_file_size_bytes": target, "tolerance_bytes": 0},
-    }, source="<bench>", home=home)
+    return build_config(
+        {
+            "catalog": {
+                "name": "lake",
+                "type": "sql",
+                "uri": f"sqlite:///{home}/catalog.db",
+                "warehouse": f"file://{home}/warehouse",
+            },
+            "redis": {"url": "redis://127.0.0.1:6379/15"},
+            "spark": {
+                "master": "local[2]",
+                "conf": {
+                    "spark.sql.shuffle.partitions": "4",
+                    "spark.ui.enabled": "false",
+                    "spark.driver.memory": "2g",
+                },
+            },
+            "defaults": {"target_file_size_bytes": target, "tolerance_bytes": 0},
+        },
+        source="<bench>",
+        home=home,
+    )
 
 
 VARIED_MEDIAN, VARIED_SIGMA = 1 / 8, 1.2  # ``v`` partitions' file sizes, x target
@@ -132,12 +145,16 @@ def batches(args: argparse.Namespace, seed: int) -> list[pa.Table]:
         n = sum(sizes.values())
         ids = np.arange(next_id, next_id + n)
         next_id += n
-        out.append(pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "part": pa.array(np.repeat(list(sizes), list(sizes.values()))),
-            "payload": _hex_strings(rng, n),
-            "value": pa.array(rng.random(n)),
-        }))
+        out.append(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "part": pa.array(np.repeat(list(sizes), list(sizes.values()))),
+                    "payload": _hex_strings(rng, n),
+                    "value": pa.array(rng.random(n)),
+                }
+            )
+        )
     return out
 
 
@@ -161,12 +178,14 @@ def mix_files(args: argparse.Namespace, seed: int) -> list[pa.Table]:
 
 
 def _rows(rng: np.random.Generator, part: str, first_id: int, n: int) -> pa.Table:
-    return pa.table({
-        "id": pa.array(np.arange(first_id, first_id + n), pa.int64()),
-        "part": pa.array([part] * n),
-        "payload": _hex_strings(rng, n),
-        "value": pa.array(rng.random(n)),
-    })
+    return pa.table(
+        {
+            "id": pa.array(np.arange(first_id, first_id + n), pa.int64()),
+            "part": pa.array([part] * n),
+            "payload": _hex_strings(rng, n),
+            "value": pa.array(rng.random(n)),
+        }
+    )
 
 
 def _hex_strings(rng: np.random.Generator, n: int) -> pa.Array:
@@ -185,8 +204,11 @@ def make_copy(catalog: Any, ident: str, data: list[list[pa.Table]], target: int)
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
     from pyiceberg.transforms import IdentityTransform
 
-    table = catalog.create_table(ident, schema=data[0][0].schema, properties={
-        "format-version": "2", "write.target-file-size-bytes": str(64 * target)})
+    table = catalog.create_table(
+        ident,
+        schema=data[0][0].schema,
+        properties={"format-version": "2", "write.target-file-size-bytes": str(64 * target)},
+    )
     with table.update_spec() as spec:
         spec.add_field("part", IdentityTransform(), "part")
     table = catalog.load_table(ident)
@@ -196,8 +218,11 @@ def make_copy(catalog: Any, ident: str, data: list[list[pa.Table]], target: int)
             counter = itertools.count(0)  # file names are <counter>-<commit uuid>: unique
             for chunk in commit:
                 for data_file in _dataframe_to_data_files(
-                    tx.table_metadata, chunk.cast(schema), table.io,
-                    write_uuid=append.commit_uuid, counter=counter,
+                    tx.table_metadata,
+                    chunk.cast(schema),
+                    table.io,
+                    write_uuid=append.commit_uuid,
+                    counter=counter,
                 ):
                     append.append_data_file(data_file)
     with table.transaction() as tx:
@@ -246,8 +271,9 @@ def table_codec(table: Any) -> str:
 def combine(parts: list[dict[str, Any]]) -> dict[str, float]:
     """Several tables' :func:`measure` as one warehouse's."""
     mses = [m for p in parts for m in p["mses"]]
-    out = {k: float(sum(p[k] for p in parts))
-           for k in ("files", "files_rewritten", "bytes_rewritten")}
+    out = {
+        k: float(sum(p[k] for p in parts)) for k in ("files", "files_rewritten", "bytes_rewritten")
+    }
     out["mse_mean"] = statistics.fmean(mses) if mses else 0.0
     out["mse_max"] = max(mses, default=0.0)
     return out
@@ -260,8 +286,9 @@ def warehouse(args: argparse.Namespace, seed: int) -> list[list[pa.Table]]:
     return [[batch] for batch in batches(args, seed)]
 
 
-def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r: int,
-              work: Path) -> dict[str, dict[str, float]]:
+def one_round(
+    spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r: int, work: Path
+) -> dict[str, dict[str, float]]:
     target = args.target_kb * 1024
     tables = [f"t{i}" for i in range(args.tables)]
     data = {t: warehouse(args, seed=r * 1000 + i) for i, t in enumerate(tables)}
@@ -276,36 +303,55 @@ def one_round(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace, r
         idents = [f"{ns}.{name}_{t}" for t in tables]
         starts = {i: catalog.load_table(i).current_snapshot().snapshot_id for i in idents}
         before = combine([measure(catalog, i, target, starts[i]) for i in idents])
-        groups = [list(g.paths) for i in idents
-                  for p in plan_table(catalog.load_table(i), target, 0).partitions
-                  for g in p.groups]
+        groups = [
+            list(g.paths)
+            for i in idents
+            for p in plan_table(catalog.load_table(i), target, 0).partitions
+            for g in p.groups
+        ]
         t0 = time.perf_counter()
         for ident in idents:
             if name == "iceberg":
-                spark.sql(f"CALL lake.system.rewrite_data_files(table => '{ident}', "
-                          f"options => map('target-file-size-bytes', '{target}'))").collect()
+                spark.sql(
+                    f"CALL lake.system.rewrite_data_files(table => '{ident}', "
+                    f"options => map('target-file-size-bytes', '{target}'))"
+                ).collect()
             else:
                 report = optimize_table(spark, cfg, ident, tolerance=0 if name == "t0" else tol)
                 print(f"round {r} {name} {ident}: {report.seconds} s, phases {report.timings}")
         wall = time.perf_counter() - t0
         after = combine([measure(catalog, i, target, starts[i]) for i in idents])
-        runs[name] = {**after, "files_before": before["files"], "mse_before": before["mse_mean"],
-                      "wall": wall}
+        runs[name] = {
+            **after,
+            "files_before": before["files"],
+            "mse_before": before["mse_mean"],
+            "wall": wall,
+        }
         if name == "t0":
             codec = table_codec(catalog.load_table(idents[0]))
             in_bytes, secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", codec)
             _, snappy_secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", "snappy")
             runs[name]["throughput"] = after["bytes_rewritten"] / wall if wall else 0.0
-            runs["pyarrow"] = {"throughput": in_bytes / secs if secs else 0.0, "wall": secs,
-                               "snappy": in_bytes / snappy_secs if snappy_secs else 0.0}
+            runs["pyarrow"] = {
+                "throughput": in_bytes / secs if secs else 0.0,
+                "wall": secs,
+                "snappy": in_bytes / snappy_secs if snappy_secs else 0.0,
+            }
     return runs
 
 
 def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> None:
     """JIT, class loading, the GE import: paid once here, not by the first timed run."""
     small = argparse.Namespace(
-        **{**vars(args), "files": 6, "partitions": 1, "varied": 0, "healthy": 0, "mild": 0,
-           "late_share": 0.0}
+        **{
+            **vars(args),
+            "files": 6,
+            "partitions": 1,
+            "varied": 0,
+            "healthy": 0,
+            "mild": 0,
+            "late_share": 0.0,
+        }
     )
     data = [[batch] for batch in batches(small, seed=999)]
     catalog.create_namespace("warm")
@@ -329,22 +375,39 @@ def _ratio(a: float, b: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--shape", choices=("mix", "streaming"), default="mix")
-    parser.add_argument("--scale", type=float, default=0.25,
-                        help="mix: file counts as a share of the planner bench's")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=0.25,
+        help="mix: file counts as a share of the planner bench's",
+    )
     parser.add_argument("--per-shape", type=int, default=1, help="mix: partitions per shape")
-    parser.add_argument("--partitions", type=int, default=4,
-                        help="streaming partitions of small files (--small)")
-    parser.add_argument("--varied", type=int, default=0,
-                        help="streaming partitions of log-normal file sizes (varying rate)")
+    parser.add_argument(
+        "--partitions", type=int, default=4, help="streaming partitions of small files (--small)"
+    )
+    parser.add_argument(
+        "--varied",
+        type=int,
+        default=0,
+        help="streaming partitions of log-normal file sizes (varying rate)",
+    )
     parser.add_argument("--healthy", type=int, default=2)
     parser.add_argument("--mild", type=int, default=2, help="needs --files >= 18")
     parser.add_argument("--files", type=int, default=20, help="micro-batches (small files)")
     parser.add_argument("--tables", type=int, default=1)
-    parser.add_argument("--small", type=_fractions, default=(0.02, 0.15),
-                        help="LO,HI: a streaming file's size range, as fractions of the target")
-    parser.add_argument("--late-share", type=float, default=0.0,
-                        help="share of each batch's streaming rows landing late in the healthy "
-                             "partitions (needs --healthy >= 1)")
+    parser.add_argument(
+        "--small",
+        type=_fractions,
+        default=(0.02, 0.15),
+        help="LO,HI: a streaming file's size range, as fractions of the target",
+    )
+    parser.add_argument(
+        "--late-share",
+        type=float,
+        default=0.0,
+        help="share of each batch's streaming rows landing late in the healthy "
+        "partitions (needs --healthy >= 1)",
+    )
     parser.add_argument("--target-kb", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -367,35 +430,52 @@ def main() -> None:
         return statistics.median(x[run][key] for x in rounds)
 
     if args.shape == "mix":
-        shape = (f"the planner bench's mix, {args.per_shape} partition(s) a shape, file "
-                 f"counts x{args.scale:g}")
+        shape = (
+            f"the planner bench's mix, {args.per_shape} partition(s) a shape, file "
+            f"counts x{args.scale:g}"
+        )
     else:
-        shape = (f"{args.partitions} streaming partitions x {args.files} small files "
-                 f"({args.small[0]:.0%}-{args.small[1]:.0%} of the target), {args.varied} "
-                 f"streamed at a varying rate, {args.mild} mildly unhealthy, {args.healthy} "
-                 f"healthy, late share {args.late_share:.0%}")
-    print(f"\nwarehouse: {args.tables} table(s) of {shape}; target {args.target_kb} KiB; "
-          f"medians of {args.repeats}")
+        shape = (
+            f"{args.partitions} streaming partitions x {args.files} small files "
+            f"({args.small[0]:.0%}-{args.small[1]:.0%} of the target), {args.varied} "
+            f"streamed at a varying rate, {args.mild} mildly unhealthy, {args.healthy} "
+            f"healthy, late share {args.late_share:.0%}"
+        )
+    print(
+        f"\nwarehouse: {args.tables} table(s) of {shape}; target {args.target_kb} KiB; "
+        f"medians of {args.repeats}"
+    )
     head = f"{'':22}{'iceberg binpack':>18}{'icefloe t0':>18}{'icefloe tol':>18}"
     print(head + "\n" + "-" * len(head))
-    rows = [("files before", "files_before", "{:.0f}"), ("files after", "files", "{:.0f}"),
-            ("files rewritten", "files_rewritten", "{:.0f}"),
-            ("KiB rewritten", "bytes_rewritten", "{:.1f}"),
-            ("mean MSE after (KiB²)", "mse_mean", "{:.1f}"),
-            ("max MSE after (KiB²)", "mse_max", "{:.1f}"), ("wall seconds", "wall", "{:.2f}")]
+    rows = [
+        ("files before", "files_before", "{:.0f}"),
+        ("files after", "files", "{:.0f}"),
+        ("files rewritten", "files_rewritten", "{:.0f}"),
+        ("KiB rewritten", "bytes_rewritten", "{:.1f}"),
+        ("mean MSE after (KiB²)", "mse_mean", "{:.1f}"),
+        ("max MSE after (KiB²)", "mse_max", "{:.1f}"),
+        ("wall seconds", "wall", "{:.2f}"),
+    ]
     for label, key, fmt in rows:
         scale = 1024 if key == "bytes_rewritten" else 1024**2 if key.startswith("mse") else 1
-        print(f"{label:22}" + "".join(f"{fmt.format(med(run, key) / scale):>18}"
-                                      for run in ("iceberg", "t0", "tol")))
+        print(
+            f"{label:22}"
+            + "".join(
+                f"{fmt.format(med(run, key) / scale):>18}" for run in ("iceberg", "t0", "tol")
+            )
+        )
     actor, raw = med("t0", "throughput"), med("pyarrow", "throughput")
     snappy = med("pyarrow", "snappy")
     iceberg = med("iceberg", "bytes_rewritten") / med("iceberg", "wall")
-    print(f"\nthroughput (input bytes/s): icefloe t0 actor {actor / 1024:.1f} KiB/s end to end "
-          f"({_ratio(actor, raw):.3f}x pyarrow), Iceberg rewrite_data_files "
-          f"{iceberg / 1024:.1f} KiB/s ({_ratio(iceberg, raw):.3f}x), "
-          f"raw pyarrow read+write {raw / 1024:.1f} KiB/s with the table's codec "
-          f"(pyarrow's default snappy: {snappy / 1024:.1f} KiB/s; the actor is "
-          f"{_ratio(actor, snappy):.3f}x that)")
+    print(
+        f"\nthroughput (input bytes/s): icefloe t0 actor {actor / 1024:.1f} KiB/s end to end "
+        f"({_ratio(actor, raw):.3f}x pyarrow), Iceberg rewrite_data_files "
+        f"{iceberg / 1024:.1f} KiB/s ({_ratio(iceberg, raw):.3f}x), "
+        f"raw pyarrow read+write {raw / 1024:.1f} KiB/s with the table's codec "
+        f"(pyarrow's default snappy: {snappy / 1024:.1f} KiB/s; the actor is "
+        f"{_ratio(actor, snappy):.3f}x that)"
+    )
+
     def vs(run: str, key: str) -> float:
         return _ratio(med(run, key), med("iceberg", key))
 

@@ -64,9 +64,13 @@ SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
 
 def rows(regions: list[str], start: int, payload: int = 8) -> pa.Table:
     n = len(regions)
-    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
-                     "region": pa.array(regions, pa.string()),
-                     "payload": pa.array([os.urandom(payload) for _ in range(n)], pa.binary())})
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "region": pa.array(regions, pa.string()),
+            "payload": pa.array([os.urandom(payload) for _ in range(n)], pa.binary()),
+        }
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -76,8 +80,12 @@ def pct(values: list[float], q: float) -> float:
 
 def make_cfg(home: Path, url: str, prefix: str, **extra: Any) -> Any:
     raw: dict[str, Any] = {
-        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{home}/catalog.db",
-                    "warehouse": f"file://{home}/warehouse"},
+        "catalog": {
+            "name": "lake",
+            "type": "sql",
+            "uri": f"sqlite:///{home}/catalog.db",
+            "warehouse": f"file://{home}/warehouse",
+        },
         "redis": {"url": url, "key_prefix": prefix},
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
         "managed": {"namespaces": ["bench"]},
@@ -87,8 +95,9 @@ def make_cfg(home: Path, url: str, prefix: str, **extra: Any) -> Any:
 
 
 # ---- 1. snapshot-scan throughput ----------------------------------------------------------
-def scan_throughput(catalog: Any, client: Any, keys: Keys, commits: int,
-                    parts: int) -> tuple[float, float]:
+def scan_throughput(
+    catalog: Any, client: Any, keys: Keys, commits: int, parts: int
+) -> tuple[float, float]:
     table = catalog.create_table("bench.scan", schema=SCHEMA, partition_spec=SPEC)
     store = RollingStats(client, keys)
     table.append(rows(["r0"], 0))
@@ -112,8 +121,10 @@ def scan_throughput(catalog: Any, client: Any, keys: Keys, commits: int,
         assert not result.full_scan, result.reason
         rates.append(result.file_events / secs)
         cpu_rates.append(result.file_events / cpu)
-        print(f"  scan: {result.snapshots_applied} snapshots, {result.file_events} file events "
-              f"in {secs * 1000:.0f} ms ({cpu * 1000:.0f} ms of our CPU)")
+        print(
+            f"  scan: {result.snapshots_applied} snapshots, {result.file_events} file events "
+            f"in {secs * 1000:.0f} ms ({cpu * 1000:.0f} ms of our CPU)"
+        )
     return statistics.median(rates), statistics.median(cpu_rates)
 
 
@@ -175,9 +186,20 @@ def redis_py_floor(client: Any, keys: Keys, n: int) -> float:
 
 def redis_benchmark(url: str, clients: int | None = None) -> float | None:
     parts = urlsplit(url)
-    cmd = ["redis-benchmark", "-q", "-n", "20000", "-t", "set,get",
-           "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 6379),
-           "--dbnum", (parts.path or "/0").strip("/") or "0"]
+    cmd = [
+        "redis-benchmark",
+        "-q",
+        "-n",
+        "20000",
+        "-t",
+        "set,get",
+        "-h",
+        parts.hostname or "127.0.0.1",
+        "-p",
+        str(parts.port or 6379),
+        "--dbnum",
+        (parts.path or "/0").strip("/") or "0",
+    ]
     if parts.password:
         cmd += ["-a", parts.password]
     if clients:
@@ -186,14 +208,18 @@ def redis_benchmark(url: str, clients: int | None = None) -> float | None:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    rates = [float(line.split(":")[1].split("requests")[0]) for line in out.replace("\r", "\n")
-             .splitlines() if "requests per second" in line]
+    rates = [
+        float(line.split(":")[1].split("requests")[0])
+        for line in out.replace("\r", "\n").splitlines()
+        if "requests per second" in line
+    ]
     return statistics.mean(rates) if rates else None
 
 
 # ---- 4. partition scans avoided -----------------------------------------------------------
-def scans_avoided(cfg: Any, catalog: Any, client: Any, commits: int,
-                  parts: int) -> tuple[float, float]:
+def scans_avoided(
+    cfg: Any, catalog: Any, client: Any, commits: int, parts: int
+) -> tuple[float, float]:
     """Each commit touches 4 of ``parts`` partitions with one file each: 12 rows of 4 KiB
     random bytes (> target, 70%) or one row of 256 bytes (a few KiB, 30%), against a 40 KiB
     target and a 10 KiB tolerance (the core's default quarter of the target). Compaction
@@ -215,11 +241,14 @@ def scans_avoided(cfg: Any, catalog: Any, client: Any, commits: int,
     compactions = 0
     for _ in range(commits):
         chosen = rng.sample(range(parts), 4)
-        batch = pa.concat_tables([
-            rows([f"r{p}"] * 12, nid + 100 * k, payload=4096) if rng.random() < 0.7
-            else rows([f"r{p}"], nid + 100 * k, payload=256)
-            for k, p in enumerate(chosen)
-        ])
+        batch = pa.concat_tables(
+            [
+                rows([f"r{p}"] * 12, nid + 100 * k, payload=4096)
+                if rng.random() < 0.7
+                else rows([f"r{p}"], nid + 100 * k, payload=256)
+                for k, p in enumerate(chosen)
+            ]
+        )
         nid += 1000
         table.append(batch)
         decider.step(block_ms=None)
@@ -233,8 +262,10 @@ def scans_avoided(cfg: Any, catalog: Any, client: Any, commits: int,
     after = counters(client, keys)
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     changed, scans = delta.get("partitions_changed", 0), delta.get("partition_scans", 0)
-    print(f"  stream: {commits} ingest commits + {compactions} compactions: {changed} changed "
-          f"partitions, {scans} needed a partition scan")
+    print(
+        f"  stream: {commits} ingest commits + {compactions} compactions: {changed} changed "
+        f"partitions, {scans} needed a partition scan"
+    )
     ingest_only = 100.0 * (changed - compactions - scans) / max(1, changed - compactions)
     return scans_avoided_pct(delta), ingest_only
 
@@ -254,20 +285,27 @@ def main() -> None:
         keys = Keys(prefix)
         try:
             print("[1] snapshot-scan throughput (goal >= 5,000 file events/s)")
-            eps, cpu_eps = scan_throughput(catalog, client, keys, 10 if quick else 20,
-                                           100 if quick else 200)
-            print(f"  events_per_s={eps:,.0f} (wall clock, median of 3)  goal 5,000  "
-                  f"ratio {eps / 5000:.2f}x")
-            print(f"  per CPU-second of the decider process: {cpu_eps:,.0f}  "
-                  f"(load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+            eps, cpu_eps = scan_throughput(
+                catalog, client, keys, 10 if quick else 20, 100 if quick else 200
+            )
+            print(
+                f"  events_per_s={eps:,.0f} (wall clock, median of 3)  goal 5,000  "
+                f"ratio {eps / 5000:.2f}x"
+            )
+            print(
+                f"  per CPU-second of the decider process: {cpu_eps:,.0f}  "
+                f"(load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+            )
             print("[2] commit-to-enqueue latency, 1 s poll (goal p99 < 2,000 ms)")
             n = 8 if quick else 20
             poll = latency(cfg, catalog, client, n, notify=False)
             note = latency(cfg, catalog, client, n, notify=True)
             p50, p99 = pct(poll, 0.5) * 1000, pct(poll, 0.99) * 1000
             print(f"  polling only: p50 {p50:.0f} ms  p99 {p99:.0f} ms  (n={n})")
-            print(f"  with notify : p50 {pct(note, 0.5) * 1000:.0f} ms  "
-                  f"p99 {pct(note, 0.99) * 1000:.0f} ms")
+            print(
+                f"  with notify : p50 {pct(note, 0.5) * 1000:.0f} ms  "
+                f"p99 {pct(note, 0.99) * 1000:.0f} ms"
+            )
             print("[3] queue ops/s vs redis-benchmark (same server)")
             ops = queue_ops(client, keys, 1000 if quick else 5000)
             floor = redis_py_floor(client, keys, 1000 if quick else 5000)
@@ -275,26 +313,39 @@ def main() -> None:
             rb1 = redis_benchmark(args.redis, clients=1)
             ratio = ops / rb if rb else float("nan")
             print(f"  RPQ (1 client, Lua, one round trip per op): {ops:,.0f} ops/s")
-            print(f"  redis-benchmark set/get (50 clients): {rb or float('nan'):,.0f} req/s  "
-                  f"ratio {ratio:.3f}")
-            print(f"  redis-py SET/GET (1 client, same process): {floor:,.0f} ops/s  "
-                  f"ratio {ops / floor:.3f}")
+            print(
+                f"  redis-benchmark set/get (50 clients): {rb or float('nan'):,.0f} req/s  "
+                f"ratio {ratio:.3f}"
+            )
+            print(
+                f"  redis-py SET/GET (1 client, same process): {floor:,.0f} ops/s  "
+                f"ratio {ops / floor:.3f}"
+            )
             if rb1:
-                print(f"  redis-benchmark set/get (1 client):  {rb1:,.0f} req/s  "
-                      f"ratio {ops / rb1:.3f}")
+                print(
+                    f"  redis-benchmark set/get (1 client):  {rb1:,.0f} req/s  "
+                    f"ratio {ops / rb1:.3f}"
+                )
             print("[4] partition scans avoided (published design: 22%)")
-            stream_cfg = make_cfg(Path(home), args.redis, f"{prefix}-stream",
-                                  defaults={"target_file_size_bytes": 40 << 10,
-                                            "tolerance_bytes": 10 << 10})
+            stream_cfg = make_cfg(
+                Path(home),
+                args.redis,
+                f"{prefix}-stream",
+                defaults={"target_file_size_bytes": 40 << 10, "tolerance_bytes": 10 << 10},
+            )
             every, avoided = scans_avoided(stream_cfg, catalog, client, 15 if quick else 40, 20)
-            print(f"  avoided {every:.1f}% of all changed partitions; {avoided:.1f}% counting "
-                  f"only ingest changes (reported)  vs 22% published")
+            print(
+                f"  avoided {every:.1f}% of all changed partitions; {avoided:.1f}% counting "
+                f"only ingest changes (reported)  vs 22% published"
+            )
         finally:
             for key in client.scan_iter(match=f"{prefix}*", count=1000):
                 client.delete(key)
             client.delete("key:__rand_int__")  # what redis-benchmark set/get leaves behind
-    print(f"decider-summary events_per_s={eps:.0f} enqueue_p99_ms={p99:.0f} "
-          f"queue_ops_vs_redis_benchmark={ratio:.3f} scans_avoided_pct={avoided:.1f}")
+    print(
+        f"decider-summary events_per_s={eps:.0f} enqueue_p99_ms={p99:.0f} "
+        f"queue_ops_vs_redis_benchmark={ratio:.3f} scans_avoided_pct={avoided:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -151,8 +151,9 @@ def make_mix(seed: int = 42, scale: float = 1.0, per_shape: int = 6) -> dict[str
         + [lognormal(rng, 8 * MB, 1.0, 256 * 1024, 128 * MB) for _ in range(count(5, 60))]
         for _ in range(per_shape)
     ]
-    mix["uniform"] = [[rng.randint(MB, T) for _ in range(count(100, 800))]
-                      for _ in range(per_shape)]
+    mix["uniform"] = [
+        [rng.randint(MB, T) for _ in range(count(100, 800))] for _ in range(per_shape)
+    ]
     mix["log-normal"] = [
         [lognormal(rng, T / 8, 1.2, 64 * 1024, 2 * T) for _ in range(count(100, 800))]
         for _ in range(per_shape)

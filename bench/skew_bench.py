@@ -57,13 +57,21 @@ def bench_config(home: Path) -> Any:
     """A throw-away warehouse (JDBC catalog on SQLite) for the tables the guardrail reads."""
     from service.config import build_config
 
-    return build_config({
-        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{home}/catalog.db",
-                    "warehouse": f"file://{home}/warehouse"},
-        "redis": {"url": "redis://127.0.0.1:6379/15"},
-        "spark": {"master": "local[2]"},
-        "defaults": {"target_file_size_bytes": 128 << 20, "tolerance_bytes": 0},
-    }, source="<bench>", home=home)
+    return build_config(
+        {
+            "catalog": {
+                "name": "lake",
+                "type": "sql",
+                "uri": f"sqlite:///{home}/catalog.db",
+                "warehouse": f"file://{home}/warehouse",
+            },
+            "redis": {"url": "redis://127.0.0.1:6379/15"},
+            "spark": {"master": "local[2]"},
+            "defaults": {"target_file_size_bytes": 128 << 20, "tolerance_bytes": 0},
+        },
+        source="<bench>",
+        home=home,
+    )
 
 
 def build_session(partitions: int, cfg: Any = None) -> Any:
@@ -71,15 +79,19 @@ def build_session(partitions: int, cfg: Any = None) -> Any:
 
     if cfg is None:
         cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
-    return build_spark(cfg, "icefloe-skew-bench", {
-        "spark.ui.enabled": "true",
-        "spark.driver.memory": "3g",
-        "spark.sql.shuffle.partitions": str(partitions),
-        "spark.sql.autoBroadcastJoinThreshold": "-1",  # measure shuffle joins
-        "spark.ui.retainedTasks": "1000000",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.ui.retainedStages": "10000",
-    })
+    return build_spark(
+        cfg,
+        "icefloe-skew-bench",
+        {
+            "spark.ui.enabled": "true",
+            "spark.driver.memory": "3g",
+            "spark.sql.shuffle.partitions": str(partitions),
+            "spark.sql.autoBroadcastJoinThreshold": "-1",  # measure shuffle joins
+            "spark.ui.retainedTasks": "1000000",
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            "spark.ui.retainedStages": "10000",
+        },
+    )
 
 
 def make_data(spark: Any, rows: int, hot_share: float, dim_keys: int) -> tuple[Any, Any]:
@@ -89,7 +101,8 @@ def make_data(spark: Any, rows: int, hot_share: float, dim_keys: int) -> tuple[A
     hot = int(hot_share * 100)
     fact = spark.range(rows).select(
         F.when(F.col("id") % 100 < hot, F.lit(0))
-        .otherwise(F.pmod(F.xxhash64("id"), F.lit(dim_keys - 1)) + 1).alias("k"),
+        .otherwise(F.pmod(F.xxhash64("id"), F.lit(dim_keys - 1)) + 1)
+        .alias("k"),
         F.col("id").alias("v"),
         (F.col("id") % 1000).alias("g"),
     )
@@ -98,9 +111,11 @@ def make_data(spark: Any, rows: int, hot_share: float, dim_keys: int) -> tuple[A
 
 
 def line(r: dict[str, Any]) -> str:
-    return (f"  {r['name']:<34} wall {r['wall']:7.2f}s  tasks {r['tasks']:4d}  "
-            f"max/median {r['max_over_median']:6.2f}  max read {r['max_read_mb']:7.2f} MiB  "
-            f"makespan16 {r['makespan16']:7.2f}s  makespan64 {r['makespan64']:7.2f}s")
+    return (
+        f"  {r['name']:<34} wall {r['wall']:7.2f}s  tasks {r['tasks']:4d}  "
+        f"max/median {r['max_over_median']:6.2f}  max read {r['max_read_mb']:7.2f} MiB  "
+        f"makespan16 {r['makespan16']:7.2f}s  makespan64 {r['makespan64']:7.2f}s"
+    )
 
 
 def zipf_detection(spark: Any, rows: int) -> tuple[float, float, list[str]]:
@@ -115,16 +130,22 @@ def zipf_detection(spark: Any, rows: int) -> tuple[float, float, list[str]]:
         df.count()
         exact = {h.key for h in detect_hot_keys(df, "k", method="exact").hot}
         t = time.perf_counter()
-        approx = {h.key for h in detect_hot_keys(df, "k", method="sample",
-                                                 sample_rows=max(1000, rows // 20)).hot}
+        approx = {
+            h.key
+            for h in detect_hot_keys(
+                df, "k", method="sample", sample_rows=max(1000, rows // 20)
+            ).hot
+        }
         took = time.perf_counter() - t
         both = len(exact & approx)
         p = both / len(approx) if approx else 1.0
         r = both / len(exact) if exact else 1.0
         precisions.append(p)
         recalls.append(r)
-        out.append(f"  zipf s={s}: exact hot keys {len(exact)}, sampled {len(approx)}, "
-                   f"precision {p:.3f} recall {r:.3f}, sampled detection {took:.2f}s")
+        out.append(
+            f"  zipf s={s}: exact hot keys {len(exact)}, sampled {len(approx)}, "
+            f"precision {p:.3f} recall {r:.3f}, sampled detection {took:.2f}s"
+        )
         df.unpersist()
     return min(precisions), min(recalls), out
 
@@ -143,10 +164,12 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
     cfg = args.cfg
     catalog = load_catalog(cfg)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
-    spark.range(args.rows).selectExpr(f"id % {args.dim_keys} as k", "id as v") \
-        .writeTo("lake.bench.even").createOrReplace()
-    spark.range(args.dim_keys).selectExpr("id as k", "id * 7 as w") \
-        .writeTo("lake.bench.dim").createOrReplace()
+    spark.range(args.rows).selectExpr(f"id % {args.dim_keys} as k", "id as v").writeTo(
+        "lake.bench.even"
+    ).createOrReplace()
+    spark.range(args.dim_keys).selectExpr("id as k", "id * 7 as w").writeTo(
+        "lake.bench.dim"
+    ).createOrReplace()
     report = detect_table(spark, cfg, catalog, "bench.even", ["k"])
     assert not report["keys"]["k"]["hot_keys"], report["keys"]["k"]
     even, dim = spark.table("lake.bench.even"), spark.table("lake.bench.dim")
@@ -165,9 +188,11 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
             assert not decision.salted, decision
     med = {k: statistics.median(v) for k, v in times.items()}
     pct = {k: (med[k] / med["plain"] - 1) * 100 for k in ("report", "auto")}
-    print(f"  plain {med['plain']:.2f}s  with stored report {med['report']:.2f}s "
-          f"(overhead {pct['report']:.1f}%)  auto-detect {med['auto']:.2f}s "
-          f"(overhead {pct['auto']:.1f}%); decision: plain join")
+    print(
+        f"  plain {med['plain']:.2f}s  with stored report {med['report']:.2f}s "
+        f"(overhead {pct['report']:.1f}%)  auto-detect {med['auto']:.2f}s "
+        f"(overhead {pct['auto']:.1f}%); decision: plain join"
+    )
     return pct
 
 
@@ -183,8 +208,10 @@ def main() -> None:
     spark = build_session(args.partitions, args.cfg)
     meter = Meter(spark)
     fact, dim = make_data(spark, args.rows, 0.30, args.dim_keys)
-    print(f"data: fact {fact.count()} rows (30% on key 0), dim {dim.count()} keys; "
-          f"{args.partitions} shuffle partitions, local[2]")
+    print(
+        f"data: fact {fact.count()} rows (30% on key 0), dim {dim.count()} keys; "
+        f"{args.partitions} shuffle partitions, local[2]"
+    )
     results: dict[str, dict[str, Any]] = {}
 
     def variants(label: str, plain: Any, salted: Any) -> None:
@@ -192,9 +219,11 @@ def main() -> None:
         print(label)
         runs: dict[str, list[dict[str, Any]]] = {"default": [], "tuned": [], "salted": []}
         for _ in range(args.reps):
-            for variant, df, conf in (("default", plain, DEFAULT_AQE),
-                                      ("tuned", plain, TUNED_AQE),
-                                      ("salted", salted, DEFAULT_AQE)):
+            for variant, df, conf in (
+                ("default", plain, DEFAULT_AQE),
+                ("tuned", plain, TUNED_AQE),
+                ("salted", salted, DEFAULT_AQE),
+            ):
                 runs[variant].append(meter.run(f"{label} {variant}", df, conf))
         for variant, rs in runs.items():
             r = sorted(rs, key=lambda x: x["wall"])[len(rs) // 2]
@@ -202,16 +231,28 @@ def main() -> None:
             print(line(r))
 
     meter.run("warm-up", fact.join(dim, "k", "inner"), DEFAULT_AQE)  # JIT, class loading
-    variants("inner", fact.join(dim, "k", "inner"),
-             salted_join(fact, dim, "k", "inner", hot_keys=[0], skewed_side="left"))
-    variants("left-skewed-right", dim.join(fact, "k", "left"),
-             salted_join(dim, fact, "k", "left", hot_keys=[0], skewed_side="right"))
-    variants("full", fact.join(dim, "k", "full"),
-             salted_join(fact, dim, "k", "full", hot_keys=[0], skewed_side="left"))
+    variants(
+        "inner",
+        fact.join(dim, "k", "inner"),
+        salted_join(fact, dim, "k", "inner", hot_keys=[0], skewed_side="left"),
+    )
+    variants(
+        "left-skewed-right",
+        dim.join(fact, "k", "left"),
+        salted_join(dim, fact, "k", "left", hot_keys=[0], skewed_side="right"),
+    )
+    variants(
+        "full",
+        fact.join(dim, "k", "full"),
+        salted_join(fact, dim, "k", "full", hot_keys=[0], skewed_side="left"),
+    )
     from pyspark.sql import functions as F
 
-    variants("count-distinct-agg", fact.groupBy("k").agg(F.count_distinct("v").alias("n")),
-             salted_aggregate(fact, "k", {"n": ("count_distinct", "v")}, hot_keys=[0]))
+    variants(
+        "count-distinct-agg",
+        fact.groupBy("k").agg(F.count_distinct("v").alias("n")),
+        salted_aggregate(fact, "k", {"n": ("count_distinct", "v")}, hot_keys=[0]),
+    )
 
     guardrail = measure_guardrail(spark, meter, args)
     overhead = guardrail["report"]
@@ -221,8 +262,10 @@ def main() -> None:
     detect_hot_keys(fact, "k", method="sample")
     detect_cost = time.perf_counter() - t
     inner_plain = results["inner/default"]["wall"]
-    print(f"  detection on the fact table: {detect_cost:.2f}s = "
-          f"{100 * detect_cost / inner_plain:.0f}% of a plain inner join ({inner_plain:.2f}s)")
+    print(
+        f"  detection on the fact table: {detect_cost:.2f}s = "
+        f"{100 * detect_cost / inner_plain:.0f}% of a plain inner join ({inner_plain:.2f}s)"
+    )
     precision, recall, zl = zipf_detection(spark, args.zipf_rows)
     print("\n".join(zl))
 

@@ -51,8 +51,9 @@ def _now(now: datetime | None) -> datetime:
     return now
 
 
-def _cutoff(older_than: datetime | None, now: datetime, default: timedelta,
-            minimum: timedelta, what: str) -> datetime:
+def _cutoff(
+    older_than: datetime | None, now: datetime, default: timedelta, minimum: timedelta, what: str
+) -> datetime:
     cutoff = older_than or now - default
     if cutoff.tzinfo is None:
         raise UsageError(f"{what}: older_than must be timezone-aware (UTC), got {cutoff}")
@@ -101,8 +102,9 @@ def expire_snapshots(
     """Expire snapshots older than ``older_than`` (default 5 days), keeping ``retain_last``."""
     if retain_last < 1:
         raise UsageError(f"expire_snapshots: retain_last must be >= 1, got {retain_last}")
-    cutoff = _cutoff(older_than, _now(now), DEFAULT_SNAPSHOT_AGE, MIN_SNAPSHOT_AGE,
-                     "expire_snapshots")
+    cutoff = _cutoff(
+        older_than, _now(now), DEFAULT_SNAPSHOT_AGE, MIN_SNAPSHOT_AGE, "expire_snapshots"
+    )
     args = f", older_than => {_sql_timestamp(cutoff)}, retain_last => {int(retain_last)}"
     return _call(spark, cfg, table, "expire_snapshots", args)
 
@@ -122,8 +124,9 @@ def remove_orphan_files(
 ) -> MaintenanceReport:
     """Delete files under the table location that no snapshot references and that are
     older than ``older_than`` (default 3 days, never less than one day)."""
-    cutoff = _cutoff(older_than, _now(now), DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE,
-                     "remove_orphan_files")
+    cutoff = _cutoff(
+        older_than, _now(now), DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, "remove_orphan_files"
+    )
     args = f", older_than => {_sql_timestamp(cutoff)}, dry_run => {str(bool(dry_run)).lower()}"
     return _call(spark, cfg, table, "remove_orphan_files", args)
 

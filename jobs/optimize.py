@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.plan import PartitionPlan, TablePlan, plan_table, resolve_sort_columns
 from jobs.report import OptimizeReport, PartitionReport, build_report
 from service.catalog import load_catalog, load_table, spark_table_name
-from service.config import Config, parse_table_identifier
+from service.config import ACTIONS, Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
 
 if TYPE_CHECKING:
@@ -42,12 +42,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from jobs.rewrite.arrow_engine import ArrowTable
-    from jobs.rewrite.exact import ExactRewrite, GroupResult
+    from jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
 
-__all__ = ["ACTIONS", "OptimizeReport", "PartitionReport", "optimize_table", "plan_table",
-           "resolve_sort_columns", "worth_committing"]
+__all__ = [
+    "ACTIONS",
+    "OptimizeReport",
+    "PartitionReport",
+    "optimize_table",
+    "plan_table",
+    "resolve_sort_columns",
+    "worth_committing",
+]
 
-ACTIONS = ("merge", "sort")
 MAX_ATTEMPTS = 3
 
 
@@ -59,6 +65,7 @@ def optimize_table(
     action: str = "merge",
     dry_run: bool = False,
     tolerance: int | None = None,
+    collaborators: Collaborators | None = None,
 ) -> OptimizeReport:
     """Merge (or sort) the small files of ``table``'s partitions that need it.
 
@@ -67,14 +74,11 @@ def optimize_table(
     policy. Raises UsageError / TableNotFound before anything is written, OperationFailed
     when a write, the verification or the data checks fail (new files deleted, nothing
     committed). Partitions whose commit keeps conflicting are reported ``failed``; the
-    others are committed, each in its own ``replace`` snapshot.
+    others are committed, each in its own ``replace`` snapshot. ``collaborators``: the
+    rewrite's, None = its defaults (:class:`jobs.rewrite.exact.Collaborators`).
     """
     started = time.monotonic()
-    if action not in ACTIONS:
-        raise UsageError(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
-    if tolerance is not None and tolerance < 0:
-        raise UsageError(f"tolerance must be >= 0 bytes, got {tolerance}")
-    parse_table_identifier(table)
+    _check_arguments(table, action, tolerance)
     catalog = load_catalog(cfg)
     pt = load_table(catalog, table)
     policy = cfg.policy_for(table, pt.properties)
@@ -84,38 +88,92 @@ def optimize_table(
     plan = plan_table(pt, target, tol, action, partitions, sort_columns)
     timings = {"plan": time.monotonic() - started}
     reports = {(p.spec_id, p.key): PartitionReport.from_plan(p, dry_run) for p in plan.partitions}
-    base = dict(table=table, action=action, dry_run=dry_run, target_file_size_bytes=target,
-                tolerance_bytes=tol, start_snapshot_id=plan.snapshot_id)
+    base = dict(
+        table=table,
+        action=action,
+        dry_run=dry_run,
+        target_file_size_bytes=target,
+        tolerance_bytes=tol,
+        start_snapshot_id=plan.snapshot_id,
+    )
     suite: dict[str, Any] | None = None
     attempt = 0
     while plan.work and not dry_run:
         attempt += 1
-        conflicts, suite_now = _attempt(spark, spark_table_name(cfg, table), plan, target,
-                                        sort_columns, reports, attempt, suite is None,
-                                        timings, _arrow_table(pt, policy.engine))
+        conflicts, suite_now = _attempt(
+            spark,
+            spark_table_name(cfg, table),
+            plan,
+            target,
+            sort_columns,
+            reports,
+            attempt,
+            suite is None,
+            timings,
+            _arrow_table(pt, policy.engine),
+            collaborators,
+        )
         suite = suite or suite_now
         if not conflicts:
             break
         if attempt == MAX_ATTEMPTS:
-            for key in conflicts:
-                reports[key] = replace(reports[key], status="failed", attempts=attempt,
-                                       reason=f"commit conflicted {attempt} times")
+            _mark(reports, conflicts, "failed", attempt, f"commit conflicted {attempt} times")
             break
         # Re-plan the conflicting partitions from a fresh scan of the table.
-        fresh = plan_table(load_table(catalog, table), target, tol, action, partitions,
-                           sort_columns, only={k[1] for k in conflicts})
-        by_key = {(p.spec_id, p.key): p for p in fresh.partitions}
-        for key in conflicts:
-            p = by_key.get(key)
-            if p is None or not p.groups:
-                reason = p.reason if p is not None else "partition is gone"
-                reports[key] = replace(reports[key], status="skipped", attempts=attempt,
-                                       reason=f"re-planned after a conflict: {reason}")
-        plan = TablePlan(fresh.snapshot_id, [by_key[k] for k in conflicts
-                                             if k in by_key and by_key[k].groups])
-    parts = [replace(r, status="failed", reason="not committed") if r.status == "pending"
-             else r for r in reports.values()]
+        fresh = plan_table(
+            load_table(catalog, table),
+            target,
+            tol,
+            action,
+            partitions,
+            sort_columns,
+            only={k[1] for k in conflicts},
+        )
+        plan = _replanned(fresh, conflicts, reports, attempt)
+    parts = [
+        replace(r, status="failed", reason="not committed") if r.status == "pending" else r
+        for r in reports.values()
+    ]
     return build_report(base, parts, suite, time.monotonic() - started, target, timings)
+
+
+def _replanned(
+    fresh: TablePlan,
+    conflicts: list[tuple[int, str]],
+    reports: dict[tuple[int, str], PartitionReport],
+    attempt: int,
+) -> TablePlan:
+    """The plan of the conflicting partitions that still have work after a fresh scan; the
+    others are reported skipped, with the fresh plan's reason."""
+    by_key = {(p.spec_id, p.key): p for p in fresh.partitions}
+    for key in conflicts:
+        p = by_key.get(key)
+        if p is None or not p.groups:
+            reason = p.reason if p is not None else "partition is gone"
+            _mark(reports, [key], "skipped", attempt, f"re-planned after a conflict: {reason}")
+    return TablePlan(
+        fresh.snapshot_id, [by_key[k] for k in conflicts if k in by_key and by_key[k].groups]
+    )
+
+
+def _check_arguments(table: str, action: str, tolerance: int | None) -> None:
+    """UsageError before anything is read or written."""
+    if action not in ACTIONS:
+        raise UsageError(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
+    if tolerance is not None and tolerance < 0:
+        raise UsageError(f"tolerance must be >= 0 bytes, got {tolerance}")
+    parse_table_identifier(table)
+
+
+def _mark(
+    reports: dict[tuple[int, str], PartitionReport],
+    keys: list[tuple[int, str]],
+    status: str,
+    attempt: int,
+    reason: str,
+) -> None:
+    for key in keys:
+        reports[key] = replace(reports[key], status=status, attempts=attempt, reason=reason)
 
 
 def _arrow_table(pt: Table, engine: str) -> ArrowTable | None:
@@ -150,6 +208,7 @@ def _attempt(
     run_suite: bool,
     timings: dict[str, float],
     arrow: ArrowTable | None = None,
+    collaborators: Collaborators | None = None,
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit them: all in one snapshot, or
     partition by partition after a conflict. Returns the conflicting partitions."""
@@ -157,7 +216,7 @@ def _attempt(
 
     assert plan.snapshot_id is not None
     clock = time.monotonic()
-    rewrite = ExactRewrite(spark, name, plan.snapshot_id)
+    rewrite = ExactRewrite(spark, name, plan.snapshot_id, collaborators)
     conflicts: list[tuple[int, str]] = []
     suite: dict[str, Any] | None = None
     try:
@@ -167,9 +226,12 @@ def _attempt(
         rewrite.check_files_exist(paths)
         timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
         results = rewrite.run(
-            [g for p in work for g in p.groups], target, sort_columns,
+            [g for p in work for g in p.groups],
+            target,
+            sort_columns,
             also_check=(lambda written, like: _suite(rewrite, written, like))
-            if run_suite else None,
+            if run_suite
+            else None,
             arrow=arrow,
         )
         suite = rewrite.check_result
@@ -180,12 +242,15 @@ def _attempt(
         try:
             ready: list[_Ready] = []
             for p in work:
-                done = _ready_to_commit(rewrite, p, by_partition.get((p.spec_id, p.key), []),
-                                        target)
+                done = _ready_to_commit(
+                    rewrite, p, by_partition.get((p.spec_id, p.key), []), target
+                )
                 if done is None:
                     untried.discard((p.spec_id, p.key))
                     reports[(p.spec_id, p.key)] = replace(
-                        reports[(p.spec_id, p.key)], status="skipped", attempts=attempt,
+                        reports[(p.spec_id, p.key)],
+                        status="skipped",
+                        attempts=attempt,
                         reason="written files were no better than the inputs; nothing committed",
                     )
                 else:
@@ -200,8 +265,7 @@ def _attempt(
                 except CommitConflict:
                     conflicts.append(done.key)
                     continue
-                reports[done.key] = done.report(reports[done.key], snapshot_id, attempt,
-                                                rewrite)
+                reports[done.key] = done.report(reports[done.key], snapshot_id, attempt, rewrite)
         except BaseException:
             # a commit failed in a way that is not a conflict: the files written for the
             # partitions not yet committed will never be, so delete them now
@@ -228,22 +292,34 @@ class _Ready:
     def key(self) -> tuple[int, str]:
         return (self.plan.spec_id, self.plan.key)
 
-    def report(self, base: PartitionReport, snapshot_id: int, attempt: int,
-               rewrite: ExactRewrite) -> PartitionReport:
+    def report(
+        self, base: PartitionReport, snapshot_id: int, attempt: int, rewrite: ExactRewrite
+    ) -> PartitionReport:
         p = self.plan
         replaced = [path for g in p.groups for path in g.paths]
         engines = sorted({r.engine for r in self.results})
-        reason = (f"written by Spark: the Arrow engine failed ({rewrite.fallback})"
-                  if rewrite.fallback and "spark" in engines else "")
+        reason = (
+            f"written by Spark: the Arrow engine failed ({rewrite.fallback})"
+            if rewrite.fallback and "spark" in engines
+            else ""
+        )
         return replace(
-            base, status="rewritten", reason=reason, snapshot_id=snapshot_id,
+            base,
+            status="rewritten",
+            reason=reason,
+            snapshot_id=snapshot_id,
             engine="+".join(engines),
-            files_rewritten=len(replaced), bytes_rewritten=sum(g.bytes for g in p.groups),
-            groups=len(p.groups), predicted_mse_after=p.predicted_mse_after,
-            files_added=len(self.new_sizes), bytes_added=sum(self.new_sizes),
+            files_rewritten=len(replaced),
+            bytes_rewritten=sum(g.bytes for g in p.groups),
+            groups=len(p.groups),
+            predicted_mse_after=p.predicted_mse_after,
+            files_added=len(self.new_sizes),
+            bytes_added=sum(self.new_sizes),
             delete_files_removed=len(rewrite.dangling_deletes(sorted(replaced))),
-            rows=sum(r.input.rows for r in self.results), actual_mse_after=self.mse_after,
-            prediction_error=self.mse_after - p.predicted_mse_after, attempts=attempt,
+            rows=sum(r.input.rows for r in self.results),
+            actual_mse_after=self.mse_after,
+            prediction_error=self.mse_after - p.predicted_mse_after,
+            attempts=attempt,
         )
 
 
@@ -266,7 +342,9 @@ def _ready_to_commit(
 
 
 def _commit_together(
-    rewrite: ExactRewrite, ready: list[_Ready], reports: dict[tuple[int, str], PartitionReport],
+    rewrite: ExactRewrite,
+    ready: list[_Ready],
+    reports: dict[tuple[int, str], PartitionReport],
     attempt: int,
 ) -> bool:
     """Every ready partition in one ``replace`` snapshot (the common case: one metadata
@@ -275,8 +353,9 @@ def _commit_together(
     from jobs.rewrite.exact import CommitConflict
 
     try:
-        snapshot_id = rewrite.commit([r for d in ready for r in d.results],
-                                        discard_on_conflict=False)
+        snapshot_id = rewrite.commit(
+            [r for d in ready for r in d.results], discard_on_conflict=False
+        )
     except CommitConflict:
         return False
     for done in ready:
@@ -287,7 +366,7 @@ def _commit_together(
 def _suite(rewrite: ExactRewrite, results: list[GroupResult], like: DataFrame) -> dict[str, Any]:
     """Great Expectations over all written data (cast to ``like``'s schema, the table's),
     once per action, before any commit."""
-    from jobs.verify import Checksum, conform, run_suite
+    from jobs.verify import Checksum, conform
 
     total = Checksum()
     for r in results:
@@ -296,7 +375,7 @@ def _suite(rewrite: ExactRewrite, results: list[GroupResult], like: DataFrame) -
     if not paths:
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
     written = conform(rewrite.read_files(paths, like), like)
-    result = run_suite(written, total.rows, total.null_free_columns())
+    result = rewrite.collaborators.run_suite(written, total.rows, total.null_free_columns())
     if not result.success:
         rewrite.discard(results)
         raise OperationFailed(

@@ -139,14 +139,20 @@ def _file_details(
 _FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path
 
 
-def _plan_partition(pf: Any, target: int, tolerance: int, action: str,
-                    forced: set[str], bounds: dict[str, Any]) -> PartitionPlan:
+def _plan_partition(
+    pf: Any, target: int, tolerance: int, action: str, forced: set[str], bounds: dict[str, Any]
+) -> PartitionPlan:
     from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
 
     order = list(range(len(pf.paths)))
     if action == "sort":
-        order.sort(key=lambda i: (bounds.get(pf.paths[i]) is None,
-                                  str(bounds.get(pf.paths[i])), pf.paths[i]))
+        order.sort(
+            key=lambda i: (
+                bounds.get(pf.paths[i]) is None,
+                str(bounds.get(pf.paths[i])),
+                pf.paths[i],
+            )
+        )
     paths = tuple(pf.paths[i] for i in order)
     sizes = tuple(pf.sizes[i] for i in order)
     stats = stats_from_sizes(sizes, target)
@@ -170,9 +176,14 @@ def _plan_partition(pf: Any, target: int, tolerance: int, action: str,
         after += predict_output_sizes(sum(sizes[i] for i in g), target)
     predicted = stats_from_sizes(after, target)
     return PartitionPlan(
-        key=pf.key, spec_id=pf.spec_id, paths=paths, sizes=sizes,
-        delete_files=pf.delete_files, mse_before=stats.mse,
-        predicted_mse_after=predicted.mse, predicted_files_after=predicted.n,
+        key=pf.key,
+        spec_id=pf.spec_id,
+        paths=paths,
+        sizes=sizes,
+        delete_files=pf.delete_files,
+        mse_before=stats.mse,
+        predicted_mse_after=predicted.mse,
+        predicted_files_after=predicted.n,
         groups=tuple(
             FileGroup(pf.key, pf.spec_id, tuple(paths[i] for i in g), sum(sizes[i] for i in g))
             for g in groups
@@ -209,16 +220,21 @@ def plan_table(
     needs_details = action == "sort" or any(pf.delete_files for pf in files)
     forced, bounds = (
         _file_details(table, snapshot.snapshot_id, sort_columns[0] if sort_columns else None)
-        if needs_details else (set(), {})
+        if needs_details
+        else (set(), {})
     )
     current_spec = table.spec().spec_id
     plans = []
     for pf in files:
         p = _plan_partition(pf, target, tolerance, action, forced, bounds)
         if pf.spec_id != current_spec:
-            p = replace(p, groups=(), predicted_mse_after=p.mse_before,
-                        predicted_files_after=len(p.paths),
-                        reason=f"written with older partition spec {pf.spec_id} "
-                               f"(current {current_spec}): left as is")
+            p = replace(
+                p,
+                groups=(),
+                predicted_mse_after=p.mse_before,
+                predicted_files_after=len(p.paths),
+                reason=f"written with older partition spec {pf.spec_id} "
+                f"(current {current_spec}): left as is",
+            )
         plans.append(p)
     return TablePlan(snapshot.snapshot_id, plans)

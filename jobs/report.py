@@ -38,11 +38,16 @@ class PartitionReport:
     @classmethod
     def from_plan(cls, p: PartitionPlan, dry_run: bool) -> PartitionReport:
         return cls(
-            key=p.key, spec_id=p.spec_id,
+            key=p.key,
+            spec_id=p.spec_id,
             status=("planned" if dry_run else "pending") if p.groups else "skipped",
-            reason=p.reason, files=len(p.paths), bytes=sum(p.sizes),
-            delete_files=p.delete_files, mse_before=p.mse_before,
-            predicted_mse_after=p.predicted_mse_after, groups=len(p.groups),
+            reason=p.reason,
+            files=len(p.paths),
+            bytes=sum(p.sizes),
+            delete_files=p.delete_files,
+            mse_before=p.mse_before,
+            predicted_mse_after=p.predicted_mse_after,
+            groups=len(p.groups),
             files_rewritten=sum(len(g.paths) for g in p.groups),
             bytes_rewritten=sum(g.bytes for g in p.groups),
         )
@@ -79,8 +84,14 @@ class OptimizeReport:
         return asdict(self)
 
 
-def build_report(base: dict[str, Any], parts: list[PartitionReport], suite: Any, secs: float,
-           target: int, timings: dict[str, float]) -> OptimizeReport:
+def build_report(
+    base: dict[str, Any],
+    parts: list[PartitionReport],
+    suite: Any,
+    secs: float,
+    target: int,
+    timings: dict[str, float],
+) -> OptimizeReport:
     done = [p for p in parts if p.status == "rewritten"]
     counted = done if not base["dry_run"] else [p for p in parts if p.status == "planned"]
     errors = [abs(p.prediction_error) for p in done if p.prediction_error is not None]
@@ -96,8 +107,7 @@ def build_report(base: dict[str, Any], parts: list[PartitionReport], suite: Any,
         bytes_added=sum(p.bytes_added for p in done),
         delete_files_removed=sum(p.delete_files_removed for p in done),
         rows_verified=sum(p.rows for p in done),
-        snapshot_ids=tuple(dict.fromkeys(p.snapshot_id for p in done
-                                         if p.snapshot_id is not None)),
+        snapshot_ids=tuple(dict.fromkeys(p.snapshot_id for p in done if p.snapshot_id is not None)),
         prediction_error=(sum(errors) / len(errors) / target**2) if errors else None,
         expectations=suite,
         seconds=round(secs, 3),

@@ -64,19 +64,41 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _has_map(dtype: Any) -> bool:
+    """Whether a Spark type is, or holds anywhere inside it, a map."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(dtype, MapType):
+        return True
+    if isinstance(dtype, ArrayType):
+        return _has_map(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return any(_has_map(f.dataType) for f in dtype.fields)
+    return False
+
+
 def _hashable(df: DataFrame, name: str) -> Column:
-    """Map columns cannot be hashed by Spark; their JSON form can (same on both sides)."""
+    """Spark cannot hash maps (nor structs/arrays holding one); their JSON form it can, and
+    it is the same on both sides of a comparison."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType
 
     col = F.col(quoted(name))
-    return F.to_json(col) if isinstance(df.schema[name].dataType, MapType) else col
+    return F.to_json(col) if _has_map(df.schema[name].dataType) else col
 
 
 def row_hash(df: DataFrame) -> Column:
+    """xxhash64 over every column of a row but :data:`KEY`, maps included (as JSON):
+    deterministic per row content. The checksums here and the salts of the skew joins
+    (:mod:`jobs.skew.join_strategies`) both use it."""
     from pyspark.sql import functions as F
 
-    return F.xxhash64(*[_hashable(df, c) for c in df.columns if c != KEY])
+    cols = [_hashable(df, c) for c in df.columns if c != KEY]
+    return F.xxhash64(*cols) if cols else F.lit(0).cast("long")
+
+
+def has_null(key: Any) -> bool:
+    """Whether a key (a value, or a tuple of values for several columns) holds a NULL."""
+    return key is None or (isinstance(key, tuple) and any(k is None for k in key))
 
 
 def checksum_exprs(df: DataFrame, columns: list[str]) -> list[Column]:

@@ -4,7 +4,7 @@ Pure and small on purpose: the Spark jobs collect sizes and key counts (metadata
 aggregation), hand them here as plain numbers, and act on the answer. Nothing in this
 module knows about Spark, Iceberg or Redis, so every rule is unit-tested on lists.
 
-Two kinds of skew are measured (see ``shared/reference/skew.md``):
+Two kinds of skew are measured:
 
 * **storage skew** — some partitions hold far more bytes or rows than the rest. The
   classic detector flags ``|size - mean| > 2σ``; because a single giant partition inflates

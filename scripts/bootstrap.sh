@@ -29,11 +29,9 @@ fi
 
 # --- Jars from Maven Central -------------------------------------------------------------
 MAVEN=${ICEFLOE_MAVEN_REPO:-https://repo1.maven.org/maven2}
-JARS=(
-  "org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar"
-  "org/xerial/sqlite-jdbc/3.50.3.0/sqlite-jdbc-3.50.3.0.jar"
-  "org/postgresql/postgresql/42.7.8/postgresql-42.7.8.jar"
-)
+# the one list of artifacts and versions: service/versions.py (importable after the pip install)
+mapfile -t JARS < <(.venv/bin/python -m service.versions maven-paths)
+[ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by service.versions"; exit 1; }
 mkdir -p .jars
 for path in "${JARS[@]}"; do
   jar=.jars/$(basename "$path")

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The whole check: ruff, mypy, the import contract, then pytest (unit, spark, redis,
-# integration). Called by `make test` and by .ci/run after the bootstrap.
+# The whole check: ruff (lint and format), mypy, the import contracts, then pytest.
+#   scripts/test.sh           everything: unit, spark, redis, integration, DAG tests (make test)
+#   scripts/test.sh --fast    lint, types, contracts and the unit tests only (make test-fast)
+#   scripts/test.sh --lint-only
+# Called by `make test` and by .ci/run after the bootstrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
-echo "== ruff"; ruff check .
-echo "== mypy"; mypy optimizer service
-echo "== import contract"; lint-imports
-[ "${1:-}" = "--lint-only" ] && exit 0
+mode=${1:-}
+echo "== ruff"; ruff check . && ruff format --check --quiet .
+echo "== mypy"; mypy optimizer service jobs
+echo "== import contracts"; lint-imports --no-cache >/dev/null && echo "contracts kept"
+[ "$mode" = "--lint-only" ] && exit 0
 echo "== pytest"
 set +e
-python -m pytest "$@"
+if [ "$mode" = "--fast" ]; then python -m pytest -m unit -q; else python -m pytest "$@"; fi
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then echo "pytest collected no tests: that is a failure"; exit 1; fi

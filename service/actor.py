@@ -50,8 +50,14 @@ class ActorReport:
 class _Renewer(threading.Thread):
     """Renews one lease until stopped; notes when the lease was lost."""
 
-    def __init__(self, queue: PriorityQueue, lease: Lease, lease_seconds: float,
-                 clock: Callable[[], float], on_renew: Callable[[float], None]):
+    def __init__(
+        self,
+        queue: PriorityQueue,
+        lease: Lease,
+        lease_seconds: float,
+        clock: Callable[[], float],
+        on_renew: Callable[[float], None],
+    ):
         super().__init__(daemon=True, name=f"renew-{lease.item.id}")
         self.queue, self.lease, self.lease_seconds, self.clock = queue, lease, lease_seconds, clock
         self.on_renew = on_renew
@@ -62,8 +68,9 @@ class _Renewer(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.wait(self.lease_seconds / 3):
             try:
-                if self.queue.renew(self.lease.item.id, self.lease.token, self.clock(),
-                                    self.lease_seconds):
+                if self.queue.renew(
+                    self.lease.item.id, self.lease.token, self.clock(), self.lease_seconds
+                ):
                     self.renewals += 1
                     self.on_renew(self.clock())  # a long action still shows a live actor
                 else:
@@ -75,11 +82,18 @@ class _Renewer(threading.Thread):
 
 
 class Actor:
-    def __init__(self, queue: PriorityQueue, runner: Runner, lease_seconds: float = 300.0,
-                 poll_seconds: float = 1.0, recorder: Recorder | None = None,
-                 heartbeat: Callable[[str, float], None] | None = None,
-                 clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, actor_id: str | None = None):
+    def __init__(
+        self,
+        queue: PriorityQueue,
+        runner: Runner,
+        lease_seconds: float = 300.0,
+        poll_seconds: float = 1.0,
+        recorder: Recorder | None = None,
+        heartbeat: Callable[[str, float], None] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        actor_id: str | None = None,
+    ):
         self.queue, self.runner = queue, runner
         self.lease_seconds, self.poll_seconds = lease_seconds, poll_seconds
         self.recorder = recorder or (lambda entry: None)
@@ -89,13 +103,22 @@ class Actor:
 
     def run_one(self, lease: Lease, report: ActorReport) -> None:
         item = lease.item
-        renewer = _Renewer(self.queue, lease, self.lease_seconds, self.clock,
-                           lambda now: self.heartbeat(self.id, now))
+        renewer = _Renewer(
+            self.queue,
+            lease,
+            self.lease_seconds,
+            self.clock,
+            lambda now: self.heartbeat(self.id, now),
+        )
         renewer.start()
         started = self.clock()
         entry: dict[str, Any] = {
-            "id": item.id, "table": item.table, "partition": item.partition,
-            "action": item.action, "actor": self.id, "attempt": item.attempts + 1,
+            "id": item.id,
+            "table": item.table,
+            "partition": item.partition,
+            "action": item.action,
+            "actor": self.id,
+            "attempt": item.attempts + 1,
         }
         try:
             result = self.runner(item)
@@ -115,8 +138,11 @@ class Actor:
             else:
                 report.lost += 1  # someone else has it now; its run will find nothing to do
             entry.update(ok=True, **_summary(result))
-        entry.update(seconds=round(self.clock() - started, 3), finished_at=self.clock(),
-                     renewals=renewer.renewals)
+        entry.update(
+            seconds=round(self.clock() - started, 3),
+            finished_at=self.clock(),
+            renewals=renewer.renewals,
+        )
         _best_effort("record the action", self.recorder, entry)
 
     def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
@@ -171,8 +197,9 @@ class SubmitLauncher:
     when the backlog is gone. The argv is never logged: Spark conf may carry catalog secrets.
     """
 
-    def __init__(self, cfg: Config, idle_exit: float = 120.0,
-                 popen: Callable[[list[str]], Any] | None = None):
+    def __init__(
+        self, cfg: Config, idle_exit: float = 120.0, popen: Callable[[list[str]], Any] | None = None
+    ):
         import subprocess
 
         self.cfg = cfg
@@ -181,7 +208,8 @@ class SubmitLauncher:
 
     def argv(self) -> list[str]:
         cmd: list[str] = submit_command_for(
-            self.cfg, "actor", args=["--idle-exit", str(self.idle_exit)])
+            self.cfg, "actor", args=["--idle-exit", str(self.idle_exit)]
+        )
         return cmd
 
     def launch(self, count: int) -> None:
@@ -218,8 +246,9 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
 
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
         partitions = [item.partition] if item.partition else None
-        report = optimize_table(state["spark"], cfg, item.table, partitions=partitions,
-                                action=item.action)
+        report = optimize_table(
+            state["spark"], cfg, item.table, partitions=partitions, action=item.action
+        )
         out: dict[str, Any] = report.to_dict()
         if out.get("partitions_failed"):
             # e.g. a commit that kept conflicting: nack, so the action is retried (or dead-
@@ -242,15 +271,21 @@ def _best_effort(what: str, func: Callable[..., None], *args: Any) -> None:
         log.warning("could not %s: %s", what, type(e).__name__)
 
 
-def run_actor(cfg: Config, max_actions: int | None, idle_exit: float | None,
-              spark: Any = None, runner: Runner | None = None) -> ActorReport:
+def run_actor(
+    cfg: Config,
+    max_actions: int | None,
+    idle_exit: float | None,
+    spark: Any = None,
+    runner: Runner | None = None,
+) -> ActorReport:
     """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)
     a = Actor(
-        open_queue(cfg, client), runner or spark_runner(cfg, spark),
+        open_queue(cfg, client),
+        runner or spark_runner(cfg, spark),
         lease_seconds=settings.lease_seconds,
         recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
         heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),

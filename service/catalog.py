@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
 SPARK_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
@@ -109,12 +108,13 @@ def spark_table_name(cfg: Config, ident: str) -> str:
 
 def managed_tables(cfg: Config, catalog: Catalog) -> list[str]:
     """Explicit managed tables plus every table in the managed namespaces, sorted."""
+    from pyiceberg.exceptions import NoSuchNamespaceError
+
     names: set[str] = set(cfg.managed.tables) | set(cfg.tables)
     for ns in cfg.managed.namespaces:
         try:
             for ident in catalog.list_tables(tuple(ns.split("."))):
                 names.add(".".join(ident))
-        except Exception as e:  # a missing namespace lists nothing
-            if type(e).__name__ != "NoSuchNamespaceError":
-                raise
+        except NoSuchNamespaceError:  # a missing namespace lists nothing
+            pass
     return sorted(names)

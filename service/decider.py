@@ -16,11 +16,15 @@ lease (``SET NX PX``; renewed by a compare-and-extend Lua script) and the others
 if the leader dies its lease lapses within ``leader_ttl_seconds`` and another takes over.
 Even two leaders at once (a paused process whose lease lapsed) do no harm: stats updates
 are compare-and-set on the last applied snapshot and queue items are idempotent.
+
+The decider talks to Redis only through its four adapters, injected (``queue``, ``stats``,
+``events``, ``leader``; by default the Redis ones on ``client``): behaviour tests run it on
+the in-memory ones, and every failure of a backing service reaches it as
+:class:`ServiceUnavailable` (the adapters translate library errors at their boundary).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -33,10 +37,11 @@ from optimizer import FlowView, PartitionStats, fair_priority_scheduler, output_
 from service.actor import Launcher, LogLauncher, desired_actors
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.errors import IcefloeError, ServiceUnavailable
-from service.events import CommitEvent, CommitEvents
+from service.events import CommitEvent, CommitEvents, RedisEvents
 from service.keys import Keys
-from service.queue import LUA_DIR, ActionItem, PriorityQueue, RedisQueue
-from service.rolling import ApplyResult, RollingStats, catch_up
+from service.leader import Leader, RedisLeader
+from service.queue import ActionItem, PriorityQueue, RedisQueue
+from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 
 log = logging.getLogger("icefloe.decider")
 
@@ -60,31 +65,6 @@ def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
     return under_bytes, max(0.0, stats.mse - mse_after)
 
 
-class Leader:
-    """A leader lease: ``SET NX PX`` to take it, Lua compare-and-extend to keep it."""
-
-    def __init__(self, client: Any, keys: Keys, ttl_seconds: float, token: str | None = None):
-        self.r = client
-        self.key = keys.leader
-        self.ttl_ms = int(ttl_seconds * 1000)
-        self.token = token or uuid.uuid4().hex
-        self._extend = client.register_script((LUA_DIR / "leader_extend.lua").read_text())
-        self._release = client.register_script((LUA_DIR / "leader_release.lua").read_text())
-
-    def acquire(self) -> bool:
-        """True while this instance is (or just became) the leader."""
-        if self.r.set(self.key, self.token, nx=True, px=self.ttl_ms):
-            return True
-        return bool(self._extend(keys=[self.key], args=[self.token, self.ttl_ms]))
-
-    def release(self) -> None:
-        self._release(keys=[self.key], args=[self.token])
-
-    def holder(self) -> str | None:
-        raw = self.r.get(self.key)
-        return None if raw is None else raw.decode()
-
-
 @dataclass
 class StepReport:
     leader: bool = False
@@ -102,12 +82,24 @@ class StepReport:
 class Decider:
     """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff."""
 
-    def __init__(self, cfg: Config, client: Any, catalog: Any,
-                 settings: DeciderSettings | None = None, queue: PriorityQueue | None = None,
-                 launcher: Launcher | None = None, consumer: str | None = None,
-                 clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep,
-                 tables: Callable[[], list[str]] | None = None):
+    def __init__(
+        self,
+        cfg: Config,
+        client: Any,
+        catalog: Any,
+        settings: DeciderSettings | None = None,
+        queue: PriorityQueue | None = None,
+        launcher: Launcher | None = None,
+        consumer: str | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        tables: Callable[[], list[str]] | None = None,
+        *,
+        stats: StatsStore | None = None,
+        events: CommitEvents | None = None,
+        leader: Leader | None = None,
+    ):
+        """``client`` may be None when all four adapters are given."""
         from service.catalog import managed_tables
 
         self.cfg = cfg
@@ -115,11 +107,24 @@ class Decider:
         self.r = client
         self.catalog = catalog
         self.k = Keys.for_config(cfg)
-        self.queue = queue or RedisQueue(client, self.k, self.s.max_attempts, self.s.aging_seconds)
-        self.stats = RollingStats(client, self.k)
         self.consumer = consumer or f"decider-{uuid.uuid4().hex[:8]}"
-        self.events = CommitEvents(client, self.k, self.consumer, self.s.claim_idle_ms)
-        self.leader = Leader(client, self.k, self.s.leader_ttl_seconds, token=self.consumer)
+        s = self.s
+        self.queue: PriorityQueue = (
+            queue
+            if queue is not None
+            else RedisQueue(client, self.k, s.max_attempts, s.aging_seconds)
+        )
+        self.stats: StatsStore = stats if stats is not None else RollingStats(client, self.k)
+        self.events: CommitEvents = (
+            events
+            if events is not None
+            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms)
+        )
+        self.leader: Leader = (
+            leader
+            if leader is not None
+            else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
+        )
         self.launcher = launcher or LogLauncher()
         self.clock, self.sleep = clock, sleep
         self._tables = tables or (lambda: managed_tables(cfg, catalog))
@@ -138,8 +143,9 @@ class Decider:
             return f"table {ev.table!r} is not managed (or does not exist)"
         return None
 
-    def observe(self, block_ms: int | None = None) -> tuple[set[str], list[CommitEvent],
-                                                           StepReport]:
+    def observe(
+        self, block_ms: int | None = None
+    ) -> tuple[set[str], list[CommitEvent], StepReport]:
         """Managed tables (all are polled) and the commit events to ack after processing."""
         report = StepReport(leader=True)
         try:
@@ -178,26 +184,38 @@ class Decider:
         if current_id == last:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
-            log.info("deciding %s again from stored stats: actions not enqueued after the "
-                     "last update", name)
+            log.info(
+                "deciding %s again from stored stats: actions not enqueued after the last update",
+                name,
+            )
             self._enqueue(name, policy, self.stats.partitions(name), target, now, report)
         else:
             result = catch_up(self.stats, name, table, target, now)
             report.applied.append(result)
             if result.full_scan:
-                log.info("full scan of %s (%s): %d partitions", name, result.reason,
-                         len(result.touched))
+                log.info(
+                    "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
+                )
             candidates = self._enqueue(name, policy, result.touched, target, now, report)
             if not result.full_scan:
-                pipe = self.r.pipeline(transaction=False)
-                pipe.hincrby(self.k.counters, "partitions_changed", len(result.touched))
-                pipe.hincrby(self.k.counters, "partition_scans", candidates)
-                pipe.hincrby(self.k.counters, "file_events", result.file_events)
-                pipe.execute()
+                self.stats.count(
+                    {
+                        "partitions_changed": len(result.touched),
+                        "partition_scans": candidates,
+                        "file_events": result.file_events,
+                    }
+                )
         self.stats.mark_decided(name, current_id)
 
-    def _enqueue(self, name: str, policy: Any, touched: Mapping[str, PartitionStats],
-                 target: int, now: float, report: StepReport) -> int:
+    def _enqueue(
+        self,
+        name: str,
+        policy: Any,
+        touched: Mapping[str, PartitionStats],
+        target: int,
+        now: float,
+        report: StepReport,
+    ) -> int:
         """One action item per touched partition that needs work; the number of them."""
         if not policy.enabled:
             return 0
@@ -212,12 +230,21 @@ class Decider:
             if benefit <= 0:
                 continue
             candidates += 1
-            item = ActionItem.new(name, key or None, action, policy.priority, cost, benefit, now,
-                                  reason=f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files")
+            item = ActionItem.new(
+                name,
+                key or None,
+                action,
+                policy.priority,
+                cost,
+                benefit,
+                now,
+                reason=f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files",
+            )
             outcome = self.queue.enqueue(item, now)
             report.enqueued += outcome == 1
             report.coalesced += outcome == 0
         return candidates
+
     def dispatch(self, now: float, everything: bool = False) -> int:
         """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state.
 
@@ -229,21 +256,24 @@ class Decider:
         room = depth["pending"] if everything else self.s.ready_depth - depth["ready"]
         if room <= 0:
             return 0
-        raw = self.r.get(self.k.scheduler)
-        state = json.loads(raw) if raw else None
-        sched = fair_priority_scheduler(self.s.quantum_bytes, self.s.aging_seconds, state=state)
+        sched = fair_priority_scheduler(
+            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
+        )
         sent = 0
         while sent < room:
             heads = self.queue.heads()
-            views = {t: FlowView(max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority),
-                                 self._weight(t)) for t, it in heads.items()}
+            views = {
+                t: FlowView(
+                    max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority), self._weight(t)
+                )
+                for t, it in heads.items()
+            }
             chosen = sched.choose(views, now)
             if chosen is None or self.queue.dispatch(chosen) is None:
                 break
             sent += 1
-        self.r.set(self.k.scheduler, json.dumps(sched.to_state()))
-        if sent:
-            self.r.hincrby(self.k.counters, "dispatches", sent)
+        self.stats.save_scheduler_state(sched.to_state())
+        self.stats.count({"dispatches": sent})
         return sent
 
     def _weight(self, table: str) -> int:
@@ -252,17 +282,20 @@ class Decider:
         return self._weights[table]
 
     def live_actors(self, now: float) -> int:
-        beats = self.r.hgetall(self.k.actors)
-        return sum(float(v) >= now - 3 * self.s.lease_seconds for v in beats.values())
+        beats = self.stats.actors()
+        return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
 
     def scale(self, now: float) -> int:
         d = self.queue.depth()
-        want = desired_actors(d["pending"] + d["ready"] + d["inflight"], self.s.actors_min,
-                              self.s.actors_max, self.s.backlog_per_actor)
+        want = desired_actors(
+            d["pending"] + d["ready"] + d["inflight"],
+            self.s.actors_min,
+            self.s.actors_max,
+            self.s.backlog_per_actor,
+        )
         live = self.live_actors(now)
         # one launch per lease period at most: new actors need time to show a heartbeat
-        if want > live and self.r.set(self.k.launch_guard, now, nx=True,
-                                      ex=max(1, int(self.s.lease_seconds))):
+        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
             self.launcher.launch(want - live)
         return want
 
@@ -272,14 +305,11 @@ class Decider:
             return StepReport(leader=False)
         tables, events, report = self.observe(block_ms)
         now = self.clock()
-        import redis
-
         failed = set()
         for name in sorted(tables):
             try:
                 self.refresh(name, now, report)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                    ServiceUnavailable):
+            except ServiceUnavailable:
                 raise  # the loop backs off; events stay pending
             except Exception as e:  # one broken or dropped table must not stop the others
                 failed.add(name)
@@ -291,30 +321,39 @@ class Decider:
         report.desired_actors = self.scale(now)
         return report
 
-    def run(self, once: bool = False, on_step: Callable[[StepReport], None] | None = None,
-            max_steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> None:
+    def run(
+        self,
+        once: bool = False,
+        on_step: Callable[[StepReport], None] | None = None,
+        max_steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
         """Loop (or one pass). An unreachable Redis or catalog → exponential backoff with one
-        clear log line per attempt: no crash loop, no busy spin."""
-        import redis
-
+        clear log line per attempt: no crash loop, no busy spin. The adapters and
+        :meth:`observe` say in the error which service failed ("redis unreachable during
+        leader acquire", "catalog unreachable"): the loop never inspects an exception."""
         delay = self.s.backoff_initial_seconds
         steps = 0
         while True:
             try:
                 # the leader blocks on the event stream for up to one poll interval, so a
                 # notified commit is handled at once and a silent one within poll_seconds
-                report = self.step(block_ms=None if once else int(self.s.poll_seconds * 1000),
-                                   dispatch_all=once)
+                report = self.step(
+                    block_ms=None if once else int(self.s.poll_seconds * 1000), dispatch_all=once
+                )
                 delay = self.s.backoff_initial_seconds
                 if on_step:
                     on_step(report)
                 wait = 0.0 if report.leader else self.s.poll_seconds
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                    ServiceUnavailable) as e:
-                log.error("decider: %s unreachable (redis %s); retrying in %.1fs",
-                          _what(e), self.cfg.redis.redacted_url(), delay)
+            except ServiceUnavailable as e:
+                log.error(
+                    "decider: %s (redis %s); retrying in %.1fs",
+                    e,
+                    self.cfg.redis.redacted_url(),
+                    delay,
+                )
                 if once:
-                    raise ServiceUnavailable(f"{_what(e)} unreachable") from e
+                    raise
                 wait = delay
                 delay = min(delay * 2, self.s.backoff_max_seconds)
             steps += 1
@@ -324,8 +363,3 @@ class Decider:
                 return
             if wait > 0:
                 self.sleep(wait)
-
-
-def _what(e: BaseException) -> str:
-    text = type(e).__name__ + str(e)
-    return "catalog" if "catalog" in text.lower() else "redis"

@@ -75,11 +75,13 @@ class Keys:
 
     # ---- rolling statistics -----------------------------------------------------------
     def stats(self, table: str) -> str:
-        """hash: partition key → "n sse bytes small se deletes" (exact integers)."""
+        """hash: partition key → "n sse total_bytes undersized delete_files": five exact
+        integers separated by spaces (``service.rolling.base.encode``)."""
         return f"{self.prefix}:stats:{table}"
 
     def table_state(self, table: str) -> str:
-        """hash: last_snapshot, target, applied_at, full_scans of one table."""
+        """hash of one table: last_snapshot (0: applied an empty table), decided_snapshot
+        (its actions were enqueued), target, applied_at, full_scans."""
         return f"{self.prefix}:table:{table}"
 
     # ---- decider ----------------------------------------------------------------------

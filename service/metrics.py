@@ -36,8 +36,14 @@ class DeciderMetrics(Collector):
         self._gauges: dict[str, float] = {}
         self._depth: dict[str, int] = {}
 
-    def update(self, counters: Mapping[str, int], depth: Mapping[str, int], events_lag: int,
-               actors: int, leader: bool) -> None:
+    def update(
+        self,
+        counters: Mapping[str, int],
+        depth: Mapping[str, int],
+        events_lag: int,
+        actors: int,
+        leader: bool,
+    ) -> None:
         with self._lock:
             self._counters = dict(counters)
             self._depth = dict(depth)
@@ -52,12 +58,15 @@ class DeciderMetrics(Collector):
         for state in ("pending", "ready", "inflight", "dead"):
             q.add_metric([state], depth.get(state, 0))
         yield q
-        yield GaugeMetricFamily("icefloe_events_lag", "Commit events not yet acked",
-                                value=gauges.get("events_lag", 0))
-        yield GaugeMetricFamily("icefloe_actors", "Actors with a recent heartbeat",
-                                value=gauges.get("actors", 0))
-        yield GaugeMetricFamily("icefloe_leader", "1 when this decider holds the lease",
-                                value=gauges.get("leader", 0))
+        yield GaugeMetricFamily(
+            "icefloe_events_lag", "Commit events not yet acked", value=gauges.get("events_lag", 0)
+        )
+        yield GaugeMetricFamily(
+            "icefloe_actors", "Actors with a recent heartbeat", value=gauges.get("actors", 0)
+        )
+        yield GaugeMetricFamily(
+            "icefloe_leader", "1 when this decider holds the lease", value=gauges.get("leader", 0)
+        )
 
 
 def serve(metrics: DeciderMetrics, port: int, addr: str = "127.0.0.1") -> CollectorRegistry:

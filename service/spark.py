@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from service.catalog import ICEBERG_RUNTIME, SPARK_EXTENSIONS, spark_catalog_conf
-from service.config import PROJECT_ROOT, Config
+from service.catalog import SPARK_EXTENSIONS, spark_catalog_conf
+from service.config import Config
 from service.errors import ConfigError
+from service.versions import JARS_DIR, jar_settings, local_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,11 +24,17 @@ ARCHIVE_ALIAS = "icefloe_deps"
 """The directory Spark extracts the ``icefloe pack`` archive into, in each executor's working
 directory."""
 
-JARS_DIR = Path(os.environ.get("ICEFLOE_JARS_DIR", PROJECT_ROOT / ".jars"))
-
-
-def local_jars(jars_dir: Path = JARS_DIR) -> list[str]:
-    return sorted(str(p) for p in jars_dir.glob("*.jar")) if jars_dir.is_dir() else []
+__all__ = [
+    "JARS_DIR",
+    "activate",
+    "build_spark",
+    "executor_deps_conf",
+    "in_process_master",
+    "local_jars",
+    "python_workers_env",
+    "spark_conf",
+    "under_spark_submit",
+]
 
 
 def in_process_master(master: str) -> bool:
@@ -61,11 +68,7 @@ def spark_conf(cfg: Config, under_submit: bool = False) -> dict[str, str]:
     conf.update(spark_catalog_conf(cfg.catalog))
     if not under_submit:
         conf["spark.master"] = cfg.spark.master
-        jars = local_jars()
-        if jars:
-            conf["spark.jars"] = ",".join(jars)
-        else:
-            conf["spark.jars.packages"] = ICEBERG_RUNTIME + ",org.xerial:sqlite-jdbc:3.50.3.0"
+        conf.update(jar_settings().spark_conf())
     conf.update(cfg.spark.conf)
     if cfg.spark.executor_deps and not in_process_master(cfg.spark.master):
         conf.update(executor_deps_conf(cfg.spark.executor_deps, conf))

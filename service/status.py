@@ -17,18 +17,14 @@ from typing import Any
 from service.config import Config
 from service.keys import Keys
 from service.queue import ActionItem, PriorityQueue, open_queue
-from service.redis_client import connect
+from service.redis_client import connect, text
 from service.rolling import RollingStats
 
 RECENT_SHOWN = 20
 
 
-def _s(raw: Any) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
 def counters(client: Any, keys: Keys) -> dict[str, int]:
-    return {_s(k): int(v) for k, v in client.hgetall(keys.counters).items()}
+    return {text(k): int(v) for k, v in client.hgetall(keys.counters).items()}
 
 
 def scans_avoided_pct(c: dict[str, int]) -> float:
@@ -48,8 +44,15 @@ def record_action(client: Any, keys: Keys, entry: dict[str, Any], cap: int = 200
 
 
 def _item(it: ActionItem) -> dict[str, Any]:
-    return {"id": it.id, "table": it.table, "partition": it.partition, "action": it.action,
-            "priority": it.priority, "attempts": it.attempts, "last_error": it.last_error}
+    return {
+        "id": it.id,
+        "table": it.table,
+        "partition": it.partition,
+        "action": it.action,
+        "priority": it.priority,
+        "attempts": it.attempts,
+        "last_error": it.last_error,
+    }
 
 
 def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[str, Any]:
@@ -57,13 +60,14 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
     store = RollingStats(client, keys)
     tables: dict[str, Any] = {}
     for raw in sorted(client.smembers(keys.known_tables)):
-        name = _s(raw)
+        name = text(raw)
         policy = cfg.policy_for(name)
         tol = policy.tolerance_bytes
         parts = store.partitions(name)
         over = [
             {"partition": k, "mse": s.mse, "files": s.n, "undersized": s.undersized}
-            for k, s in sorted(parts.items()) if s.needs_work(tol)
+            for k, s in sorted(parts.items())
+            if s.needs_work(tol)
         ]
         tables[name] = {
             "last_snapshot": store.last_applied(name),
@@ -80,18 +84,26 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
     leader = client.get(keys.leader)
     return {
         "redis": cfg.redis.redacted_url(),
-        "leader": None if leader is None else _s(leader),
+        "leader": None if leader is None else text(leader),
         "tables": tables,
-        "queue": {"depth": queue.depth(), "pending_by_class": by_class,
-                  "pending_by_table": queue.pending_by_table()},
+        "queue": {
+            "depth": queue.depth(),
+            "pending_by_class": by_class,
+            "pending_by_table": queue.pending_by_table(),
+        },
         "inflight": [
-            {**_item(f.item), "lease_age_s": round(now - f.leased_at, 3),
-             "lease_left_s": round(f.deadline - now, 3)}
+            {
+                **_item(f.item),
+                "lease_age_s": round(now - f.leased_at, 3),
+                "lease_left_s": round(f.deadline - now, 3),
+            }
             for f in queue.inflight()
         ],
         "dead": [_item(d) for d in queue.dead()],
         "recent": [json.loads(r) for r in client.lrange(keys.recent, 0, RECENT_SHOWN - 1)],
-        "actors": {_s(k): round(now - float(v), 1) for k, v in client.hgetall(keys.actors).items()},
+        "actors": {
+            text(k): round(now - float(v), 1) for k, v in client.hgetall(keys.actors).items()
+        },
         "counters": counters(client, keys),
         "scans_avoided_pct": round(scans_avoided_pct(counters(client, keys)), 2),
     }
@@ -102,28 +114,41 @@ def render(data: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
-    console.print(f"redis {data['redis']}  leader {data['leader'] or '-'}  "
-                  f"scans avoided {data['scans_avoided_pct']}%")
+    console.print(
+        f"redis {data['redis']}  leader {data['leader'] or '-'}  "
+        f"scans avoided {data['scans_avoided_pct']}%"
+    )
     t = Table(title="tables")
     for col in ("table", "snapshot", "partitions", "over tolerance", "worst MSE"):
         t.add_column(col)
     for name, info in data["tables"].items():
         worst = max((p["mse"] for p in info["over_tolerance"]), default=0.0)
-        t.add_row(name, str(info["last_snapshot"]), str(info["partitions"]),
-                  str(len(info["over_tolerance"])), f"{worst:.4g}")
+        t.add_row(
+            name,
+            str(info["last_snapshot"]),
+            str(info["partitions"]),
+            str(len(info["over_tolerance"])),
+            f"{worst:.4g}",
+        )
     console.print(t)
     d = data["queue"]["depth"]
-    console.print(f"queue: pending {d['pending']} (by class {data['queue']['pending_by_class']}) "
-                  f"ready {d['ready']} in-flight {d['inflight']} dead {d['dead']}")
+    console.print(
+        f"queue: pending {d['pending']} (by class {data['queue']['pending_by_class']}) "
+        f"ready {d['ready']} in-flight {d['inflight']} dead {d['dead']}"
+    )
     for f in data["inflight"]:
-        console.print(f"  in flight {f['id']} lease age {f['lease_age_s']}s "
-                      f"(expires in {f['lease_left_s']}s)")
+        console.print(
+            f"  in flight {f['id']} lease age {f['lease_age_s']}s (expires in {f['lease_left_s']}s)"
+        )
     for dead in data["dead"]:
-        console.print(f"  dead {dead['id']} after {dead['attempts']} attempts: "
-                      f"{dead['last_error']}")
+        console.print(
+            f"  dead {dead['id']} after {dead['attempts']} attempts: {dead['last_error']}"
+        )
     for r in data["recent"]:
-        console.print(f"  done {r.get('id')} ok={r.get('ok')} mse {r.get('mse_before')} -> "
-                      f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}")
+        console.print(
+            f"  done {r.get('id')} ok={r.get('ok')} mse {r.get('mse_before')} -> "
+            f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}"
+        )
 
 
 def queue_backlog(cfg: Config) -> int:

@@ -113,17 +113,17 @@ def submit_command_for(
 
     Not pure (it looks at ``.jars/``); everything it decides is in ``build_submit_command``.
     """
-    from service.catalog import ICEBERG_RUNTIME
-    from service.spark import local_jars, spark_conf
+    from service.spark import spark_conf
+    from service.versions import jar_settings
 
-    jars = local_jars()
+    jars = jar_settings()
     return build_submit_command(
         job,
         master=cfg.spark.master,
         deploy_mode=deploy_mode,
         app_name=f"icefloe-{job.replace('_', '-')}" if not job.endswith(".py") else None,
-        jars=jars,
-        packages=() if jars else (ICEBERG_RUNTIME,),
+        jars=jars.jars,
+        packages=jars.packages,
         conf=spark_conf(cfg, under_submit=True),
         config_path=config_path if config_path is not None else cfg.source,
         args=args,

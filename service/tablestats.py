@@ -7,6 +7,7 @@ itself is the pure core's (:func:`optimizer.stats_from_sizes`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +34,15 @@ class PartitionFiles:
         return stats_from_sizes(self.sizes, target, delete_files=self.delete_files)
 
 
-def partition_key(partition: dict[str, Any] | None) -> str:
+def partition_key(partition: Mapping[str, Any] | None) -> str:
     """A stable, readable key for a partition tuple: ``day=2026-11-01/region=eu``.
 
-    A ``/`` inside a value is written ``%2F`` (as in Iceberg's partition paths), so the
-    key splits back into its fields."""
+    ``partition`` is a ``{field: value}`` mapping as PyIceberg's ``inspect.files()`` and
+    ``inspect.partitions()`` rows give it (or any other mapping of field names to values:
+    dates, numbers and strings all print with ``str``; ``None`` is ``null``). A ``/`` inside
+    a value is written ``%2F`` (as in Iceberg's partition paths), so the key splits back into
+    its fields (:func:`parse_partition_key`); an ``=`` in a value needs no escape (a field
+    ends at its first ``=``)."""
     if not partition:
         return ""
     return "/".join(f"{k}={key_value('null' if v is None else v)}" for k, v in partition.items())
@@ -46,6 +51,11 @@ def partition_key(partition: dict[str, Any] | None) -> str:
 def key_value(value: Any) -> str:
     """A partition value as it appears in a key (``/`` escaped)."""
     return str(value).replace("/", "%2F")
+
+
+def parse_partition_key(key: str) -> dict[str, str]:
+    """:func:`partition_key` backwards: ``{field: value as text}`` (``null`` for NULL)."""
+    return {c: v.replace("%2F", "/") for c, v in split_selector(key)} if key else {}
 
 
 def split_selector(selector: str) -> list[tuple[str, str]]:

@@ -23,6 +23,7 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REPO = Path(__file__).resolve().parents[1]
 
 
 def make_config(home: Path, **overrides: Any) -> Config:
@@ -56,6 +57,27 @@ def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
     for key, value in overrides.items():
         raw[key] = value
     return raw
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_default_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Whatever a test runs without naming a config (a CLI subprocess, ``load_config()``)
+    gets a temporary catalog and Redis db 15, never the demo's ``.lakehouse/`` or db 0."""
+    import yaml
+
+    home = tmp_path_factory.mktemp("default-config")
+    path = home / "icefloe.yaml"
+    path.write_text(yaml.safe_dump(config_raw(home)))
+    had_lakehouse = (REPO / ".lakehouse").exists()
+    before = os.environ.get("ICEFLOE_CONFIG")
+    os.environ["ICEFLOE_CONFIG"] = str(path)
+    yield
+    if before is None:
+        os.environ.pop("ICEFLOE_CONFIG", None)
+    else:
+        os.environ["ICEFLOE_CONFIG"] = before
+    if not had_lakehouse and (REPO / ".lakehouse").exists():
+        pytest.fail("a test wrote .lakehouse/ inside the repository: use a temporary catalog")
 
 
 @pytest.fixture(scope="session")

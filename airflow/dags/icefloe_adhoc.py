@@ -2,17 +2,20 @@
 
 Trigger with a conf such as ``{"table": "demo.events", "partitions": ["day=2026-11-02"],
 "action": "merge", "dry_run": false}``; the args are validated before anything runs, then
-``spark-submit jobs/scripts/actor_optimize.py`` does the work and prints its JSON report.
+``spark-submit jobs/scripts/actor_optimize.py`` (``icefloe optimize``) does the work and
+prints its JSON report. Parsing this file loads no config: ``build_args`` builds the whole
+spark-submit (conf, jars, args) at run time from the ``icefloe_config`` Variable.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from service.dag_support import DEFAULT_CONN_ID, default_config_path, spark_submit_kwargs
+from service.dag_support import ACTIONS, DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_adhoc",
@@ -24,23 +27,19 @@ with DAG(
     params={
         "table": Param("demo.events", type="string", description="namespace.table"),
         "partitions": Param([], type="array", description="COL=VALUE filters; empty = all"),
-        "action": Param("merge", enum=["merge", "sort"]),
+        "action": Param("merge", enum=list(ACTIONS)),
         "dry_run": Param(False, type="boolean"),
     },
 ) as dag:
 
     @task
-    def build_args(params: dict | None = None) -> list[list[str]]:
-        """Validate the run's conf into one spark-submit argument list."""
-        from airflow.sdk import Variable
-
+    def build_args(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Validate the run's conf into one spark-submit (operator kwargs)."""
         from service import dag_support as ds
 
-        config = Variable.get("icefloe_config", default=ds.default_config_path())
-        return [ds.adhoc_args(params or {}, config)]
+        config = ds.config_path()
+        return ds.submit_runs("actor_optimize", config, [ds.adhoc_args(params or {}, config)])
 
-    SparkSubmitOperator.partial(
-        task_id="optimize",
-        conn_id=DEFAULT_CONN_ID,
-        **spark_submit_kwargs("actor_optimize", default_config_path()),
-    ).expand(application_args=build_args())
+    SparkSubmitOperator.partial(task_id="optimize", conn_id=DEFAULT_CONN_ID).expand_kwargs(
+        build_args()
+    )

@@ -5,23 +5,21 @@ actor[0..N) (``spark-submit jobs/scripts/actor.py``, one mapped run each) → st
 
 Connection ``spark_default`` (its host is the Spark master). Variables, with defaults in
 ``service/dag_support.py``: ``icefloe_config``, ``icefloe_max_actors``,
-``icefloe_actions_per_actor``.
+``icefloe_actions_per_actor``. Parsing this file loads no config: the spark-submit
+settings come from ``plan_actor_runs`` at run time, the config path of the bash commands
+is rendered from the Variable.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG, task
 
-from service.dag_support import (
-    DEFAULT_CONN_ID,
-    default_config_path,
-    icefloe_command,
-    spark_submit_kwargs,
-)
+from service.dag_support import DEFAULT_CONN_ID, JINJA_FILTERS, icefloe_command
 
 with DAG(
     dag_id="icefloe_optimize",
@@ -31,29 +29,30 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["icefloe"],
+    user_defined_filters=JINJA_FILTERS,
 ) as dag:
     decide = BashOperator(task_id="decide_once", bash_command=icefloe_command("decide", "--once"))
 
     @task
-    def plan_actor_runs() -> list[list[str]]:
-        """Application args of N actor runs, N from the queue's backlog (0: nothing to do)."""
+    def plan_actor_runs() -> list[dict[str, Any]]:
+        """One spark-submit (operator kwargs) per actor run, N runs from the queue's backlog
+        (0: nothing to do)."""
         from airflow.sdk import Variable
 
         from service import dag_support as ds
 
-        config = Variable.get("icefloe_config", default=ds.default_config_path())
+        config = ds.config_path()
         max_actors = int(Variable.get("icefloe_max_actors", default=ds.DEFAULT_MAX_ACTORS))
         per_actor = int(
             Variable.get("icefloe_actions_per_actor", default=ds.DEFAULT_ACTIONS_PER_ACTOR)
         )
-        return ds.actor_runs(ds.backlog_size(config), max_actors, per_actor, config)
+        runs = ds.actor_runs(ds.backlog_size(config), max_actors, per_actor, config)
+        return ds.submit_runs("actor", config, runs)
 
     runs = plan_actor_runs()
-    actors = SparkSubmitOperator.partial(
-        task_id="actor",
-        conn_id=DEFAULT_CONN_ID,
-        **spark_submit_kwargs("actor", default_config_path()),
-    ).expand(application_args=runs)
+    actors = SparkSubmitOperator.partial(task_id="actor", conn_id=DEFAULT_CONN_ID).expand_kwargs(
+        runs
+    )
     report = BashOperator(
         task_id="status_report",
         bash_command=icefloe_command("status", "--json"),

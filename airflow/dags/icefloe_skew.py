@@ -3,17 +3,19 @@
 The ``icefloe_skew`` Variable (JSON) names what to look at, e.g.
 ``{"tables": [{"table": "demo.events", "keys": ["user_id"]}],
 "join": {"left": "demo.events", "right": "demo.users", "on": "user_id", "how": "left",
-"output": "demo.events_users"}}``. Without it the DAG does nothing.
+"output": "demo.events_users"}}``. Without it the DAG does nothing. Parsing this file loads
+no config: the planning tasks build each spark-submit from the ``icefloe_config`` Variable.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from service.dag_support import DEFAULT_CONN_ID, default_config_path, spark_submit_kwargs
+from service.dag_support import DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_skew",
@@ -26,34 +28,30 @@ with DAG(
 ) as dag:
 
     @task
-    def plan_detection() -> list[list[str]]:
+    def plan_detection() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
         from service import dag_support as ds
 
-        config = Variable.get("icefloe_config", default=ds.default_config_path())
+        config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={"tables": []}, deserialize_json=True)
-        return ds.skew_runs(spec, config)
+        return ds.submit_runs("skew_detect", config, ds.skew_runs(spec, config))
 
     @task
-    def plan_join() -> list[list[str]]:
+    def plan_join() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
         from service import dag_support as ds
 
-        config = Variable.get("icefloe_config", default=ds.default_config_path())
+        config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={}, deserialize_json=True)
-        return ds.salted_join_args(spec, config)
+        return ds.submit_runs("salted_join", config, ds.salted_join_args(spec, config))
 
     detect = SparkSubmitOperator.partial(
-        task_id="skew_detect",
-        conn_id=DEFAULT_CONN_ID,
-        **spark_submit_kwargs("skew_detect", default_config_path()),
-    ).expand(application_args=plan_detection())
+        task_id="skew_detect", conn_id=DEFAULT_CONN_ID
+    ).expand_kwargs(plan_detection())
     join = SparkSubmitOperator.partial(
-        task_id="salted_join",
-        conn_id=DEFAULT_CONN_ID,
-        **spark_submit_kwargs("salted_join", default_config_path()),
-    ).expand(application_args=plan_join())
+        task_id="salted_join", conn_id=DEFAULT_CONN_ID
+    ).expand_kwargs(plan_join())
 
     detect >> join

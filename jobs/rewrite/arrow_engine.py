@@ -6,7 +6,7 @@ read + write of the same files it ran at 0.04-0.10x). This engine does the data 
 with Arrow instead (on a cluster in the Python tasks of one Spark job, the groups dealt
 to as many tasks as there are cores; under a local master in the driver's threads, the
 same cores without a Python worker round trip per task), and leaves the commit to the
-same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.exact`):
+same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`):
 
 1. read the group's files in the table's current schema: a file that holds exactly
    its columns (names, field ids, types) as it is, any other through PyIceberg's
@@ -73,9 +73,13 @@ class ArrowTable:
         schema = self.metadata.schema()
         small = _pyarrow_schema_ensure_small_types(schema_to_pyarrow(schema))
         empty = pa.RecordBatch.from_pylist([], schema=small)
-        return _to_requested_schema(requested_schema=schema, file_schema=schema, batch=empty,
-                                    include_field_ids=True,
-                                    format_model=ParquetFormatModel()).schema
+        return _to_requested_schema(
+            requested_schema=schema,
+            file_schema=schema,
+            batch=empty,
+            include_field_ids=True,
+            format_model=ParquetFormatModel(),
+        ).schema
 
     @cached_property
     def writer_options(self) -> dict[str, Any]:
@@ -83,16 +87,21 @@ class ArrowTable:
         takes them (codec, level, page and dictionary sizes, page row limit)."""
         from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
 
-        return {**_get_parquet_writer_kwargs(self.metadata.properties),
-                "store_decimal_as_integer": True}
+        return {
+            **_get_parquet_writer_kwargs(self.metadata.properties),
+            "store_decimal_as_integer": True,
+        }
 
     @cached_property
     def row_group_rows(self) -> int:
         from pyiceberg.table import TableProperties
         from pyiceberg.utils.properties import property_as_int
 
-        rows = property_as_int(self.metadata.properties, TableProperties.PARQUET_ROW_GROUP_LIMIT,
-                               TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT)
+        rows = property_as_int(
+            self.metadata.properties,
+            TableProperties.PARQUET_ROW_GROUP_LIMIT,
+            TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
+        )
         return int(rows or TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT)
 
 
@@ -117,10 +126,17 @@ class ArrowResult:
 
 def slim_metadata(metadata: TableMetadata) -> TableMetadata:
     """The table's metadata without its history, for shipping to tasks."""
-    return metadata.model_copy(update={
-        "snapshots": [], "snapshot_log": [], "metadata_log": [], "refs": {},
-        "current_snapshot_id": None, "statistics": [], "partition_statistics": [],
-    })
+    return metadata.model_copy(
+        update={
+            "snapshots": [],
+            "snapshot_log": [],
+            "metadata_log": [],
+            "refs": {},
+            "current_snapshot_id": None,
+            "statistics": [],
+            "partition_statistics": [],
+        }
+    )
 
 
 MAX_IN_MEMORY_BYTES = 512 << 20
@@ -128,8 +144,9 @@ MAX_IN_MEMORY_BYTES = 512 << 20
 group when sorting (Arrow sorts in memory; Spark's sort spills, so bigger sorts go there)."""
 
 
-def eligible(file_format: str, paths: Sequence[str], has_deletes: bool,
-             in_memory_bytes: int = 0) -> bool:
+def eligible(
+    file_format: str, paths: Sequence[str], has_deletes: bool, in_memory_bytes: int = 0
+) -> bool:
     """Can the Arrow engine rewrite this group exactly, within its memory bound?"""
     return (
         file_format == "parquet"
@@ -163,8 +180,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
             continue
         for name in chunk.column_names:
             column = chunk.column(name)
-            result.non_null[name] = (result.non_null.get(name, 0)
-                                     + len(column) - column.null_count)
+            result.non_null[name] = result.non_null.get(name, 0) + len(column) - column.null_count
         path = group.outputs[i]
         written = _write(table, io, path, chunk)
         _verify(io, path, written)
@@ -183,8 +199,11 @@ def _read(table: ArrowTable, io: FileIO, group: ArrowGroup) -> Iterator[pa.Recor
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    batches = (batch for path, rows in group.inputs
-               for batch in _read_file(table, io, group.spec_id, path, rows))
+    batches = (
+        batch
+        for path, rows in group.inputs
+        for batch in _read_file(table, io, group.spec_id, path, rows)
+    )
     if not group.sort_columns:
         yield from batches
         return
@@ -196,8 +215,9 @@ def _read(table: ArrowTable, io: FileIO, group: ArrowGroup) -> Iterator[pa.Recor
         yield from whole.take(order).to_batches()
 
 
-def _read_file(table: ArrowTable, io: FileIO, spec_id: int, path: str,
-               rows: int) -> list[pa.RecordBatch]:
+def _read_file(
+    table: ArrowTable, io: FileIO, spec_id: int, path: str, rows: int
+) -> list[pa.RecordBatch]:
     """One data file's rows as Iceberg reads them.
 
     A file that holds exactly the table's current columns as Iceberg writes them (the
@@ -228,17 +248,20 @@ def _plain_readable(got: pa.Schema, want: pa.Schema) -> bool:
     if got.names != want.names:
         return False
     for g, w in zip(got, want, strict=True):
-        if (g.metadata or {}).get(FIELD_ID) != (w.metadata or {}).get(FIELD_ID) or \
-                g.nullable != w.nullable:
+        if (g.metadata or {}).get(FIELD_ID) != (w.metadata or {}).get(
+            FIELD_ID
+        ) or g.nullable != w.nullable:
             return False
-        if not (g.type.equals(w.type, check_metadata=True)
-                or (str(g.type), str(w.type)) in _OFFSETS):
+        if not (
+            g.type.equals(w.type, check_metadata=True) or (str(g.type), str(w.type)) in _OFFSETS
+        ):
             return False
     return True
 
 
-def _scan(table: ArrowTable, io: FileIO, spec_id: int, path: str,
-          rows: int) -> Iterator[pa.RecordBatch]:
+def _scan(
+    table: ArrowTable, io: FileIO, spec_id: int, path: str, rows: int
+) -> Iterator[pa.RecordBatch]:
     """One file through PyIceberg's ``ArrowScan``: field-id projection onto the current
     schema (renames, added columns and type promotions as Iceberg reads them)."""
     from pyiceberg.expressions import AlwaysTrue
@@ -248,13 +271,18 @@ def _scan(table: ArrowTable, io: FileIO, spec_id: int, path: str,
     from pyiceberg.typedef import Record
 
     data_file = DataFile.from_args(
-        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
-        partition=Record(), record_count=rows, file_size_in_bytes=0,
+        content=DataFileContent.DATA,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=rows,
+        file_size_in_bytes=0,
     )
     data_file.spec_id = spec_id
     schema = table.metadata.schema()
     yield from ArrowScan(table.metadata, io, schema, AlwaysTrue()).to_record_batches(
-        [FileScanTask(data_file)])
+        [FileScanTask(data_file)]
+    )
 
 
 def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
@@ -305,12 +333,19 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
         return chunk.cast(written)  # the same types: only the field ids are added
     schema = table.metadata.schema()
     model = ParquetFormatModel()
-    return pa.Table.from_batches([
-        _to_requested_schema(requested_schema=schema, file_schema=schema, batch=b,
-                             downcast_ns_timestamp_to_us=False, include_field_ids=True,
-                             format_model=model)
-        for b in chunk.to_batches()
-    ])
+    return pa.Table.from_batches(
+        [
+            _to_requested_schema(
+                requested_schema=schema,
+                file_schema=schema,
+                batch=b,
+                downcast_ns_timestamp_to_us=False,
+                include_field_ids=True,
+                format_model=model,
+            )
+            for b in chunk.to_batches()
+        ]
+    )
 
 
 def _verify(io: FileIO, path: str, written: pa.Table) -> None:
@@ -340,6 +375,9 @@ def _bitwise(table: pa.Table) -> pa.Table:
     columns = []
     for column in table.columns:
         target = widths.get(column.type)
-        columns.append(column if target is None else pa.chunked_array(
-            [chunk.view(target) for chunk in column.chunks], type=target))
+        columns.append(
+            column
+            if target is None
+            else pa.chunked_array([chunk.view(target) for chunk in column.chunks], type=target)
+        )
     return pa.Table.from_arrays(columns, names=table.column_names)

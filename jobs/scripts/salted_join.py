@@ -1,4 +1,10 @@
-"""``spark-submit jobs/scripts/salted_join.py ...``: see :func:`jobs.skew.salted_join.main`."""
+"""``spark-submit jobs/scripts/salted_join.py ARGS... [--config PATH]``:
+runs ``icefloe skew join ARGS...``.
+
+The arguments are the command's (``icefloe skew join --help``); exit codes as the CLI's: 0 done,
+1 the operation failed, 2 bad usage or config. Under spark-submit the session takes the
+submit's master and jars (``service.spark.build_spark``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,14 @@ ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:  # spark-submit puts jobs/scripts/ on the path, not the project root
     sys.path.insert(0, ROOT)
 
-if __name__ == "__main__":
-    from jobs.skew.salted_join import main
+COMMAND = ("skew", "join")
 
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.scripts import run_command
+
+    return run_command(COMMAND, argv)
+
+
+if __name__ == "__main__":
     sys.exit(main())

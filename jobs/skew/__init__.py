@@ -130,8 +130,11 @@ def salted_aggregate(
         given = list(dict.fromkeys(hot_keys))
         measured, null_rows, total = measure_keys(df, cols, [k for k in given if k is not None])
         counts = {k: null_rows if k is None else measured[k] for k in given}
-    if isinstance(salts, int) and salts < 1 or isinstance(salts, Mapping) and any(
-        int(n) < 1 for n in salts.values()
+    if (
+        isinstance(salts, int)
+        and salts < 1
+        or isinstance(salts, Mapping)
+        and any(int(n) < 1 for n in salts.values())
     ):
         raise UsageError(f"salt counts must be positive, got {salts!r}")
     if isinstance(salts, int):

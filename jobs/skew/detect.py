@@ -6,15 +6,13 @@ sample-then-verify). The report is persisted per table snapshot in
 ``<namespace>.skew_reports`` so later jobs (and :func:`salted_join`) reuse it instead of
 recounting.
 
-Run as ``spark-submit jobs/scripts/skew_detect.py TABLE --key COL [--key COL] [--join-with T2
---on COL] [--json] [--config PATH]``.
+Run as ``icefloe skew detect TABLE --key COL [--key COL] [--join-with T2 --on COL] [--json]``,
+or under ``spark-submit jobs/scripts/skew_detect.py`` with the same arguments.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
 from optimizer.skew import HotKeyRules, SkewMetrics, skew_metrics
 from service.errors import UsageError
+from service.tablestats import partition_key
 
 REPORTS_NAMESPACE = "icefloe"
 REPORTS_TABLE = "skew_reports"
@@ -39,14 +38,14 @@ def storage_skew(table: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         return [], [], skew_metrics([])
     parts: list[dict[str, Any]] = []
     for row in table.inspect.partitions().to_pylist():
-        part = row.get("partition") or {}
-        name = "/".join(f"{k}={'null' if v is None else v}" for k, v in part.items())
-        parts.append({
-            "partition": name,
-            "bytes": int(row["total_data_file_size_in_bytes"] or 0),
-            "rows": int(row["record_count"] or 0),
-            "files": int(row["file_count"] or 0),
-        })
+        parts.append(
+            {
+                "partition": partition_key(row.get("partition")),
+                "bytes": int(row["total_data_file_size_in_bytes"] or 0),
+                "rows": int(row["record_count"] or 0),
+                "files": int(row["file_count"] or 0),
+            }
+        )
     parts.sort(key=lambda p: p["partition"])
     by_bytes = sigma_outliers({p["partition"]: p["bytes"] for p in parts})
     by_rows = sigma_outliers({p["partition"]: p["rows"] for p in parts})
@@ -109,8 +108,9 @@ def detect_table(
         "cached": False,
     }
     for ks in key_sets:
-        kr = detect_hot_keys(df, ks, rules, method=method, total_rows=total or None,
-                             with_metrics=method != "sample")
+        kr = detect_hot_keys(
+            df, ks, rules, method=method, total_rows=total or None, with_metrics=method != "sample"
+        )
         entry = kr.as_json()
         if other is not None and ks == [on]:
             entry["join"] = _join_estimate(spark, cfg, join_with or "", on or "", kr)
@@ -128,12 +128,21 @@ def _join_estimate(spark: Any, cfg: Any, other: str, on: str, kr: KeyReport) -> 
     odf = spark.table(spark_table_name(cfg, other))
     counts, _, other_rows = measure_keys(odf, [on], keys) if keys else ({}, 0, odf.count())
     per_key = [
-        {"key": jsonable(h.key), "rows": h.rows, "other_rows": counts.get(h.key, 0),
-         "output_rows": h.rows * counts.get(h.key, 0)}
+        {
+            "key": jsonable(h.key),
+            "rows": h.rows,
+            "other_rows": counts.get(h.key, 0),
+            "output_rows": h.rows * counts.get(h.key, 0),
+        }
         for h in kr.hot
     ]
-    return {"with": other, "on": on, "other_rows": other_rows, "hot_keys": per_key,
-            "hot_output_rows": sum(p["output_rows"] for p in per_key)}
+    return {
+        "with": other,
+        "on": on,
+        "other_rows": other_rows,
+        "hot_keys": per_key,
+        "hot_output_rows": sum(p["output_rows"] for p in per_key),
+    }
 
 
 def _reports_table(catalog: Any, namespace: str, create: bool) -> Any:
@@ -173,18 +182,23 @@ def save_report(catalog: Any, report: dict[str, Any], tag: str, namespace: str) 
     import pyarrow as pa
 
     tbl = _reports_table(catalog, namespace, create=True)
-    row = pa.table({
-        "table_name": pa.array([report["table"]], pa.string()),
-        "snapshot_id": pa.array([report["snapshot_id"]], pa.int64()),
-        "tag": pa.array([tag], pa.string()),
-        "created_at": pa.array([dt.datetime.now(dt.UTC)], pa.timestamp("us", tz="UTC")),
-        "report": pa.array([json.dumps(report, default=str, sort_keys=True)], pa.string()),
-    })
+    row = pa.table(
+        {
+            "table_name": pa.array([report["table"]], pa.string()),
+            "snapshot_id": pa.array([report["snapshot_id"]], pa.int64()),
+            "tag": pa.array([tag], pa.string()),
+            "created_at": pa.array([dt.datetime.now(dt.UTC)], pa.timestamp("us", tz="UTC")),
+            "report": pa.array([json.dumps(report, default=str, sort_keys=True)], pa.string()),
+        }
+    )
     tbl.append(row)
 
 
 def load_report(
-    catalog: Any, table: str, snapshot_id: int | None = None, tag: str | None = None,
+    catalog: Any,
+    table: str,
+    snapshot_id: int | None = None,
+    tag: str | None = None,
     namespace: str = REPORTS_NAMESPACE,
 ) -> dict[str, Any] | None:
     """The newest stored report of ``table`` (at ``snapshot_id`` / with ``tag`` if given)."""
@@ -213,8 +227,9 @@ def stored_hot_keys(
     from service.catalog import load_table
 
     snap = load_table(catalog, table).current_snapshot()
-    report = load_report(catalog, table, None if snap is None else snap.snapshot_id,
-                         None, namespace)
+    report = load_report(
+        catalog, table, None if snap is None else snap.snapshot_id, None, namespace
+    )
     if report is None or column not in report.get("keys", {}):
         return None
     return [h["key"] for h in report["keys"][column]["hot_keys"]]
@@ -222,52 +237,24 @@ def stored_hot_keys(
 
 def render_text(report: dict[str, Any]) -> str:
     """A short human summary of a report (the CLI prints this without ``--json``)."""
-    lines = [f"{report['table']} @ {report['snapshot_id']}: {report['rows']} rows, "
-             f"{report['partitions']} partitions" + (" (cached)" if report.get("cached") else "")]
+    lines = [
+        f"{report['table']} @ {report['snapshot_id']}: {report['rows']} rows, "
+        f"{report['partitions']} partitions" + (" (cached)" if report.get("cached") else "")
+    ]
     for col, entry in report["keys"].items():
         hot = ", ".join(f"{h['key']!r} {h['rows']} ({h['share']:.1%})" for h in entry["hot_keys"])
         lines.append(f"  key {col}: {hot or 'no hot keys'} [{entry['method']}]")
         if "join" in entry:
             j = entry["join"]
-            lines.append(f"    join with {j['with']} on {j['on']}: hot keys produce "
-                         f"{j['hot_output_rows']} rows")
+            lines.append(
+                f"    join with {j['with']} on {j['on']}: hot keys produce "
+                f"{j['hot_output_rows']} rows"
+            )
     for p in report["skewed_partitions"]:
-        lines.append(f"  skewed partition {p['partition']}: {p['bytes']} bytes, "
-                     f"{p['rows']} rows, {p['files']} files")
+        lines.append(
+            f"  skewed partition {p['partition']}: {p['bytes']} bytes, "
+            f"{p['rows']} rows, {p['files']} files"
+        )
     if not report["skewed_partitions"]:
         lines.append("  no skewed partitions")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit jobs/scripts/skew_detect.py TABLE --key COL ... [--json] [--config PATH]``."""
-    from service.catalog import load_catalog
-    from service.config import load_config
-    from service.errors import IcefloeError
-    from service.spark import build_spark
-
-    parser = argparse.ArgumentParser(prog="skew_detect", description=__doc__.split("\n")[0])
-    parser.add_argument("table")
-    parser.add_argument("--key", action="append", default=[], required=True)
-    parser.add_argument("--join-with")
-    parser.add_argument("--on")
-    parser.add_argument("--method", default="auto", choices=["auto", "exact", "sample"])
-    parser.add_argument("--reports-namespace", default=REPORTS_NAMESPACE)
-    parser.add_argument("--refresh", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--config")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-        catalog = load_catalog(cfg)
-        spark = build_spark(cfg, app_name="icefloe-skew-detect")
-        report = detect_table(spark, cfg, catalog, args.table, args.key, args.join_with,
-                              args.on, method=args.method,
-                              reports_namespace=args.reports_namespace, refresh=args.refresh)
-    except IcefloeError as e:
-        print(f"skew_detect: error: {e}", file=sys.stderr)
-        return e.exit_code
-    print(json.dumps(report, indent=2, sort_keys=True, default=str) if args.json
-          else render_text(report))
-    return 0
-

@@ -18,11 +18,12 @@ aggregations use them too. Table-level detection and the stored reports are in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from jobs.verify import has_null
 from optimizer.skew import HotKey, HotKeyRules, SkewMetrics, hot_keys, skew_metrics
 from service.errors import UsageError
 
@@ -72,7 +73,7 @@ def key_equals(cols: Sequence[str], key: Any, null_safe: bool = False) -> Column
     return reduce(lambda a, b: a & b, parts)
 
 
-def key_lookup(cols: Sequence[str], values: dict[Any, Any], null_safe: bool = False) -> Column:
+def key_lookup(cols: Sequence[str], values: Mapping[Any, Any], null_safe: bool = False) -> Column:
     """``CASE WHEN key = k1 THEN v1 ... END`` (NULL for any other key)."""
     from pyspark.sql import functions as F
 
@@ -122,9 +123,9 @@ def jsonable(key: Any) -> Any:
     return str(key)
 
 
-def measure_keys(df: DataFrame, cols: Sequence[str], keys: Sequence[Any]) -> tuple[
-    dict[Any, int], int, int
-]:
+def measure_keys(
+    df: DataFrame, cols: Sequence[str], keys: Sequence[Any]
+) -> tuple[dict[Any, int], int, int]:
     """Exact rows of ``keys``, NULL-key rows and all rows of ``df`` in one pass."""
     from pyspark.sql import functions as F
 
@@ -173,12 +174,13 @@ def detect_hot_keys(
     total = estimate if estimate is not None else keys.count()
     fraction = min(1.0, sample_rows / max(total, 1))
     share_floor = max(3.0, rules.min_share * total * fraction / 2)
-    sample_median, counted = _sample_counts(keys.sample(fraction=fraction, seed=SAMPLE_SEED),
-                                            cols, share_floor)
+    sample_median, counted = _sample_counts(
+        keys.sample(fraction=fraction, seed=SAMPLE_SEED), cols, share_floor
+    )
     floor = max(share_floor, rules.median_multiple * sample_median / 2)
     ranked = sorted(counted, key=lambda kc: -kc[1])
     candidates = [k for k, n in ranked if n >= floor]
-    candidates = [k for k in candidates if null_is_key or not _has_null(k)]
+    candidates = [k for k in candidates if null_is_key or not has_null(k)]
     candidates = candidates[: 4 * rules.max_keys + 4]
     null_rows = 0
     if candidates:  # exact counts of the few candidates, and the exact total, in one pass
@@ -186,7 +188,10 @@ def detect_hot_keys(
     else:
         measured = {}
     hot = hot_keys(
-        measured.items(), rules, total_rows=total, median=sample_median / fraction,
+        measured.items(),
+        rules,
+        total_rows=total,
+        median=sample_median / fraction,
         null_is_key=null_is_key,
     )
     return KeyReport(tuple(cols), total, null_rows, tuple(hot), "sample", None, None, rules)
@@ -211,8 +216,11 @@ def _sample_counts(
         counts = table.group_by(list(cols), use_threads=False).aggregate([([], "count_all")])
         ns = counts.column("count_all").to_pylist()
         keys = zip(*(counts.column(c).to_pylist() for c in cols), strict=True)
-        found = [(k[0] if len(cols) == 1 else tuple(k), n)
-                 for k, n in zip(keys, ns, strict=True) if n >= floor]
+        found = [
+            (k[0] if len(cols) == 1 else tuple(k), n)
+            for k, n in zip(keys, ns, strict=True)
+            if n >= floor
+        ]
         return (float(statistics.median(ns)) if ns else 0.0), found
     grouped = sample.groupBy(*cols).count()
     row = grouped.agg(
@@ -263,10 +271,6 @@ def _exact_report(
     return KeyReport(
         tuple(cols), total, int(row["nulls"] or 0), tuple(hot), "exact", distinct, metrics, rules
     )
-
-
-def _has_null(key: Any) -> bool:
-    return key is None or (isinstance(key, tuple) and any(k is None for k in key))
 
 
 @dataclass(frozen=True)

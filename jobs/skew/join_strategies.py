@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobs.skew.hot_keys import key_is_null, key_lookup
-from jobs.verify import quoted
+from jobs.verify import row_hash
 from optimizer.skew import spread_salts
 
 if TYPE_CHECKING:
@@ -19,14 +19,7 @@ if TYPE_CHECKING:
 SALT = "__icefloe_salt"
 MARK = "__icefloe_present"
 
-
-def row_hash(df: DataFrame) -> Column:
-    """xxhash64 of every hashable column: deterministic per row content."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType
-
-    cols = [F.col(quoted(f.name)) for f in df.schema.fields if not isinstance(f.dataType, MapType)]
-    return F.xxhash64(*cols) if cols else F.lit(0).cast("long")
+__all__ = ["MARK", "SALT", "row_hash"]  # row_hash: the one of jobs.verify, maps included
 
 
 def _bucket(h: Column, n: Column | int) -> Column:
@@ -67,8 +60,12 @@ def replicate_rows(
 
 
 def salt_values(
-    left: DataFrame, right: DataFrame, cols: Sequence[str], salts: Mapping[Any, int],
-    rows: Mapping[Any, int], partitions: int,
+    left: DataFrame,
+    right: DataFrame,
+    cols: Sequence[str],
+    salts: Mapping[Any, int],
+    rows: Mapping[Any, int],
+    partitions: int,
 ) -> dict[Any, list[int]]:
     """Salt values per key whose ``(key, salt)`` land on distinct shuffle partitions.
 
@@ -89,8 +86,9 @@ def salt_values(
     for i, key in enumerate(keys):
         values = (key,) if len(cols) == 1 else tuple(key)
         lits = [F.lit(v).cast(t) for v, t in zip(values, types, strict=True)]
-        exprs.append(F.pmod(F.hash(*lits, F.col("id").cast("int")), F.lit(partitions))
-                     .alias(f"p{i}"))
+        exprs.append(
+            F.pmod(F.hash(*lits, F.col("id").cast("int")), F.lit(partitions)).alias(f"p{i}")
+        )
     got = left.sparkSession.range(n_cand).select(*exprs).collect()
     table = {k: [int(r[f"p{i}"]) for r in got] for i, k in enumerate(keys)}
     return spread_salts(table, salts, rows, partitions)
@@ -104,8 +102,13 @@ def broadcastable(kind: str, skewed_side: str) -> bool:
 
 
 def isolate_and_broadcast(
-    left: DataFrame, right: DataFrame, cols: list[str], kind: str, skewed_side: str,
-    hot: Mapping[Any, int], hash_build: bool = False,
+    left: DataFrame,
+    right: DataFrame,
+    cols: list[str],
+    kind: str,
+    skewed_side: str,
+    hot: Mapping[Any, int],
+    hash_build: bool = False,
 ) -> DataFrame:
     """Plain join of the other keys, union the hot keys' broadcast join (same schema).
 

@@ -34,7 +34,6 @@ or the predicted gain is below the replication cost. Keys are given as column na
 present on both sides (a USING join), so the output schema is exactly the plain one's.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,6 +57,7 @@ from jobs.skew.join_strategies import (
     salt_rows,
     salt_values,
 )
+from jobs.verify import has_null
 from optimizer.skew import HotKeyRules, salt_count, salt_plan
 from service.errors import UsageError
 
@@ -70,11 +70,22 @@ HASH_BUILD_ROWS_PER_TASK = 500_000  # other-side rows per task that a hash join 
 
 JOIN_TYPES = {
     "inner": "inner",
-    "left": "left", "leftouter": "left", "left_outer": "left",
-    "right": "right", "rightouter": "right", "right_outer": "right",
-    "full": "full", "outer": "full", "fullouter": "full", "full_outer": "full",
-    "semi": "left_semi", "leftsemi": "left_semi", "left_semi": "left_semi",
-    "anti": "left_anti", "leftanti": "left_anti", "left_anti": "left_anti",
+    "left": "left",
+    "leftouter": "left",
+    "left_outer": "left",
+    "right": "right",
+    "rightouter": "right",
+    "right_outer": "right",
+    "full": "full",
+    "outer": "full",
+    "fullouter": "full",
+    "full_outer": "full",
+    "semi": "left_semi",
+    "leftsemi": "left_semi",
+    "left_semi": "left_semi",
+    "anti": "left_anti",
+    "leftanti": "left_anti",
+    "left_anti": "left_anti",
 }
 
 
@@ -137,17 +148,7 @@ def plan_salted_join(
     broadcast_rows: int = BROADCAST_ROWS,
 ) -> tuple[DataFrame, JoinDecision]:
     """:func:`salted_join` returning its decision too."""
-    kind = JOIN_TYPES.get(how.lower().replace(" ", "_")) if isinstance(how, str) else None
-    if kind is None:
-        raise UsageError(f"unsupported join type {how!r} (supported: {', '.join(JOIN_TYPES)})")
-    if skewed_side not in (None, "left", "right"):
-        raise UsageError(f"skewed_side must be 'left' or 'right', got {skewed_side!r}")
-    if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy {strategy!r} (supported: {', '.join(STRATEGIES)})")
-    if isinstance(salts, int) and salts < 1 or isinstance(salts, Mapping) and any(
-        int(n) < 1 for n in salts.values()
-    ):
-        raise UsageError(f"salt counts must be positive, got {salts!r}")
+    kind = _join_kind(how, skewed_side, strategy, salts)
     cols = key_columns(left, on, "left side")
     key_columns(right, cols, "right side")
     _check_columns(left, "left side")
@@ -164,76 +165,182 @@ def plan_salted_join(
     parts = partitions or int(left.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
 
     # 1. hot keys and the side they live on
-    if hot_keys is None:
-        order = [skewed_side] if skewed_side else _sides_worth_checking(left, right)
-        found: dict[str, Any] = {}
-        for side in order:
-            found[side] = detect_hot_keys(sides[side], cols, rules, method="sample")
-        best = max(order, key=lambda s: sum(h.rows for h in found[s].hot))
-        keys = [h.key for h in found[best].hot]
-        skewed_side = skewed_side or best
-    else:
-        keys = [k for k in dict.fromkeys(hot_keys) if not _has_null(k)]
+    keys, skewed_side = _hot_keys_and_side(sides, cols, rules, skewed_side, hot_keys)
     if not keys:
         return plain_join(left, right, cols, kind), JoinDecision(False, None, {}, ("no hot keys",))
 
     # 2. measure the hot keys where the plan needs numbers
-    may_broadcast = strategy != "salt" and (
-        skewed_side is None or broadcastable(kind, skewed_side))
-    need = (("left", "right") if salts is None or skewed_side is None or may_broadcast
-            else (skewed_side,))
-    counts = {s: measure_keys(sides[s], cols, keys) if s in need else ({}, 0, 0)
-              for s in ("left", "right")}
-    if skewed_side is None:
-        skewed_side = max(("left", "right"), key=lambda s: sum(counts[s][0].values()))
+    counts, skewed_side = _measured(sides, cols, keys, kind, skewed_side, salts, strategy)
     other_side = "right" if skewed_side == "left" else "left"
     s_hot, s_nulls, s_total = counts[skewed_side]
     p_hot, p_nulls, p_total = counts[other_side]
     present = [k for k in keys if s_hot.get(k, 0) > 0]  # salting an absent key gains nothing
 
     # 3. buckets per key, and the guardrail
-    reasons: tuple[str, ...] = ()
-    if salts is None:
-        plan = salt_plan(
-            {k: s_hot[k] for k in present}, p_hot, s_total, parts,
-            replication_budget, max_salts, p_total,
-        )
-        chosen = {k: n for k, n in plan.salts.items() if n > 1}
-        reasons = plan.reasons
-        if not plan.worthwhile and not force:
-            decision = JoinDecision(False, skewed_side, {}, reasons)
-            return plain_join(left, right, cols, kind), decision
-    elif isinstance(salts, int):
-        chosen = {k: salts for k in present if salts > 1}
-    else:
-        chosen = {k: int(n) for k, n in salts.items() if k in present and int(n) > 1}
+    chosen, reasons = _chosen_salts(
+        salts,
+        present,
+        counts[skewed_side],
+        counts[other_side],
+        parts,
+        replication_budget,
+        max_salts,
+        force,
+    )
     if not chosen:
         return plain_join(left, right, cols, kind), JoinDecision(False, skewed_side, {}, reasons)
-    s_null_salts = null_salts or salt_count(s_nulls, max(1, s_total // parts), 0, None, max_salts)
-    p_null_salts = null_salts or salt_count(p_nulls, max(1, p_total // parts), 0, None, max_salts)
 
     # 4. isolate the hot keys and broadcast their few partners, where the join type allows
-    if strategy == "broadcast" and not broadcastable(kind, skewed_side):
-        raise UsageError(f"strategy 'broadcast' cannot keep the unmatched rows of a {kind} "
-                         f"join's {other_side} side; use 'salt' or 'auto'")
-    if strategy == "broadcast" or strategy == "auto" and broadcastable(kind, skewed_side) and sum(
-        p_hot.get(k, 0) for k in chosen
-    ) <= broadcast_rows:
+    partners = sum(p_hot.get(k, 0) for k in chosen)
+    if _broadcasts(strategy, kind, skewed_side, partners, broadcast_rows):
         hash_build = p_total <= HASH_BUILD_ROWS_PER_TASK * parts
         out = isolate_and_broadcast(left, right, cols, kind, skewed_side, chosen, hash_build)
         return out, JoinDecision(True, skewed_side, chosen, reasons, "broadcast")
 
     # 5. build the salted join
-    s_df = sides[skewed_side]
-    p_df = sides[other_side]
-    if semi:
+    null_salts_of = (
+        null_salts or salt_count(s_nulls, max(1, s_total // parts), 0, None, max_salts),
+        null_salts or salt_count(p_nulls, max(1, p_total // parts), 0, None, max_salts),
+    )
+    out = _build_salted(sides, cols, kind, skewed_side, chosen, s_hot, parts, null_salts_of)
+    return out, JoinDecision(True, skewed_side, chosen, reasons, "salt")
+
+
+def _measured(
+    sides: dict[str, DataFrame],
+    cols: list[str],
+    keys: list[Any],
+    kind: str,
+    skewed_side: str | None,
+    salts: Mapping[Any, int] | int | None,
+    strategy: str,
+) -> tuple[dict[str, tuple[dict[Any, int], int, int]], str]:
+    """Hot-key counts of the sides the plan needs numbers of, and the skewed side (the one
+    holding more hot-key rows when the caller did not say)."""
+    may_broadcast = strategy != "salt" and (skewed_side is None or broadcastable(kind, skewed_side))
+    need = (
+        ("left", "right")
+        if salts is None or skewed_side is None or may_broadcast
+        else (skewed_side,)
+    )
+    counts = {
+        s: measure_keys(sides[s], cols, keys) if s in need else ({}, 0, 0)
+        for s in ("left", "right")
+    }
+    if skewed_side is None:
+        skewed_side = max(("left", "right"), key=lambda s: sum(counts[s][0].values()))
+    return counts, skewed_side
+
+
+def _broadcasts(
+    strategy: str, kind: str, skewed_side: str, partners: int, broadcast_rows: int
+) -> bool:
+    """Whether the hot keys' partners are broadcast (isolate-and-broadcast) or salted."""
+    if strategy == "broadcast" and not broadcastable(kind, skewed_side):
+        other_side = "right" if skewed_side == "left" else "left"
+        raise UsageError(
+            f"strategy 'broadcast' cannot keep the unmatched rows of a {kind} "
+            f"join's {other_side} side; use 'salt' or 'auto'"
+        )
+    return strategy == "broadcast" or (
+        strategy == "auto" and broadcastable(kind, skewed_side) and partners <= broadcast_rows
+    )
+
+
+def _join_kind(
+    how: str, skewed_side: str | None, strategy: str, salts: Mapping[Any, int] | int | None
+) -> str:
+    """The normalised join type, once the options are checked."""
+    kind = JOIN_TYPES.get(how.lower().replace(" ", "_")) if isinstance(how, str) else None
+    if kind is None:
+        raise UsageError(f"unsupported join type {how!r} (supported: {', '.join(JOIN_TYPES)})")
+    if skewed_side not in (None, "left", "right"):
+        raise UsageError(f"skewed_side must be 'left' or 'right', got {skewed_side!r}")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r} (supported: {', '.join(STRATEGIES)})")
+    if (
+        isinstance(salts, int)
+        and salts < 1
+        or isinstance(salts, Mapping)
+        and any(int(n) < 1 for n in salts.values())
+    ):
+        raise UsageError(f"salt counts must be positive, got {salts!r}")
+    return kind
+
+
+def _hot_keys_and_side(
+    sides: Mapping[str, DataFrame],
+    cols: list[str],
+    rules: HotKeyRules,
+    skewed_side: str | None,
+    hot_keys: Iterable[Any] | None,
+) -> tuple[list[Any], str | None]:
+    """The hot keys (given, or found by sampling) and the skewed side if known by now."""
+    if hot_keys is not None:
+        return [k for k in dict.fromkeys(hot_keys) if not has_null(k)], skewed_side
+    order = [skewed_side] if skewed_side else _sides_worth_checking(sides["left"], sides["right"])
+    found = {side: detect_hot_keys(sides[side], cols, rules, method="sample") for side in order}
+    best = max(order, key=lambda s: sum(h.rows for h in found[s].hot))
+    return [h.key for h in found[best].hot], skewed_side or best
+
+
+KeyCounts = tuple[dict[Any, int], int, int]
+"""Rows per hot key, NULL-key rows and all rows of one side (:func:`measure_keys`)."""
+
+
+def _chosen_salts(
+    salts: Mapping[Any, int] | int | None,
+    present: list[Any],
+    skewed: KeyCounts,
+    other: KeyCounts,
+    parts: int,
+    replication_budget: int | None,
+    max_salts: int,
+    force: bool,
+) -> tuple[dict[Any, int], tuple[str, ...]]:
+    """Buckets per hot key (only keys with more than one), and the reasons; nothing when
+    the core's guardrail says salting is not worth it (unless ``force``)."""
+    s_hot, _, s_total = skewed
+    p_hot, _, p_total = other
+    if salts is None:
+        plan = salt_plan(
+            {k: s_hot[k] for k in present},
+            p_hot,
+            s_total,
+            parts,
+            replication_budget,
+            max_salts,
+            p_total,
+        )
+        if not plan.worthwhile and not force:
+            return {}, plan.reasons
+        return {k: n for k, n in plan.salts.items() if n > 1}, plan.reasons
+    if isinstance(salts, int):
+        return {k: salts for k in present if salts > 1}, ()
+    return {k: int(n) for k, n in salts.items() if k in present and int(n) > 1}, ()
+
+
+def _build_salted(
+    sides: Mapping[str, DataFrame],
+    cols: list[str],
+    kind: str,
+    skewed_side: str,
+    chosen: Mapping[Any, int],
+    s_hot: Mapping[Any, int],
+    parts: int,
+    null_salts: tuple[int, int],
+) -> DataFrame:
+    """Salt the skewed side, replicate the other per salt, join on key and salt."""
+    other_side = "right" if skewed_side == "left" else "left"
+    s_df, p_df = sides[skewed_side], sides[other_side]
+    if kind in ("left_semi", "left_anti"):
         p_df = p_df.select(*cols).distinct()
     p_keeps_unmatched = kind == "full" or kind == other_side
     if p_keeps_unmatched:
         s_df = s_df.withColumn(MARK, _true())
-    values = salt_values(left, right, cols, chosen, s_hot, parts)
-    s_df = salt_rows(s_df, cols, values, s_null_salts)
-    p_df = replicate_rows(p_df, cols, values, p_null_salts)
+    values = salt_values(sides["left"], sides["right"], cols, chosen, s_hot, parts)
+    s_df = salt_rows(s_df, cols, values, null_salts[0])
+    p_df = replicate_rows(p_df, cols, values, null_salts[1])
     salted_left, salted_right = (s_df, p_df) if skewed_side == "left" else (p_df, s_df)
     out = salted_left.join(salted_right, on=[*cols, SALT], how=kind)
     if p_keeps_unmatched:
@@ -241,7 +348,7 @@ def plan_salted_join(
 
         spurious = F.col(MARK).isNull() & key_lookup(cols, chosen).isNotNull()
         out = out.filter(~spurious).drop(MARK)
-    return out.drop(SALT), JoinDecision(True, skewed_side, chosen, reasons, "salt")
+    return out.drop(SALT)
 
 
 def _sides_worth_checking(left: DataFrame, right: DataFrame) -> list[str]:
@@ -260,7 +367,3 @@ def _true() -> Column:
     from pyspark.sql import functions as F
 
     return F.lit(True)
-
-
-def _has_null(key: Any) -> bool:
-    return key is None or (isinstance(key, tuple) and any(k is None for k in key))

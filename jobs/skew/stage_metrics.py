@@ -45,9 +45,13 @@ class Meter:
     def stage_metrics(self, group: str) -> dict[str, Any]:
         time.sleep(1.0)  # let the listener bus deliver the last task-end events
         tracker = self.sc.statusTracker()
-        stage_ids = sorted({s for j in tracker.getJobIdsForGroup(group)
-                            for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j)
-                                      else [])})
+        stage_ids = sorted(
+            {
+                s
+                for j in tracker.getJobIdsForGroup(group)
+                for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])
+            }
+        )
         stages = []
         for sid in stage_ids:
             try:
@@ -63,8 +67,13 @@ class Meter:
                 if durs:
                     stages.append({"id": sid, "durs": durs, "reads": reads})
         if not stages:
-            return {"max_over_median": 0.0, "max_read_mb": 0.0, "tasks": 0,
-                    "makespan16": 0.0, "makespan64": 0.0}
+            return {
+                "max_over_median": 0.0,
+                "max_read_mb": 0.0,
+                "tasks": 0,
+                "makespan16": 0.0,
+                "makespan64": 0.0,
+            }
         main = max(stages, key=lambda s: (sum(s["reads"]), sum(s["durs"])))
         durs = main["durs"]
         med = statistics.median(durs)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from service.cli.common import Context, emit, pass_ctx
+from service.config import ACTIONS
 
 console = Console()
 MIB = 1 << 20
@@ -27,13 +28,13 @@ _partition_option = click.option(
     help="Only this partition (repeatable; COL is a field of the current partition spec).",
 )
 _action_option = click.option(
-    "--action", type=click.Choice(["merge", "sort"]), default="merge", show_default=True
+    "--action", type=click.Choice(ACTIONS), default="merge", show_default=True
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
 def _rmse(mse: float | None) -> str:
-    return "-" if mse is None else f"{mse ** 0.5 / MIB:.3f}"
+    return "-" if mse is None else f"{mse**0.5 / MIB:.3f}"
 
 
 def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
@@ -88,15 +89,29 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
             title=f"plan {d['table']} ({d['action']}, target {d['target_file_size_bytes']} B, "
             f"snapshot {d['snapshot_id']})"
         )
-        for col in ("partition", "spec", "N", "MiB", "RMSE MiB", "groups", "N after",
-                    "RMSE after", "note"):
+        for col in (
+            "partition",
+            "spec",
+            "N",
+            "MiB",
+            "RMSE MiB",
+            "groups",
+            "N after",
+            "RMSE after",
+            "note",
+        ):
             out.add_column(col)
         for p in d["partitions"]:
             out.add_row(
-                p["partition"] or "(unpartitioned)", str(p["spec_id"]), str(p["files"]),
-                f"{p['bytes'] / MIB:.2f}", _rmse(p["mse"]),
+                p["partition"] or "(unpartitioned)",
+                str(p["spec_id"]),
+                str(p["files"]),
+                f"{p['bytes'] / MIB:.2f}",
+                _rmse(p["mse"]),
                 " ".join(f"[{len(g)}]" for g in p["groups"]) or "-",
-                str(p["predicted_files_after"]), _rmse(p["predicted_mse_after"]), p["reason"],
+                str(p["predicted_files_after"]),
+                _rmse(p["predicted_mse_after"]),
+                p["reason"],
             )
         console.print(out)
         for p in d["partitions"]:
@@ -147,15 +162,31 @@ def _render_report(d: dict[str, Any]) -> None:
         f"{done}, {d['partitions_skipped']} skipped, {d['partitions_failed']} failed, "
         f"{d['seconds']} s"
     )
-    for col in ("partition", "status", "N", "rewritten", "added", "RMSE before",
-                "predicted", "actual", "snapshot", "note"):
+    for col in (
+        "partition",
+        "status",
+        "N",
+        "rewritten",
+        "added",
+        "RMSE before",
+        "predicted",
+        "actual",
+        "snapshot",
+        "note",
+    ):
         out.add_column(col)
     for p in d["partitions"]:
         out.add_row(
-            p["key"] or "(unpartitioned)", p["status"], str(p["files"]),
-            str(p["files_rewritten"]), str(p["files_added"]), _rmse(p["mse_before"]),
-            _rmse(p["predicted_mse_after"]), _rmse(p["actual_mse_after"]),
-            str(p["snapshot_id"] or "-"), p["reason"],
+            p["key"] or "(unpartitioned)",
+            p["status"],
+            str(p["files"]),
+            str(p["files_rewritten"]),
+            str(p["files_added"]),
+            _rmse(p["mse_before"]),
+            _rmse(p["predicted_mse_after"]),
+            _rmse(p["actual_mse_after"]),
+            str(p["snapshot_id"] or "-"),
+            p["reason"],
         )
     console.print(out)
     suite = d.get("expectations")
@@ -168,7 +199,10 @@ def _render_report(d: dict[str, Any]) -> None:
 
 @click.command()
 @click.option(
-    "--output", default="dist/icefloe-executor-deps.tar.gz", show_default=True, metavar="PATH",
+    "--output",
+    default="dist/icefloe-executor-deps.tar.gz",
+    show_default=True,
+    metavar="PATH",
     help="Where to write the archive (relative paths: under the project home).",
 )
 @_json_option

@@ -174,8 +174,13 @@ def render_skew(skew: dict[str, Any]) -> None:
         out.add_column(col, justify="left" if not col else "right")
     for label in ("plain", "salted"):
         m = skew[label]
-        out.add_row(label, f"{m['max_over_median']:.1f}x", f"{m['max_read_mb']:.1f}",
-                    str(m["tasks"]), f"{m['wall']:.1f}")
+        out.add_row(
+            label,
+            f"{m['max_over_median']:.1f}x",
+            f"{m['max_read_mb']:.1f}",
+            str(m["tasks"]),
+            f"{m['wall']:.1f}",
+        )
     console.print(out)
     same = "[green]identical rows[/]" if skew["identical"] else "[red]RESULTS DIFFER[/]"
     console.print(f"salted join vs plain join: {same}")
@@ -265,7 +270,11 @@ SUBMITTABLE = ("actor", "actor_optimize", "skew_detect", "salted_join")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @pass_ctx
 def submit(
-    ctx: Context, print_only: bool, master: str | None, deploy_mode: str | None, job: str,
+    ctx: Context,
+    print_only: bool,
+    master: str | None,
+    deploy_mode: str | None,
+    job: str,
     args: tuple[str, ...],
 ) -> None:
     """spark-submit JOB (actor, actor_optimize, skew_detect, salted_join) with the config's

@@ -10,18 +10,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from typing import Any
 
 import click
 
 from service.cli.common import Context, emit, pass_ctx
-from service.config import DeciderSettings, parse_table_identifier
+from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import UsageError
 from service.keys import Keys
 from service.queue import open_queue
 from service.redis_client import connect
 from service.tablestats import key_value
 
-ITEM_ACTIONS = ("merge", "sort")
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
 
 
@@ -31,16 +31,35 @@ def _logging() -> None:
 
 @click.command()
 @click.option("--once", is_flag=True, help="One observe/orient/decide pass, then exit.")
-@click.option("--poll", "poll", type=click.FloatRange(min=0.05), default=None,
-              metavar="SECONDS", help="Catalog poll interval (default 10).")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=0,
-              help="Serve Prometheus metrics on 127.0.0.1:PORT (0 = off).")
-@click.option("--launch-actors", is_flag=True,
-              help="Start actors with spark-submit when the backlog grows (else only log).")
+@click.option(
+    "--poll",
+    "poll",
+    type=click.FloatRange(min=0.05),
+    default=None,
+    metavar="SECONDS",
+    help="Catalog poll interval (default 10).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus metrics on 127.0.0.1:PORT (0 = off; default: decider.metrics_port).",
+)
+@click.option(
+    "--launch-actors",
+    is_flag=True,
+    help="Start actors with spark-submit when the backlog grows (else only log).",
+)
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the step as JSON.")
 @pass_ctx
-def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
-           launch_actors: bool, as_json: bool) -> None:
+def decide(
+    ctx: Context,
+    once: bool,
+    poll: float | None,
+    metrics_port: int | None,
+    launch_actors: bool,
+    as_json: bool,
+) -> None:
     """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
     from service.actor import SubmitLauncher
     from service.catalog import load_catalog
@@ -59,22 +78,22 @@ def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
     launcher = SubmitLauncher(cfg) if launch_actors else None
     decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
     metrics = DeciderMetrics()
+    if metrics_port is None:
+        metrics_port = settings.metrics_port
     if metrics_port:
         serve(metrics, metrics_port)
 
     def on_step(report: StepReport) -> None:
         depth = decider.queue.depth()
-        metrics.update(counters(client, decider.k), depth, decider.events.lag(),
-                       decider.live_actors(time.time()), report.leader)
+        metrics.update(
+            counters(client, decider.k),
+            depth,
+            decider.events.lag(),
+            decider.live_actors(time.time()),
+            report.leader,
+        )
         if once:
-            data = {
-                "leader": report.leader, "tables": report.tables, "events": report.events,
-                "rejected": report.rejected, "enqueued": report.enqueued,
-                "coalesced": report.coalesced, "dispatched": report.dispatched,
-                "snapshots_applied": sum(a.snapshots_applied for a in report.applied),
-                "full_scans": [a.table for a in report.applied if a.full_scan],
-                "desired_actors": report.desired_actors, "queue": depth,
-            }
+            data = step_data(report, depth)
             emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))
 
     try:
@@ -84,6 +103,23 @@ def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
             decider.leader.release()
 
 
+def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
+    """What ``decide --once`` prints of one step."""
+    return {
+        "leader": report.leader,
+        "tables": report.tables,
+        "events": report.events,
+        "rejected": report.rejected,
+        "enqueued": report.enqueued,
+        "coalesced": report.coalesced,
+        "dispatched": report.dispatched,
+        "snapshots_applied": sum(a.snapshots_applied for a in report.applied),
+        "full_scans": [a.table for a in report.applied if a.full_scan],
+        "desired_actors": report.desired_actors,
+        "queue": depth,
+    }
+
+
 @click.command()
 @click.argument("table")
 @click.argument("snapshot_id", required=False, type=int)
@@ -91,12 +127,12 @@ def decide(ctx: Context, once: bool, poll: float | None, metrics_port: int,
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
     from service.catalog import load_catalog, load_table
-    from service.events import CommitEvents
+    from service.events import RedisEvents
 
     parse_table_identifier(table)
     load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written
     client = connect(ctx.cfg)
-    event_id = CommitEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
+    event_id = RedisEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
     click.echo(f"notified {table} (event {event_id})")
 
 
@@ -110,8 +146,10 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
         if not sep or not col or not value:
             raise UsageError(f"bad --partition {pair!r}: expected COL=VALUE")
         if col not in spec_fields:
-            raise UsageError(f"--partition {col!r} is not a partition field "
-                             f"(fields: {', '.join(spec_fields) or 'none, unpartitioned'})")
+            raise UsageError(
+                f"--partition {col!r} is not a partition field "
+                f"(fields: {', '.join(spec_fields) or 'none, unpartitioned'})"
+            )
         if col in given:
             raise UsageError(f"--partition {col!r} given twice")
         given[col] = value
@@ -120,15 +158,30 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
 
 @click.command()
 @click.argument("table")
-@click.option("--partition", "partitions", multiple=True, metavar="COL=VALUE",
-              help="Restrict to one partition (repeat for several fields).")
-@click.option("--action", type=click.Choice(ITEM_ACTIONS), default="merge", show_default=True)
-@click.option("--priority", type=click.IntRange(min=0), default=None,
-              help="Priority class (0 highest; default: the table's).")
+@click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Restrict to one partition (repeat for several fields).",
+)
+@click.option("--action", type=click.Choice(ACTIONS), default="merge", show_default=True)
+@click.option(
+    "--priority",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Priority class (0 highest; default: the table's).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def request(ctx: Context, table: str, partitions: tuple[str, ...], action: str,
-            priority: int | None, as_json: bool) -> None:
+def request(
+    ctx: Context,
+    table: str,
+    partitions: tuple[str, ...],
+    action: str,
+    priority: int | None,
+    as_json: bool,
+) -> None:
     """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
     from service.catalog import load_catalog, load_table
     from service.queue import ActionItem
@@ -139,13 +192,17 @@ def request(ctx: Context, table: str, partitions: tuple[str, ...], action: str,
     policy = ctx.cfg.policy_for(table, pt.properties)
     cls = policy.priority if priority is None else priority
     client = connect(ctx.cfg)
-    item = ActionItem.new(table, selector, action, cls, 1, AD_HOC_BENEFIT, time.time(),
-                          reason="ad-hoc request")
+    item = ActionItem.new(
+        table, selector, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason="ad-hoc request"
+    )
     queue = open_queue(ctx.cfg, client)
     outcome = queue.enqueue(item, time.time(), force=True)
     data = {"id": item.id, "queued": outcome == 1, "coalesced": outcome == 0}
-    emit(data, as_json, lambda d: click.echo(
-        f"{'queued' if d['queued'] else 'already queued'}: {d['id']}"))
+    emit(
+        data,
+        as_json,
+        lambda d: click.echo(f"{'queued' if d['queued'] else 'already queued'}: {d['id']}"),
+    )
 
 
 @click.command()
@@ -162,8 +219,13 @@ def status(ctx: Context, as_json: bool) -> None:
 
 @click.command()
 @click.option("--max-actions", type=click.IntRange(min=1), default=None, metavar="N")
-@click.option("--idle-exit", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Exit after this long without work.")
+@click.option(
+    "--idle-exit",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Exit after this long without work.",
+)
 @pass_ctx
 def actor(ctx: Context, max_actions: int | None, idle_exit: float | None) -> None:
     """Run actions from the queue with Spark until told to stop."""

@@ -1,4 +1,5 @@
-"""``icefloe skew detect``: hot keys and skewed partitions of an Iceberg table.
+"""``icefloe skew detect``: hot keys and skewed partitions of an Iceberg table;
+``icefloe skew join``: a salted join of two tables, written to a third.
 
 Storage skew comes from Iceberg metadata; key skew is counted with Spark (exact below
 2M rows, sample-then-verify above). The report is stored per table snapshot in
@@ -11,6 +12,7 @@ from typing import Any
 
 import click
 
+from jobs.skew.salting import JOIN_TYPES  # no Spark import: the join types are plain data
 from service.cli.common import Context, emit, pass_ctx
 from service.config import parse_table_identifier
 from service.errors import UsageError
@@ -21,20 +23,71 @@ def skew() -> None:
     """Detect data skew: hot keys, oversized partitions, join blow-up."""
 
 
+_reports_namespace_option = click.option(
+    "--reports-namespace",
+    default="icefloe",
+    show_default=True,
+    help="Namespace of the skew_reports table.",
+)
+
+
+def _detect_rules(
+    table: str,
+    join_with: str | None,
+    on: str | None,
+    reports_namespace: str,
+    min_share: float,
+    median_multiple: float,
+) -> Any:
+    """Validate ``skew detect``'s arguments (UsageError) and build its hot-key rules."""
+    from optimizer.skew import HotKeyRules
+
+    parse_table_identifier(table)
+    if join_with:
+        parse_table_identifier(join_with, "--join-with table")
+    parse_table_identifier(f"{reports_namespace}.x", "--reports-namespace")
+    if bool(join_with) != bool(on):
+        raise UsageError("--join-with and --on go together")
+    try:
+        return HotKeyRules(min_share=min_share, median_multiple=median_multiple)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 @skew.command()
 @click.argument("table")
-@click.option("--key", "keys", multiple=True, required=True, metavar="COL",
-              help="Key column to check (repeatable).")
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    required=True,
+    metavar="COL",
+    help="Key column to check (repeatable).",
+)
 @click.option("--join-with", metavar="TABLE2", help="Estimate join output with this table.")
 @click.option("--on", "on", metavar="COL", help="Join column (present in both tables).")
-@click.option("--method", type=click.Choice(["auto", "exact", "sample"]), default="auto",
-              show_default=True, help="Exact counts, or sample then verify candidates.")
-@click.option("--min-share", type=float, default=0.01, show_default=True,
-              help="A hot key holds at least this share of the rows.")
-@click.option("--median-multiple", type=float, default=10.0, show_default=True,
-              help="...and at least this many times the median key's rows.")
-@click.option("--reports-namespace", default="icefloe", show_default=True,
-              help="Namespace of the skew_reports table.")
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "exact", "sample"]),
+    default="auto",
+    show_default=True,
+    help="Exact counts, or sample then verify candidates.",
+)
+@click.option(
+    "--min-share",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="A hot key holds at least this share of the rows.",
+)
+@click.option(
+    "--median-multiple",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="...and at least this many times the median key's rows.",
+)
+@_reports_namespace_option
 @click.option("--refresh", is_flag=True, help="Recount even if a report of this snapshot exists.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
@@ -52,18 +105,7 @@ def detect(
     as_json: bool,
 ) -> None:
     """Hot keys of TABLE's --key columns and its skewed partitions."""
-    from optimizer.skew import HotKeyRules
-
-    parse_table_identifier(table)
-    if join_with:
-        parse_table_identifier(join_with, "--join-with table")
-    parse_table_identifier(f"{reports_namespace}.x", "--reports-namespace")
-    if bool(join_with) != bool(on):
-        raise UsageError("--join-with and --on go together")
-    try:
-        rules = HotKeyRules(min_share=min_share, median_multiple=median_multiple)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    rules = _detect_rules(table, join_with, on, reports_namespace, min_share, median_multiple)
     from jobs.skew.detect import detect_table, render_text
     from service.catalog import load_catalog, load_table
     from service.spark import build_spark
@@ -74,13 +116,92 @@ def detect(
     if join_with:
         load_table(catalog, join_with)
     spark = build_spark(cfg, app_name="icefloe-skew-detect")
-    report = detect_table(spark, cfg, catalog, table, list(keys), join_with, on, rules,
-                          method, reports_namespace, refresh)
+    report = detect_table(
+        spark,
+        cfg,
+        catalog,
+        table,
+        list(keys),
+        join_with,
+        on,
+        rules,
+        method,
+        reports_namespace,
+        refresh,
+    )
 
     def render(data: Any) -> None:
         click.echo(render_text(data))
 
     emit(report, as_json, render)
+
+
+@skew.command()
+@click.argument("left")
+@click.argument("right", required=False)
+@click.option("--right-sql", metavar="SQL", help="A query instead of a RIGHT table.")
+@click.option(
+    "--on", "on", multiple=True, required=True, metavar="COL", help="Join column (repeatable)."
+)
+@click.option("--how", type=click.Choice(sorted(JOIN_TYPES)), default="inner", show_default=True)
+@click.option("--into", required=True, metavar="TABLE", help="The table the result is written to.")
+@click.option(
+    "--mode",
+    type=click.Choice(["create", "replace", "append"]),
+    default="create",
+    show_default=True,
+    help="create fails if --into exists.",
+)
+@click.option("--skewed-side", type=click.Choice(["left", "right"]), default=None)
+@click.option(
+    "--reuse-reports",
+    is_flag=True,
+    help="Take hot keys from the stored skew report of the current snapshot.",
+)
+@_reports_namespace_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def join(
+    ctx: Context,
+    left: str,
+    right: str | None,
+    right_sql: str | None,
+    on: tuple[str, ...],
+    how: str,
+    into: str,
+    mode: str,
+    skewed_side: str | None,
+    reuse_reports: bool,
+    reports_namespace: str,
+    as_json: bool,
+) -> None:
+    """Join LEFT with RIGHT (or --right-sql) on --on, salting hot keys, into --into."""
+    from jobs.skew.salted_join import JoinJob, run
+
+    job = JoinJob(
+        left, right, on, into, how, right_sql, mode, skewed_side, reuse_reports, reports_namespace
+    )
+    parse_table_identifier(left)
+    if right:
+        parse_table_identifier(right, "RIGHT table")
+    parse_table_identifier(into, "--into table")
+    from service.catalog import load_catalog
+    from service.spark import build_spark
+
+    cfg = ctx.cfg
+    catalog = load_catalog(cfg)
+    spark = build_spark(cfg, app_name="icefloe-salted-join")
+    result = run(spark, cfg, catalog, job)
+
+    def render(data: Any) -> None:
+        how_ = (
+            f"salted ({data['side']} side, {len(data['salts'])} hot keys)"
+            if data["salted"]
+            else "plain"
+        )
+        click.echo(f"{data['into']}: {how_} join; " + ("; ".join(data["reasons"]) or "-"))
+
+    emit(result, as_json, render)
 
 
 COMMANDS = [skew]

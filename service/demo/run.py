@@ -28,6 +28,7 @@ from typing import Any
 
 from service.config import PROJECT_ROOT, Config, ManagedConfig
 from service.demo.ingest import TableSpec, batch, demo_tables, ingest
+from service.demo.skew import skew_section
 from service.tablestats import current_partitions
 
 MIB = 1 << 20
@@ -205,6 +206,53 @@ def iceberg_baseline(spark: Any, cfg: Config, name: str, target: int) -> dict[st
     }
 
 
+def _ingest_tables(
+    catalog: Any, specs: list[TableSpec], copies: dict[str, str], seed: int, say: Say
+) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
+    """Ingest each demo table and clone it for the Iceberg baseline: the target file size of
+    every table and clone, and the state of each table before icefloe works."""
+    targets: dict[str, int] = {}
+    before: dict[str, dict[str, Any]] = {}
+    for i, spec in enumerate(specs):
+        say(
+            f"ingesting {spec.name}: {spec.commits} streaming commits, "
+            f"{spec.late_share:.0%} of them late"
+        )
+        ingest(catalog, spec, seed=seed + i)
+        clone_table(catalog, spec.name, copies[spec.name])
+        targets[spec.name] = targets[copies[spec.name]] = spec.target_file_size_bytes
+        before[spec.name] = table_state(catalog, spec.name, spec.target_file_size_bytes)
+    return targets, before
+
+
+def _comparison(
+    catalog: Any,
+    spec: TableSpec,
+    copy: str,
+    before: dict[str, Any],
+    expected: int,
+    loop: dict[str, Any],
+    baseline: dict[str, Any],
+) -> dict[str, Any]:
+    """One table's row of the report: before, after icefloe, after Iceberg's rewrite."""
+    ours = table_state(catalog, spec.name, spec.target_file_size_bytes)
+    theirs = table_state(catalog, copy, spec.target_file_size_bytes)
+    return {
+        "table": spec.name,
+        "target_file_size_bytes": spec.target_file_size_bytes,
+        "before": {k: v for k, v in before.items() if k != "sizes"},
+        "icefloe": {k: v for k, v in ours.items() if k != "sizes"}
+        | {
+            "bytes_rewritten": loop["bytes_rewritten"][spec.name],
+            "actions": loop["actions_by_table"][spec.name],
+        },
+        "iceberg": {k: v for k, v in theirs.items() if k != "sizes"} | baseline,
+        "rows_expected": expected,
+        "rows_ok": ours["rows"] == expected and theirs["rows"] == expected,
+        "_sizes": (before["sizes"], ours["sizes"]),
+    }
+
+
 def run_demo(
     cfg: Config,
     say: Say,
@@ -222,21 +270,12 @@ def run_demo(
     started = time.monotonic()
     specs = demo_tables(namespace)
     copies = {s.name: f"{namespace}_iceberg.{s.name.split('.')[-1]}" for s in specs}
-    targets = {}
-    before = {}
-    for i, spec in enumerate(specs):
-        say(
-            f"ingesting {spec.name}: {spec.commits} streaming commits, "
-            f"{spec.late_share:.0%} of them late"
-        )
-        ingest(catalog, spec, seed=seed + i)
-        clone_table(catalog, spec.name, copies[spec.name])
-        targets[spec.name] = targets[copies[spec.name]] = spec.target_file_size_bytes
-        before[spec.name] = table_state(catalog, spec.name, spec.target_file_size_bytes)
+    targets, before = _ingest_tables(catalog, specs, copies, seed, say)
     say("starting Spark")
     # the UI's REST API gives the per-task metrics of the skew section; port 0 = any free
-    spark = build_spark(cfg, app_name="icefloe-demo",
-                        extra={"spark.ui.enabled": "true", "spark.ui.port": "0"})
+    spark = build_spark(
+        cfg, app_name="icefloe-demo", extra={"spark.ui.enabled": "true", "spark.ui.port": "0"}
+    )
     timeline: list[tuple[float, str, float]] = [
         (time.monotonic() - started, name, st["mean_mse"]) for name, st in before.items()
     ]
@@ -260,27 +299,18 @@ def run_demo(
         s.name: iceberg_baseline(spark, cfg, copies[s.name], s.target_file_size_bytes)
         for s in specs
     }
-    tables = []
-    for spec in specs:
-        ours = table_state(catalog, spec.name, spec.target_file_size_bytes)
-        theirs = table_state(catalog, copies[spec.name], spec.target_file_size_bytes)
-        expected = before[spec.name]["rows"] + streamer.rows.get(spec.name, 0)
-        tables.append(
-            {
-                "table": spec.name,
-                "target_file_size_bytes": spec.target_file_size_bytes,
-                "before": {k: v for k, v in before[spec.name].items() if k != "sizes"},
-                "icefloe": {k: v for k, v in ours.items() if k != "sizes"}
-                | {
-                    "bytes_rewritten": loop["bytes_rewritten"][spec.name],
-                    "actions": loop["actions_by_table"][spec.name],
-                },
-                "iceberg": {k: v for k, v in theirs.items() if k != "sizes"} | baseline[spec.name],
-                "rows_expected": expected,
-                "rows_ok": ours["rows"] == expected and theirs["rows"] == expected,
-                "_sizes": (before[spec.name]["sizes"], ours["sizes"]),
-            }
+    tables = [
+        _comparison(
+            catalog,
+            spec,
+            copies[spec.name],
+            before[spec.name],
+            before[spec.name]["rows"] + streamer.rows.get(spec.name, 0),
+            loop,
+            baseline[spec.name],
         )
+        for spec in specs
+    ]
     skew = skew_section(spark, cfg, catalog, namespace, say)
     chart = chart or PROJECT_ROOT / ".demo" / "icefloe-demo.png"
     from service.demo.charts import render_chart
@@ -301,63 +331,4 @@ def run_demo(
         "chart": str(chart),
         "seconds": round(time.monotonic() - started, 1),
         "spark": spark,
-    }
-
-
-SKEW_CONF = {
-    # measure shuffle joins as they are: no broadcast of the small side, no coalescing of
-    # the tiny demo partitions into one task; AQE's skew split stays on (the default)
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.adaptive.coalescePartitions.enabled": "false",
-    "spark.sql.shuffle.partitions": "16",
-}
-
-
-def skew_section(spark: Any, cfg: Config, catalog: Any, namespace: str, say: Say,
-                 rows: int = 1_000_000, hot_share: float = 0.3) -> dict[str, Any]:
-    """Plant a hot key, detect it, and run the salted LEFT join against the plain one."""
-    from pyspark.sql import functions as F
-
-    from jobs.skew import salted_join
-    from jobs.skew.detect import detect_table
-    from jobs.skew.stage_metrics import Meter
-    from service.catalog import spark_table_name
-
-    purchases, users = f"{namespace}.purchases", f"{namespace}.users"
-    say(f"skew: planting a hot key (user_id 42 in {hot_share:.0%} of {rows:,} purchases)")
-    fact = spark.range(rows).select(
-        F.when(F.col("id") % 100 < int(hot_share * 100), F.lit(42))
-        .otherwise(F.col("id") % 20_000).alias("user_id"),
-        (F.col("id") * 7 % 1000 / 10).alias("amount"),
-        F.sha2(F.col("id").cast("string"), 256).alias("receipt"),
-    )
-    dim = spark.range(20_000).select(
-        F.col("id").alias("user_id"), F.concat(F.lit("user-"), F.col("id")).alias("name")
-    )
-    for name, df in ((purchases, fact), (users, dim)):
-        df.writeTo(spark_table_name(cfg, name)).using("iceberg").createOrReplace()
-    report = detect_table(spark, cfg, catalog, purchases, ["user_id"], refresh=True)
-    hot = report["keys"]["user_id"]["hot_keys"]
-    say("skew: hot keys found: " + ", ".join(f"{h['key']} ({h['share']:.0%})" for h in hot))
-    left = spark.table(spark_table_name(cfg, users))
-    right = spark.table(spark_table_name(cfg, purchases))
-    meter = Meter(spark)
-    plain_df = left.join(right, "user_id", "left")
-    salted_df = salted_join(left, right, "user_id", "left",
-                            hot_keys=[h["key"] for h in hot], skewed_side="right")
-    plain = meter.run("plain left join (AQE on)", plain_df, SKEW_CONF)
-    salted = meter.run("salted left join", salted_df, SKEW_CONF)
-    identical = (
-        plain_df.count() == salted_df.count()
-        and plain_df.exceptAll(salted_df).isEmpty()
-        and salted_df.exceptAll(plain_df).isEmpty()
-    )
-    return {
-        "table": purchases,
-        "rows": report["rows"],
-        "hot_keys": hot,
-        "skewed_partitions": report.get("skewed_partitions", []),
-        "plain": {k: plain[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
-        "salted": {k: salted[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
-        "identical": identical,
     }

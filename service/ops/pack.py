@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.errors import UsageError
-from service.spark import ARCHIVE_ALIAS
 
 ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
 """What ``jobs.rewrite.arrow_engine`` imports on the executors (besides icefloe itself)."""

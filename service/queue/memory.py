@@ -1,7 +1,7 @@
 """The in-memory queue: the same semantics as the Lua scripts, for unit tests.
 
 ``tests/unit/service/test_queue.py`` runs one contract suite against this and, in
-``tests/redis/``, against :class:`service.queue.RedisQueue`, so the two cannot drift.
+``tests/redis/``, against :class:`service.queue.redis.RedisQueue`, so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ class MemoryQueue:
         if item.id in self._inflight:
             flying = self._items[item.id]
             enq = flying.get("again", {}).get("enq", now)
-            flying["again"] = {"item": item, "enq": enq,
-                               "score": pending_score(item, enq, self.aging_seconds)}
+            flying["again"] = {
+                "item": item,
+                "enq": enq,
+                "score": pending_score(item, enq, self.aging_seconds),
+            }
             return 0
         if item.id in self._ready:
             return 0
@@ -106,8 +109,9 @@ class MemoryQueue:
         if again is None:
             del self._items[item_id]
             return 1
-        meta.update(item=again["item"], enq=again["enq"], score=again["score"], attempts=0,
-                    error="")
+        meta.update(
+            item=again["item"], enq=again["enq"], score=again["score"], attempts=0, error=""
+        )
         meta.pop("leased_at", None)
         self._pending.setdefault(meta["table"], {})[item_id] = again["score"]
         self._classes[meta["table"]] = meta["cls"]
@@ -146,19 +150,30 @@ class MemoryQueue:
         if meta is None:
             return None
         item: ActionItem = meta["item"]
-        return replace(item, enqueued_at=meta["enq"], attempts=meta["attempts"],
-                       last_error=meta["error"] or None)
+        return replace(
+            item,
+            enqueued_at=meta["enq"],
+            attempts=meta["attempts"],
+            last_error=meta["error"] or None,
+        )
 
     def depth(self) -> dict[str, int]:
-        return {"pending": sum(len(p) for p in self._pending.values()), "ready": len(self._ready),
-                "inflight": len(self._inflight), "dead": len(self._dead)}
+        return {
+            "pending": sum(len(p) for p in self._pending.values()),
+            "ready": len(self._ready),
+            "inflight": len(self._inflight),
+            "dead": len(self._dead),
+        }
 
     def pending_by_table(self) -> dict[str, int]:
         return {t: len(p) for t, p in sorted(self._pending.items()) if p}
 
     def inflight(self) -> list[InFlight]:
-        return [InFlight(it, self._items[i]["leased_at"], d)
-                for i, d in sorted(self._inflight.items()) if (it := self.get(i))]
+        return [
+            InFlight(it, self._items[i]["leased_at"], d)
+            for i, d in sorted(self._inflight.items())
+            if (it := self.get(i))
+        ]
 
     def dead(self) -> list[ActionItem]:
         return [it for i in sorted(self._dead) if (it := self.get(i))]

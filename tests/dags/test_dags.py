@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from service import dag_support as ds
 from service.config import DEFAULT_CONFIG, PROJECT_ROOT
 from service.errors import UsageError
+from tests.dags.conftest import DAGS, airflow_env
 
 pytestmark = pytest.mark.unit
 
@@ -30,6 +34,42 @@ def test_no_init_in_airflow_folder() -> None:
 def test_dagbag_loads_without_errors(dagbag: Any) -> None:
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == {"icefloe_optimize", "icefloe_skew", "icefloe_adhoc"}
+
+
+PARSE_WITHOUT_CONFIG = """
+import sys
+import service.config
+
+def refuse(*args, **kwargs):
+    raise AssertionError("a DAG file loaded the icefloe config while parsing")
+
+service.config.load_config = refuse
+from airflow.dag_processing.dagbag import DagBag
+
+bag = DagBag(sys.argv[1])
+print(sorted(bag.dag_ids), bag.import_errors)
+sys.exit(1 if bag.import_errors else 0)
+"""
+
+
+def test_parsing_the_dags_loads_no_config(tmp_path: Path) -> None:
+    """A DagBag parse reads no config (it may not even exist there) and starts no Spark."""
+    env = {
+        **os.environ,
+        **airflow_env(tmp_path / "airflow"),
+        "ICEFLOE_CONFIG": str(tmp_path / "missing.yaml"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PARSE_WITHOUT_CONFIG, str(DAGS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+    )
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    assert "icefloe_optimize" in out.stdout and "{}" in out.stdout
+    assert "pyspark" not in out.stderr
 
 
 def edges(dag: Any) -> set[tuple[str, str]]:
@@ -60,20 +100,53 @@ def test_skew_and_adhoc_dag_shapes(dagbag: Any) -> None:
     assert set(adhoc.params) == {"table", "partitions", "action", "dry_run"}
 
 
-def submit_argv(task: Any, args: list[str]) -> list[str]:
+def submit_argv(task: Any, job: str, args: list[str]) -> list[str]:
+    """The spark-submit argv of one mapped run of ``task``: the operator kwargs the planning
+    task returns at run time (here from the default config), rendered by Airflow's hook."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    kw = task.partial_kwargs
+    (kw,) = ds.submit_runs(job, str(DEFAULT_CONFIG), [args])
     hook = SparkSubmitHook(
         conf=kw["conf"],
-        conn_id=kw["conn_id"],
+        conn_id=task.partial_kwargs["conn_id"],
         jars=kw["jars"],
         packages=kw["packages"],
         name=kw["name"],
         env_vars=kw["env_vars"],
-        application_args=args,
+        application_args=kw["application_args"],
     )
     return list(hook._build_spark_submit_command(kw["application"]))
+
+
+def test_spark_submit_settings_are_mapped_at_run_time(dagbag: Any) -> None:
+    """No spark-submit setting is fixed at parse time: each SparkSubmitOperator is mapped
+    over the kwargs its planning task returns."""
+    for dag_id, task_id in (
+        ("icefloe_optimize", "actor"),
+        ("icefloe_adhoc", "optimize"),
+        ("icefloe_skew", "skew_detect"),
+        ("icefloe_skew", "salted_join"),
+    ):
+        task = dagbag.dags[dag_id].get_task(task_id)
+        assert set(task.partial_kwargs) & {"conf", "jars", "packages", "application"} == set()
+        assert task.partial_kwargs["conn_id"] == ds.DEFAULT_CONN_ID
+
+
+def test_bash_commands_quote_the_config_path(dagbag: Any) -> None:
+    """The rendered config path is one shell word, expanded by nothing."""
+    import shlex
+
+    from jinja2 import Environment
+
+    env = Environment()
+    env.filters.update(ds.JINJA_FILTERS)
+    command = dagbag.dags["icefloe_optimize"].get_task("decide_once").bash_command
+    path = "/x/$(touch y) `z` 'c'.yaml"
+    argv = shlex.split(env.from_string(command).render(var={"value": {"icefloe_config": path}}))
+    assert argv[argv.index("--config") + 1] == path
+    assert argv[-2:] == ["decide", "--once"]
+    default = shlex.split(env.from_string(command).render(var={"value": {}}))
+    assert default[default.index("--config") + 1] == ds.default_config_path()
 
 
 def expected_conf() -> list[str]:
@@ -102,7 +175,7 @@ def expected_conf() -> list[str]:
 def test_actor_spark_submit_argv_is_exact(dagbag: Any) -> None:
     task = dagbag.dags["icefloe_optimize"].get_task("actor")
     args = ds.actor_runs(backlog=25, max_actors=2, actions_per_actor=10, config_path="/c.yaml")[0]
-    assert submit_argv(task, args) == [
+    assert submit_argv(task, "actor", args) == [
         "spark-submit",
         "--master",
         "local[2]",
@@ -111,21 +184,22 @@ def test_actor_spark_submit_argv_is_exact(dagbag: Any) -> None:
         JARS,
         "--name",
         "icefloe-actor",
-        str(PROJECT_ROOT / "jobs" / "actor.py"),
-        "--config",
-        "/c.yaml",
+        str(PROJECT_ROOT / "jobs" / "scripts" / "actor.py"),
         "--max-actions",
         "10",
         "--idle-exit",
         "5",
+        "--config",
+        "/c.yaml",
     ]
-    assert task.partial_kwargs["env_vars"]["PYSPARK_PYTHON"] == sys.executable
+    (kw,) = ds.submit_runs("actor", str(DEFAULT_CONFIG), [args])
+    assert kw["env_vars"]["PYSPARK_PYTHON"] == sys.executable
 
 
 def test_adhoc_spark_submit_argv_is_exact(dagbag: Any) -> None:
     task = dagbag.dags["icefloe_adhoc"].get_task("optimize")
     conf = {"table": "demo.events", "partitions": ["day=2026-11-02"], "action": "sort"}
-    assert submit_argv(task, ds.adhoc_args(conf, "/c.yaml")) == [
+    assert submit_argv(task, "actor_optimize", ds.adhoc_args(conf, "/c.yaml")) == [
         "spark-submit",
         "--master",
         "local[2]",
@@ -134,15 +208,15 @@ def test_adhoc_spark_submit_argv_is_exact(dagbag: Any) -> None:
         JARS,
         "--name",
         "icefloe-actor-optimize",
-        str(PROJECT_ROOT / "jobs" / "actor_optimize.py"),
+        str(PROJECT_ROOT / "jobs" / "scripts" / "actor_optimize.py"),
         "demo.events",
         "--action",
         "sort",
-        "--config",
-        "/c.yaml",
         "--json",
         "--partition",
         "day=2026-11-02",
+        "--config",
+        "/c.yaml",
     ]
 
 
@@ -150,20 +224,19 @@ def test_skew_spark_submit_argv_is_exact(dagbag: Any) -> None:
     task = dagbag.dags["icefloe_skew"].get_task("skew_detect")
     spec = {"tables": [{"table": "demo.events", "keys": ["user_id", "region"]}]}
     (args,) = ds.skew_runs(spec, "/c.yaml")
-    assert (
-        submit_argv(task, args)[-8:]
-        == [
-            str(PROJECT_ROOT / "jobs" / "skew_detect.py"),
-            "demo.events",
-            "--config",
-            "/c.yaml",
-            "--json",
-            "--key",
-            "user_id",
-            "--key",
-            "region",
-        ][-8:]
-    )
+    expected = [
+        str(PROJECT_ROOT / "jobs" / "scripts" / "skew_detect.py"),
+        "demo.events",
+        "--json",
+        "--key",
+        "user_id",
+        "--key",
+        "region",
+        "--config",
+        "/c.yaml",
+    ]
+    assert submit_argv(task, "skew_detect", args)[-len(expected) :] == expected
+    assert parsed_by_the_cli(("skew", "detect"), args)["keys"] == ("user_id", "region")
 
 
 def test_actor_runs_follow_the_backlog() -> None:
@@ -189,18 +262,62 @@ def test_adhoc_args_reject_bad_conf(conf: dict[str, Any]) -> None:
 
 def test_salted_join_spark_submit_argv_is_exact(dagbag: Any) -> None:
     task = dagbag.dags["icefloe_skew"].get_task("salted_join")
-    spec = {"join": {"left": "demo.users", "right": "demo.purchases", "on": "user_id",
-                     "how": "left", "output": "demo.users_purchases"}}
+    spec = {
+        "join": {
+            "left": "demo.users",
+            "right": "demo.purchases",
+            "on": "user_id",
+            "how": "left",
+            "output": "demo.users_purchases",
+        }
+    }
     (args,) = ds.salted_join_args(spec, "/c.yaml")
     expected = [
-        str(PROJECT_ROOT / "jobs" / "salted_join.py"),
-        "demo.users", "demo.purchases", "--on", "user_id", "--how", "left",
-        "--into", "demo.users_purchases", "--mode", "replace", "--reuse-reports",
-        "--config", "/c.yaml",
+        str(PROJECT_ROOT / "jobs" / "scripts" / "salted_join.py"),
+        "demo.users",
+        "demo.purchases",
+        "--on",
+        "user_id",
+        "--how",
+        "left",
+        "--into",
+        "demo.users_purchases",
+        "--mode",
+        "replace",
+        "--reuse-reports",
+        "--config",
+        "/c.yaml",
     ]
-    assert submit_argv(task, args)[-len(expected) :] == expected
-    # the job's own parser accepts exactly these arguments
-    from jobs.skew.salted_join import parse_args
+    assert submit_argv(task, "salted_join", args)[-len(expected) :] == expected
+    # the command the script runs accepts exactly these arguments
+    parsed = parsed_by_the_cli(("skew", "join"), args)
+    assert (parsed["into"], parsed["how"], parsed["on"]) == (
+        "demo.users_purchases",
+        "left",
+        ("user_id",),
+    )
+    assert parsed["reuse_reports"] and parsed["mode"] == "replace"
 
-    parsed = parse_args(args)
-    assert (parsed.into, parsed.how, parsed.on) == ("demo.users_purchases", "left", ["user_id"])
+
+def parsed_by_the_cli(command: tuple[str, ...], args: list[str]) -> dict[str, Any]:
+    """The parameters the ``icefloe`` command a script runs gets from ``args`` (parsed
+    only, nothing run), with ``--config`` moved in front as the scripts move it."""
+    from jobs.scripts import cli_argv
+    from service.cli import cli
+
+    argv = cli_argv(command, args)
+    assert argv[:2] == ["--config", "/c.yaml"]
+    assert argv[2 : 2 + len(command)] == list(command)
+    sub: Any = cli
+    for name in command:
+        sub = sub.commands[name]
+    return dict(sub.make_context(command[-1], argv[2 + len(command) :]).params)
+
+
+def test_adhoc_args_parse_as_icefloe_optimize() -> None:
+    conf = {"table": "demo.events", "partitions": ["day=1"], "dry_run": True}
+    parsed = parsed_by_the_cli(("optimize",), ds.adhoc_args(conf, "/c.yaml"))
+    assert parsed["table"] == "demo.events" and parsed["dry_run"] and parsed["as_json"]
+    assert parsed["partitions"] == ("day=1",)
+    runs = ds.actor_runs(5, 2, 10, "/c.yaml")
+    assert parsed_by_the_cli(("actor",), runs[0])["max_actions"] == 10

@@ -27,8 +27,14 @@ LEASE = 6
 
 
 def icefloe(env: dict[str, str], *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "service", *args], env=env,
-                          capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kw,
+    )
 
 
 def test_kill_9_mid_action_loses_nothing_and_runs_once(
@@ -43,9 +49,16 @@ def test_kill_9_mid_action_loses_nothing_and_runs_once(
     cfg = build_config(raw, home=lake_home)
     env = {**os.environ, "ICEFLOE_CONFIG": str(config)}
 
-    spec = TableSpec(f"{namespace}.stream", days=1, regions=("eu",), commits=10, healthy_days=0,
-                     late_share=0.0, small_file_bytes=(4 << 10, 24 << 10),
-                     target_file_size_bytes=512 << 10)
+    spec = TableSpec(
+        f"{namespace}.stream",
+        days=1,
+        regions=("eu",),
+        commits=10,
+        healthy_days=0,
+        late_share=0.0,
+        small_file_bytes=(4 << 10, 24 << 10),
+        target_file_size_bytes=512 << 10,
+    )
     ingest(catalog, spec, seed=11)
     ids_before = catalog.load_table((namespace, "stream")).scan().to_arrow()["event_id"]
 
@@ -53,9 +66,13 @@ def test_kill_9_mid_action_loses_nothing_and_runs_once(
     queue = RedisQueue(redis_client, Keys.for_config(cfg))
     assert sum(queue.depth().values()) >= 1
 
-    actor = subprocess.Popen([sys.executable, "-m", "service", "actor", "--max-actions", "1"],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    actor = subprocess.Popen(
+        [sys.executable, "-m", "service", "actor", "--max-actions", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not queue.inflight() and time.monotonic() < deadline:

@@ -14,7 +14,10 @@ from pyspark.sql import functions as F
 
 from jobs.optimize import optimize_table
 from jobs.rewrite import exact as rewrite_mod
-from jobs.verify import Checksum
+from jobs.rewrite.arrow_driver import ArrowDriver
+from jobs.rewrite.new_files import NewFiles
+from jobs.rewrite.spark_engine import LISTING_THRESHOLD
+from jobs.verify import Checksum, checksums_by_key, run_suite
 from service.catalog import load_table
 from service.errors import OperationFailed
 
@@ -27,8 +30,15 @@ PROPS = (
 )
 
 
-def make_table(spark: Any, namespace: str, name: str = "events", partitioned: bool = True,
-               inserts: int = 6, rows: int = 40, props: str = PROPS) -> str:
+def make_table(
+    spark: Any,
+    namespace: str,
+    name: str = "events",
+    partitioned: bool = True,
+    inserts: int = 6,
+    rows: int = 40,
+    props: str = PROPS,
+) -> str:
     """One INSERT of ``inserts`` Spark tasks -> ``inserts`` small files (~3 KB) per partition.
 
     Hex digests barely compress, so file sizes add up roughly like the planner assumes.
@@ -54,8 +64,9 @@ def insert(spark: Any, fq: str, start: int, stop: int, files: int = 1) -> None:
 
 def snapshot_table(spark: Any, ident: str) -> Any:
     ns, name = ident.split(".")
-    return spark.createDataFrame(spark.table(f"lake.`{ns}`.`{name}`").collect(),
-                                 spark.table(f"lake.`{ns}`.`{name}`").schema)
+    return spark.createDataFrame(
+        spark.table(f"lake.`{ns}`.`{name}`").collect(), spark.table(f"lake.`{ns}`.`{name}`").schema
+    )
 
 
 def contents(spark: Any, ident: str) -> Any:
@@ -66,13 +77,13 @@ def contents(spark: Any, ident: str) -> Any:
 def data_files(spark: Any, ident: str) -> list[Any]:
     ns, name = ident.split(".")
     return spark.sql(
-        f"SELECT file_path, partition, file_size_in_bytes, content "
-        f"FROM lake.`{ns}`.`{name}`.files"
+        f"SELECT file_path, partition, file_size_in_bytes, content FROM lake.`{ns}`.`{name}`.files"
     ).collect()
 
 
-def rewrite_at_current(spark: Any, cfg: Any, namespace: str, name: str,
-                       inserts: int = 2) -> tuple[str, Any]:
+def rewrite_at_current(
+    spark: Any, cfg: Any, namespace: str, name: str, inserts: int = 2
+) -> tuple[str, Any]:
     """A new table (see :func:`make_table`) and an ``ExactRewrite`` at its snapshot; the
     caller closes it."""
     from service.catalog import spark_table_name
@@ -138,13 +149,13 @@ def test_merge_rewrites_planned_files_in_one_replace(spark, ecfg, catalog, names
     assert again.partitions_rewritten == 0 and again.snapshot_ids == ()
 
 
-def test_arrow_groups_run_as_spark_tasks_on_a_cluster(spark, cfg, catalog, namespace,
-                                                     monkeypatch):
+def test_arrow_groups_run_as_spark_tasks_on_a_cluster(spark, cfg, catalog, namespace):
     """What a cluster master does (Python tasks on the executors), forced on local[2]."""
-    monkeypatch.setattr(rewrite_mod.ExactRewrite, "arrow_in_driver", False)
     ident = make_table(spark, namespace, "tasks", inserts=4)
     before = snapshot_table(spark, ident)
-    report = optimize_table(spark, cfg, ident)
+    report = optimize_table(
+        spark, cfg, ident, collaborators=rewrite_mod.Collaborators(arrow_in_driver=False)
+    )
     assert report.partitions_rewritten == 2
     assert {p.engine for p in report.partitions} == {"arrow"}
     assert report.rows_verified == before.count()
@@ -191,8 +202,10 @@ def test_evolved_spec_rewrites_current_spec_and_skips_older_files(spark, ecfg, n
     spark.sql(f"ALTER TABLE {fq(ident)} ADD PARTITION FIELD bucket(2, id) AS b")
     insert(spark, fq(ident), 1000, 1120, files=3)
     before = snapshot_table(spark, ident)
-    old_files = {r.file_path for r in spark.sql(
-        f"SELECT file_path FROM {fq(ident)}.files WHERE spec_id = 0").collect()}
+    old_files = {
+        r.file_path
+        for r in spark.sql(f"SELECT file_path FROM {fq(ident)}.files WHERE spec_id = 0").collect()
+    }
     report = optimize_table(spark, ecfg, ident)
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     old = [p for p in report.partitions if p.spec_id == 0]
@@ -207,13 +220,17 @@ def test_evolved_schema_reads_as_iceberg_reads_it(spark, ecfg, catalog, namespac
     merged with files written after; every value reads back as Iceberg read it."""
     ident = make_table(spark, namespace, "evolved", inserts=2)
     spark.sql(f"ALTER TABLE {fq(ident)} ADD COLUMN ratio FLOAT")
-    spark.sql(f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'x', 1.0, "
-              f"CAST(id / 3 AS FLOAT) FROM range(200, 240)")
+    spark.sql(
+        f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'x', 1.0, "
+        f"CAST(id / 3 AS FLOAT) FROM range(200, 240)"
+    )
     spark.sql(f"ALTER TABLE {fq(ident)} RENAME COLUMN v TO label")
     spark.sql(f"ALTER TABLE {fq(ident)} ALTER COLUMN ratio TYPE DOUBLE")
     spark.sql(f"ALTER TABLE {fq(ident)} ADD COLUMN note STRING")
-    spark.sql(f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'y', 2.0, "
-              f"id / 7, 'late' FROM range(300, 340)")
+    spark.sql(
+        f"INSERT INTO {fq(ident)} SELECT id, concat('d', id % 2), 'y', 2.0, "
+        f"id / 7, 'late' FROM range(300, 340)"
+    )
     before = snapshot_table(spark, ident)
     report = optimize_table(spark, ecfg, ident)
     assert report.partitions_rewritten == 2
@@ -251,8 +268,12 @@ def test_every_column_type_survives_a_merge(spark, ecfg, catalog, namespace):
     def comparable(df: Any) -> Any:  # chispa sorts rows by every column; maps don't sort
         return df.withColumn("m", F.to_json("m"))
 
-    assert_df_equality(comparable(contents(spark, ident)), comparable(before),
-                       ignore_row_order=True, allow_nan_equality=True)
+    assert_df_equality(
+        comparable(contents(spark, ident)),
+        comparable(before),
+        ignore_row_order=True,
+        allow_nan_equality=True,
+    )
 
 
 def test_unpartitioned_table(spark, ecfg, catalog, namespace):
@@ -266,26 +287,23 @@ def test_unpartitioned_table(spark, ecfg, catalog, namespace):
     assert current_operation(catalog, ident) == "replace"
 
 
-def _before_commit(monkeypatch: pytest.MonkeyPatch, action: Any) -> list[int]:
-    """Run ``action`` once, just before the first commit of the rewrite."""
-    original = rewrite_mod.ExactRewrite.commit
+def _before_commit(action: Any) -> tuple[list[int], rewrite_mod.Collaborators]:
+    """Collaborators that run ``action`` once, just before the first commit of the
+    rewrite, and count the commits in the list."""
     calls: list[int] = []
 
-    def commit(self: Any, results: Any, **kwargs: Any) -> Any:
+    def before_commit(rewrite: Any, results: Any) -> None:
         if not calls:
-            action(self, results)
+            action(rewrite, results)
         calls.append(1)
-        return original(self, results, **kwargs)
 
-    monkeypatch.setattr(rewrite_mod.ExactRewrite, "commit", commit)
-    return calls
+    return calls, rewrite_mod.Collaborators(before_commit=before_commit)
 
 
-def test_concurrent_append_between_plan_and_commit_survives(spark, ecfg, catalog, namespace,
-                                                            monkeypatch):
+def test_concurrent_append_between_plan_and_commit_survives(spark, ecfg, catalog, namespace):
     ident = make_table(spark, namespace, inserts=3)
-    _before_commit(monkeypatch, lambda self, results: insert(spark, fq(ident), 5000, 5040))
-    report = optimize_table(spark, ecfg, ident)
+    _, seams = _before_commit(lambda rewrite, results: insert(spark, fq(ident), 5000, 5040))
+    report = optimize_table(spark, ecfg, ident, collaborators=seams)
     assert report.partitions_rewritten == 2
     ids = {r.id for r in contents(spark, ident).select("id").collect()}
     assert ids == set(range(0, 120)) | set(range(5000, 5040))
@@ -293,16 +311,16 @@ def test_concurrent_append_between_plan_and_commit_survives(spark, ecfg, catalog
 
 
 def test_concurrent_delete_of_a_replaced_file_fails_the_commit_and_replans(
-    spark, cfg, catalog, namespace, monkeypatch
+    spark, cfg, catalog, namespace
 ):
     ident = make_table(spark, namespace, inserts=3)
 
-    def delete_a_row(self: Any, results: Any) -> None:
+    def delete_a_row(rewrite: Any, results: Any) -> None:
         # id 0 lives in day=d0's first file, which every merge plan replaces.
         spark.sql(f"DELETE FROM {fq(ident)} WHERE id = 0")
 
-    calls = _before_commit(monkeypatch, delete_a_row)
-    report = optimize_table(spark, cfg, ident)
+    calls, seams = _before_commit(delete_a_row)
+    report = optimize_table(spark, cfg, ident, collaborators=seams)
     # all-in-one conflicted; one by one: d0 conflicted, d1 committed; d0 re-planned
     assert len(calls) >= 4
     expected = set(range(1, 120))
@@ -314,8 +332,10 @@ def test_concurrent_delete_of_a_replaced_file_fails_the_commit_and_replans(
     # The failed attempt's files were deleted at once: every file on disk is referenced
     # by some snapshot (no orphans left for remove_orphan_files).
     on_disk = {p.name for p in _data_dir(cfg, ident).rglob("*.parquet")}
-    referenced = {r.file_path.rsplit("/", 1)[-1] for r in spark.sql(
-        f"SELECT file_path FROM {fq(ident)}.all_files").collect()}
+    referenced = {
+        r.file_path.rsplit("/", 1)[-1]
+        for r in spark.sql(f"SELECT file_path FROM {fq(ident)}.all_files").collect()
+    }
     assert on_disk == referenced
 
 
@@ -332,78 +352,72 @@ def test_dry_run_writes_nothing(spark, cfg, catalog, namespace):
 
 def _data_dir(cfg: Any, ident: str) -> Path:
     ns, name = ident.split(".")
-    return Path(cfg.catalog.warehouse[len("file://"):]) / ns / name / "data"
+    return Path(cfg.catalog.warehouse[len("file://") :]) / ns / name / "data"
 
 
 def test_verification_mismatch_commits_nothing_and_deletes_written_files(
-    spark, cfg, catalog, namespace, monkeypatch
+    spark, cfg, catalog, namespace
 ):
     ident = make_table(spark, namespace, inserts=2)
     snap = load_table(catalog, ident).current_snapshot().snapshot_id
     files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
-    real = rewrite_mod.checksums_by_key
     calls: list[int] = []
 
     def corrupt(df: Any, columns: Any) -> Any:
         calls.append(1)
-        sums = real(df, columns)
+        sums = checksums_by_key(df, columns)
         if len(calls) == 1:  # the read of the written files (the input's checksum is
             # observed during the write): pretend one row went missing
             sums = {k: Checksum(v.rows - 1, v.checksum, v.non_null) for k, v in sums.items()}
         return sums
 
-    monkeypatch.setattr(rewrite_mod, "checksums_by_key", corrupt)
+    seams = rewrite_mod.Collaborators(checksums=corrupt)
     with pytest.raises(OperationFailed, match="verification failed"):
-        optimize_table(spark, with_engine(cfg, "spark"), ident)
+        optimize_table(spark, with_engine(cfg, "spark"), ident, collaborators=seams)
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
 
-def test_failed_data_checks_commit_nothing_and_delete_written_files(
-    spark, cfg, catalog, namespace, monkeypatch
-):
+def test_failed_data_checks_commit_nothing_and_delete_written_files(spark, cfg, catalog, namespace):
     """The GE suite is a gate: if the written data shows a null where the input had none,
     nothing is committed and the new files are gone."""
-    import jobs.verify as verify_mod
-
     ident = make_table(spark, namespace, "gate", inserts=2)
     snap = load_table(catalog, ident).current_snapshot().snapshot_id
     files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
-    real = verify_mod.run_suite
 
     def with_a_null(df: Any, expected_rows: int, null_free: list[str]) -> Any:
         from pyspark.sql import functions as F
 
         first = null_free[0]  # one written value turned into a null, as GE would see it
-        seen = df.withColumn(first, F.when(F.monotonically_increasing_id() == 0, None)
-                             .otherwise(F.col(first)))
-        return real(seen, expected_rows, null_free)
+        seen = df.withColumn(
+            first, F.when(F.monotonically_increasing_id() == 0, None).otherwise(F.col(first))
+        )
+        return run_suite(seen, expected_rows, null_free)
 
-    monkeypatch.setattr(verify_mod, "run_suite", with_a_null)
+    seams = rewrite_mod.Collaborators(run_suite=with_a_null)
     with pytest.raises(OperationFailed, match="data checks failed.*nulls in column"):
-        optimize_table(spark, cfg, ident)
+        optimize_table(spark, cfg, ident, collaborators=seams)
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
 
 def test_a_failing_arrow_engine_falls_back_to_spark_and_keeps_every_row(
-    spark, cfg, catalog, namespace, monkeypatch
+    spark, cfg, catalog, namespace
 ):
     """The Arrow job fails after writing some files: they are deleted, the same groups go
     through Spark's writer (checksum-verified), and the report says so."""
     ident = make_table(spark, namespace, "fallback", inserts=4)
     before = snapshot_table(spark, ident)
     files_before = {r.file_path for r in data_files(spark, ident)}
-    real = rewrite_mod.ExactRewrite.write_arrow
     leftovers: list[str] = []
 
-    def half_then_fail(self: Any, results: Any, *args: Any) -> None:
-        real(self, results, *args)
+    def half_then_fail(driver: ArrowDriver, results: Any, *args: Any) -> None:
+        driver.write(results, *args)
         leftovers.extend(p for r in results for p in r.new_paths)
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(rewrite_mod.ExactRewrite, "write_arrow", half_then_fail)
-    report = optimize_table(spark, cfg, ident)
+    seams = rewrite_mod.Collaborators(write_arrow=half_then_fail)
+    report = optimize_table(spark, cfg, ident, collaborators=seams)
     assert report.partitions_rewritten == 2
     for p in report.partitions:
         assert p.engine == "spark" and "Arrow engine failed" in p.reason
@@ -411,13 +425,15 @@ def test_a_failing_arrow_engine_falls_back_to_spark_and_keeps_every_row(
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     assert leftovers and not any(Path(p.removeprefix("file:")).exists() for p in leftovers)
     on_disk = {p.name for p in _data_dir(cfg, ident).rglob("*.parquet")}
-    referenced = {r.file_path.rsplit("/", 1)[-1] for r in spark.sql(
-        f"SELECT file_path FROM {fq(ident)}.all_files").collect()}
+    referenced = {
+        r.file_path.rsplit("/", 1)[-1]
+        for r in spark.sql(f"SELECT file_path FROM {fq(ident)}.all_files").collect()
+    }
     assert on_disk == referenced and files_before
 
 
 def test_a_failed_commit_leaves_no_written_file_behind(
-    spark: Any, cfg: Any, catalog: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, cfg: Any, catalog: Any, namespace: str
 ) -> None:
     """A commit failure that is not a conflict stops the action; the files already written
     for partitions not yet committed are deleted, not left for orphan cleanup."""
@@ -426,13 +442,13 @@ def test_a_failed_commit_leaves_no_written_file_behind(
     snap = load_table(catalog, ident).current_snapshot().snapshot_id
     files_before = {r.file_path for r in data_files(spark, ident)}
 
-    def failing_commit(self: Any, results: Any, **kwargs: Any) -> Any:
-        self.discard(results)  # what commit() does for a cleanable failure
+    def failing_commit(rewrite: Any, results: Any) -> None:
+        rewrite.discard(results)  # what commit() does for a cleanable failure
         raise OperationFailed("commit of the table failed (CommitFailedException: boom)")
 
-    monkeypatch.setattr(rewrite_mod.ExactRewrite, "commit", failing_commit)
+    seams = rewrite_mod.Collaborators(before_commit=failing_commit)
     with pytest.raises(OperationFailed, match="boom"):
-        optimize_table(spark, cfg, ident)
+        optimize_table(spark, cfg, ident, collaborators=seams)
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     location = load_table(catalog, ident).location().removeprefix("file:").removeprefix("//")
     on_disk = {str(p) for p in Path(location, "data").rglob("*.parquet")}
@@ -451,19 +467,17 @@ def test_reading_new_local_files_lists_them_on_the_driver_and_restores_the_setti
     try:
         for before in (None, "40"):
             if before is None:
-                spark.conf.unset(rewrite_mod.LISTING_THRESHOLD)
+                spark.conf.unset(LISTING_THRESHOLD)
             else:
-                spark.conf.set(rewrite_mod.LISTING_THRESHOLD, before)
+                spark.conf.set(LISTING_THRESHOLD, before)
             assert rewrite.read_files(paths).count() == contents(spark, ident).count()
-            assert spark.conf.get(rewrite_mod.LISTING_THRESHOLD, None) == before
+            assert spark.conf.get(LISTING_THRESHOLD, None) == before
     finally:
-        spark.conf.unset(rewrite_mod.LISTING_THRESHOLD)
+        spark.conf.unset(LISTING_THRESHOLD)
         rewrite.close()
 
 
-def test_new_files_data_files_carry_the_same_metrics_either_way(
-    spark, cfg, namespace, monkeypatch
-):
+def test_new_files_data_files_carry_the_same_metrics_either_way(spark, cfg, namespace):
     """Differential: a local file's ``DataFile`` built with shared Parquet read options
     equals the one Iceberg's own ``ParquetUtil.fileMetrics`` builds through the table's
     FileIO (the route for object storage), metrics and bounds included."""
@@ -473,15 +487,14 @@ def test_new_files_data_files_carry_the_same_metrics_either_way(
         rewrite.load_tasks(paths)
         parser = spark._jvm.org.apache.iceberg.ContentFileParser
         spec = rewrite.table.spec()
+        through_io = NewFiles(spark, rewrite.table, local=lambda _: None)
         for path in paths:
-            rewrite._where["g"] = (spec, rewrite.files[path].partition())
-            ours = rewrite._data_files("g", [path])
-            monkeypatch.setattr(rewrite_mod, "local_path", lambda _: None)
-            theirs = rewrite._data_files("g", [path])
-            monkeypatch.undo()
-            assert ours[0][1] == theirs[0][1] == int(rewrite.files[path].fileSizeInBytes())
+            partition = rewrite.scan.files[path].partition()
+            ours = rewrite.new_files.build(spec, partition, [path])
+            theirs = through_io.build(spec, partition, [path])
+            assert ours[0][1] == theirs[0][1] == int(rewrite.scan.files[path].fileSizeInBytes())
             assert str(parser.toJson(ours[0][0], spec)) == str(parser.toJson(theirs[0][0], spec))
-            assert int(ours[0][0].recordCount()) == rewrite.records[path]
+            assert int(ours[0][0].recordCount()) == rewrite.scan.records[path]
             assert ours[0][0].lowerBounds().size() == 4  # every column's lower bound
     finally:
         rewrite.close()
@@ -494,11 +507,15 @@ def test_new_files_are_read_with_the_tables_schema_only_when_it_is_plain(spark, 
     try:
         paths = [r.file_path for r in data_files(spark, ident)]
         like = contents(spark, ident)
-        assert rewrite._plain_columns()
+        assert rewrite.spark_engine.plain_columns()
         given = rewrite.read_files(paths, like)
         assert given.schema == like.schema
-        assert_df_equality(given, rewrite.read_files(paths).select(*like.columns),
-                           ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(
+            given,
+            rewrite.read_files(paths).select(*like.columns),
+            ignore_row_order=True,
+            ignore_nullable=True,
+        )
     finally:
         rewrite.close()
     nested = f"lake.`{namespace}`.`nested`"
@@ -507,6 +524,6 @@ def test_new_files_are_read_with_the_tables_schema_only_when_it_is_plain(spark, 
     snapshot = spark.sql(f"SELECT snapshot_id FROM {nested}.snapshots").first()[0]
     rewrite = rewrite_mod.ExactRewrite(spark, nested, snapshot)
     try:
-        assert not rewrite._plain_columns()
+        assert not rewrite.spark_engine.plain_columns()
     finally:
         rewrite.close()

@@ -19,16 +19,20 @@ from service.errors import OperationFailed, TableNotFound, UsageError
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-PROPS = ("'format-version'='2', 'write.target-file-size-bytes'='16000', "
-         "'write.distribution-mode'='none'")
+PROPS = (
+    "'format-version'='2', 'write.target-file-size-bytes'='16000', 'write.distribution-mode'='none'"
+)
 
 
-def create(spark: Any, namespace: str, name: str, partitioned: bool = True,
-           inserts: int = 0) -> str:
+def create(
+    spark: Any, namespace: str, name: str, partitioned: bool = True, inserts: int = 0
+) -> str:
     fq = f"lake.`{namespace}`.`{name}`"
     part = "PARTITIONED BY (day)" if partitioned else ""
-    spark.sql(f"CREATE TABLE {fq} (id BIGINT, day STRING, v STRING) USING iceberg {part} "
-              f"TBLPROPERTIES ({PROPS})")
+    spark.sql(
+        f"CREATE TABLE {fq} (id BIGINT, day STRING, v STRING) USING iceberg {part} "
+        f"TBLPROPERTIES ({PROPS})"
+    )
     if inserts:  # one INSERT, ``inserts`` tasks: that many small files per partition
         spark.sql(
             f"INSERT INTO {fq} SELECT /*+ REPARTITION({inserts}) */ id, concat('d', id % 2), "
@@ -76,13 +80,21 @@ def test_bad_action_partition_and_sort_order_change_nothing(spark, cfg, catalog,
 
 
 def test_partition_selector_rewrites_only_that_partition(spark, cfg, events):
-    before = {r.file_path: r.partition.day for r in spark.sql(
-        f"SELECT file_path, partition FROM lake.`{events.split('.')[0]}`.events.files").collect()}
+    before = {
+        r.file_path: r.partition.day
+        for r in spark.sql(
+            f"SELECT file_path, partition FROM lake.`{events.split('.')[0]}`.events.files"
+        ).collect()
+    }
     report = optimize_table(spark, cfg, events, partitions=["day=d1"])
     assert [p.key for p in report.partitions] == ["day=d1"]
     assert report.partitions_rewritten == 1
-    after = {r.file_path for r in spark.sql(
-        f"SELECT file_path FROM lake.`{events.split('.')[0]}`.events.files").collect()}
+    after = {
+        r.file_path
+        for r in spark.sql(
+            f"SELECT file_path FROM lake.`{events.split('.')[0]}`.events.files"
+        ).collect()
+    }
     assert {p for p, day in before.items() if day == "d0"} <= after
     assert not {p for p, day in before.items() if day == "d1"} & after
     assert spark.table(f"lake.`{events.split('.')[0]}`.events").count() == 120
@@ -133,14 +145,24 @@ def test_missing_data_file_fails_cleanly_and_commits_nothing(spark, cfg, catalog
 @pytest.fixture
 def config_file(cfg: Any, tmp_path: Path) -> str:
     path = tmp_path / "icefloe.yaml"
-    path.write_text(yaml.safe_dump({
-        "catalog": {"name": cfg.catalog.name, "type": cfg.catalog.type,
-                    "uri": cfg.catalog.uri, "warehouse": cfg.catalog.warehouse},
-        "redis": {"url": cfg.redis.url, "key_prefix": cfg.redis.key_prefix},
-        "spark": {"master": cfg.spark.master, "conf": dict(cfg.spark.conf)},
-        "defaults": {"target_file_size_bytes": cfg.defaults.target_file_size_bytes,
-                     "tolerance_bytes": cfg.defaults.tolerance_bytes},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "catalog": {
+                    "name": cfg.catalog.name,
+                    "type": cfg.catalog.type,
+                    "uri": cfg.catalog.uri,
+                    "warehouse": cfg.catalog.warehouse,
+                },
+                "redis": {"url": cfg.redis.url, "key_prefix": cfg.redis.key_prefix},
+                "spark": {"master": cfg.spark.master, "conf": dict(cfg.spark.conf)},
+                "defaults": {
+                    "target_file_size_bytes": cfg.defaults.target_file_size_bytes,
+                    "tolerance_bytes": cfg.defaults.tolerance_bytes,
+                },
+            }
+        )
+    )
     return str(path)
 
 
@@ -167,11 +189,13 @@ def test_cli_plan_and_dry_run_write_nothing(spark, catalog, events, config_file,
     spark.sql(f"ALTER TABLE lake.`{ns}`.`{name}` WRITE ORDERED BY v")
     snap = _snapshot(catalog, events)
     code, out, err = run_cli(
-        ["--config", config_file, "plan", events, "--action", "sort", "--json"], capsys)
+        ["--config", config_file, "plan", events, "--action", "sort", "--json"], capsys
+    )
     assert code == 0, err
     assert json.loads(out)["sort_columns"] == ["v"]
     code, out, err = run_cli(
-        ["--config", config_file, "optimize", events, "--dry-run", "--json"], capsys)
+        ["--config", config_file, "optimize", events, "--dry-run", "--json"], capsys
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["dry_run"] and report["snapshot_ids"] == []
@@ -181,7 +205,8 @@ def test_cli_plan_and_dry_run_write_nothing(spark, catalog, events, config_file,
 
 def test_cli_bad_input_is_one_line_and_an_exit_code(events, config_file, capsys):
     code, out, err = run_cli(
-        ["--config", config_file, "optimize", events, "--partition", "nope=1"], capsys)
+        ["--config", config_file, "optimize", events, "--partition", "nope=1"], capsys
+    )
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("icefloe: error: column 'nope'")
     code, out, err = run_cli(["--config", config_file, "plan", "ns.missing"], capsys)

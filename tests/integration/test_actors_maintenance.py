@@ -37,8 +37,9 @@ def test_maintenance_procedures(spark, cfg, catalog, namespace):
 
     # Pretend two hours passed: every snapshot but the last is expired.
     later = now + timedelta(hours=2)
-    report = expire_snapshots(spark, cfg, ident, older_than=later - timedelta(hours=1),
-                              retain_last=1, now=later)
+    report = expire_snapshots(
+        spark, cfg, ident, older_than=later - timedelta(hours=1), retain_last=1, now=later
+    )
     assert report.result["deleted_manifest_lists_count"] >= 1
     assert len(load_table(catalog, ident).snapshots()) == 1
 
@@ -52,8 +53,9 @@ def test_maintenance_procedures(spark, cfg, catalog, namespace):
     four_days_ago = time.time() - 4 * 86400
     os.utime(old_orphan, (four_days_ago, four_days_ago))
     report = remove_orphan_files(spark, cfg, ident)
-    assert [loc.endswith("old-orphan.parquet") for loc in report.result["orphan_file_location"]] \
-        == [True]
+    assert [
+        loc.endswith("old-orphan.parquet") for loc in report.result["orphan_file_location"]
+    ] == [True]
     assert not old_orphan.exists() and new_orphan.exists()
     assert sorted(spark.table(fq).collect()) == rows
     assert report.to_dict()["procedure"] == "remove_orphan_files"

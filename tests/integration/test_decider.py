@@ -32,8 +32,12 @@ T0 = 1_790_000_000.0
 
 
 def batch(region: str, start: int, n: int = 20) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
-                     "region": pa.array([region] * n, pa.string())})
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "region": pa.array([region] * n, pa.string()),
+        }
+    )
 
 
 class Launches:
@@ -46,19 +50,28 @@ class Launches:
 
 @pytest.fixture
 def setup(lake_home: Path, catalog: Any, namespace: str, redis_client: Any) -> Any:
-    cfg = make_config(lake_home, managed={"namespaces": [namespace]},
-                      defaults={"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000})
+    cfg = make_config(
+        lake_home,
+        managed={"namespaces": [namespace]},
+        defaults={"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000},
+    )
     table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
     launches = Launches()
     clock = [T0]
-    decider = Decider(cfg, redis_client, catalog,
-                      DeciderSettings(actors_min=0, actors_max=3, backlog_per_actor=1),
-                      launcher=launches, clock=lambda: clock[0])
+    decider = Decider(
+        cfg,
+        redis_client,
+        catalog,
+        DeciderSettings(actors_min=0, actors_max=3, backlog_per_actor=1),
+        launcher=launches,
+        clock=lambda: clock[0],
+    )
     return cfg, table, decider, launches, clock
 
 
-def test_commits_become_coalesced_fairly_dispatched_actions(setup: Any, redis_client: Any,
-                                                            namespace: str) -> None:
+def test_commits_become_coalesced_fairly_dispatched_actions(
+    setup: Any, redis_client: Any, namespace: str
+) -> None:
     cfg, table, decider, launches, clock = setup
     name = f"{namespace}.events"
     for i, region in enumerate(["eu", "eu", "us"]):
@@ -111,8 +124,9 @@ def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     assert decider.step().enqueued == 0  # and it is decided once
 
 
-def test_events_trigger_and_bad_ones_are_rejected(setup: Any, redis_client: Any,
-                                                  namespace: str) -> None:
+def test_events_trigger_and_bad_ones_are_rejected(
+    setup: Any, redis_client: Any, namespace: str
+) -> None:
     cfg, table, decider, launches, clock = setup
     decider.events.ensure_group()
     table.append(batch("eu", 0))
@@ -125,8 +139,9 @@ def test_events_trigger_and_bad_ones_are_rejected(setup: Any, redis_client: Any,
     assert decider.stats.last_applied(f"{namespace}.events") == table.current_snapshot().snapshot_id
 
 
-def test_redis_restarted_empty_is_rebuilt_from_the_catalog(setup: Any, redis_client: Any,
-                                                           namespace: str) -> None:
+def test_redis_restarted_empty_is_rebuilt_from_the_catalog(
+    setup: Any, redis_client: Any, namespace: str
+) -> None:
     cfg, table, decider, launches, clock = setup
     name = f"{namespace}.events"
     table.append(batch("eu", 0))
@@ -142,8 +157,12 @@ def test_redis_restarted_empty_is_rebuilt_from_the_catalog(setup: Any, redis_cli
 
 def _write_config(path: Path, cfg: Config, namespace: str) -> Path:
     raw = {
-        "catalog": {"name": cfg.catalog.name, "type": "sql", "uri": cfg.catalog.uri,
-                    "warehouse": cfg.catalog.warehouse},
+        "catalog": {
+            "name": cfg.catalog.name,
+            "type": "sql",
+            "uri": cfg.catalog.uri,
+            "warehouse": cfg.catalog.warehouse,
+        },
         "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000},
         "managed": {"namespaces": [namespace]},
@@ -160,15 +179,33 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(exit_info.value.code or 0), out, err
 
 
-def test_cli_request_notify_status_decide_and_actor(setup: Any, redis_client: Any, namespace: str,
-                                                    tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_request_notify_status_decide_and_actor(
+    setup: Any,
+    redis_client: Any,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     cfg, table, *_ = setup
     name = f"{namespace}.events"
     table.append(batch("eu", 0))
     conf = str(_write_config(tmp_path, cfg, namespace))
-    code, out, err = run_cli(["--config", conf, "request", name, "--partition", "region=eu",
-                              "--action", "sort", "--priority", "0", "--json"], capsys)
+    code, out, err = run_cli(
+        [
+            "--config",
+            conf,
+            "request",
+            name,
+            "--partition",
+            "region=eu",
+            "--action",
+            "sort",
+            "--priority",
+            "0",
+            "--json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert json.loads(out) == {"id": f"sort:{name}:region=eu", "queued": True, "coalesced": False}
     for bad, message in [

@@ -30,15 +30,25 @@ SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
 TARGET = 1 << 20
 
 
-def test_actor_fixes_what_the_decider_found(spark: Any, lake_home: Path, catalog: Any,
-                                            namespace: str, redis_client: Any) -> None:
-    cfg = make_config(lake_home, managed={"namespaces": [namespace]},
-                      defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000})
+def test_actor_fixes_what_the_decider_found(
+    spark: Any, lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    cfg = make_config(
+        lake_home,
+        managed={"namespaces": [namespace]},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000},
+    )
     name = f"{namespace}.events"
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
     for i in range(4):
-        table.append(pa.table({"id": pa.array(range(i * 50, i * 50 + 50), pa.int64()),
-                               "region": pa.array(["eu"] * 50, pa.string())}))
+        table.append(
+            pa.table(
+                {
+                    "id": pa.array(range(i * 50, i * 50 + 50), pa.int64()),
+                    "region": pa.array(["eu"] * 50, pa.string()),
+                }
+            )
+        )
     rows_before = table.scan().to_arrow().num_rows
     decider = Decider(cfg, redis_client, catalog, DeciderSettings())
     report = decider.step(block_ms=None)

@@ -38,12 +38,14 @@ DAYS = [dt.date(2026, 11, 1), dt.date(2026, 11, 2)]
 
 
 def rows(rng: random.Random, n: int, start: int) -> pa.Table:
-    return pa.table({
-        "id": pa.array(range(start, start + n), pa.int64()),
-        "region": pa.array([rng.choice(REGIONS) for _ in range(n)], pa.string()),
-        "day": pa.array([rng.choice(DAYS) for _ in range(n)], pa.date32()),
-        "payload": pa.array(["x" * rng.randrange(1, 200) for _ in range(n)], pa.string()),
-    })
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "region": pa.array([rng.choice(REGIONS) for _ in range(n)], pa.string()),
+            "day": pa.array([rng.choice(DAYS) for _ in range(n)], pa.date32()),
+            "payload": pa.array(["x" * rng.randrange(1, 200) for _ in range(n)], pa.string()),
+        }
+    )
 
 
 @pytest.fixture
@@ -79,9 +81,12 @@ def test_random_history_equals_full_recompute(
                 table.delete(In("id", [rng.randrange(next_id) for _ in range(10)]))
             elif op < 0.85:
                 region = rng.choice(REGIONS)
-                table.overwrite(rows(rng, 10, next_id).filter(
-                    pa.compute.equal(pa.compute.field("region"), region)),
-                    overwrite_filter=EqualTo("region", region))
+                table.overwrite(
+                    rows(rng, 10, next_id).filter(
+                        pa.compute.equal(pa.compute.field("region"), region)
+                    ),
+                    overwrite_filter=EqualTo("region", region),
+                )
                 next_id += 10
             else:  # a "rewrite": replace one partition's content by itself in one commit
                 region = rng.choice(REGIONS)

@@ -44,8 +44,13 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     client = redis.Redis.from_url(raw["redis"]["url"])
     for key in client.scan_iter(match="icefloe-readme:*"):
         client.delete(key)
-    run = subprocess.run([sys.executable, "-m", "service", "demo", "--json"], env=env,
-                         capture_output=True, text=True, timeout=1200)
+    run = subprocess.run(
+        [sys.executable, "-m", "service", "demo", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     return {"env": env, "home": home, "result": json.loads(run.stdout)}
 
@@ -75,8 +80,13 @@ def test_demo_converges_keeps_every_row_and_beats_nothing_it_hides(demo_env: dic
 
 
 def test_status_explains_the_demo_state(demo_env: dict) -> None:
-    out = subprocess.run([sys.executable, "-m", "service", "status", "--json"],
-                         env=demo_env["env"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "service", "status", "--json"],
+        env=demo_env["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     assert status["recent"], "the demo's actions are listed"
@@ -88,8 +98,13 @@ def test_status_explains_the_demo_state(demo_env: dict) -> None:
 )
 def test_readme_command_examples_run(demo_env: dict, line: str) -> None:
     argv = line.split()[1:]
-    out = subprocess.run([sys.executable, "-m", "service", *argv], env=demo_env["env"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "service", *argv],
+        env=demo_env["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, (line, out.stderr[-3000:])
     if "--json" in argv:
         json.loads(out.stdout[out.stdout.find("{") :] if "submit" in argv else out.stdout)

@@ -12,9 +12,11 @@ import yaml
 from chispa import assert_df_equality
 from click.testing import CliRunner
 
+from jobs.scripts import salted_join as salted_join_script
+from jobs.scripts import skew_detect as skew_detect_script
 from jobs.skew import detect as skew_detect
 from jobs.skew import detect_hot_keys, partition_skew
-from jobs.skew import salted_join as salted_join_job
+from jobs.skew.salted_join import build_command_args
 from optimizer.skew import HotKeyRules
 from service.catalog import spark_table_name
 from service.cli import cli
@@ -72,8 +74,12 @@ def test_partition_skew_of_a_dataframe(keyed: Any) -> None:
 
 def _write_config(cfg: Config, path: Path) -> str:
     raw = {
-        "catalog": {"name": cfg.catalog.name, "type": cfg.catalog.type,
-                    "uri": cfg.catalog.uri, "warehouse": cfg.catalog.warehouse},
+        "catalog": {
+            "name": cfg.catalog.name,
+            "type": cfg.catalog.type,
+            "uri": cfg.catalog.uri,
+            "warehouse": cfg.catalog.warehouse,
+        },
         "redis": {"url": cfg.redis.url, "key_prefix": cfg.redis.key_prefix},
         "spark": {"master": cfg.spark.master, "conf": dict(cfg.spark.conf)},
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
@@ -87,13 +93,17 @@ def tables(spark: Any, cfg: Config, catalog: Any) -> dict[str, str]:
     ns = f"skew_{random.Random().randrange(10**9)}"
     catalog.create_namespace(ns)
     facts, dims = f"{ns}.facts", f"{ns}.dims"
-    spark.sql(f"CREATE TABLE {spark_table_name(cfg, facts)} (k INT, v INT, p STRING) "
-              "USING iceberg PARTITIONED BY (p)")
+    spark.sql(
+        f"CREATE TABLE {spark_table_name(cfg, facts)} (k INT, v INT, p STRING) "
+        "USING iceberg PARTITIONED BY (p)"
+    )
     rows = [(k, v, "big" if v % 3 else f"p{v % 10}") for k, v in _keys(3000, 5, PLANTED)]
     spark.createDataFrame(rows, "k int, v int, p string").writeTo(
-        spark_table_name(cfg, facts)).append()
-    spark.createDataFrame([(k % 600, k) for k in range(1200)] + [(7, -1)] * 5,
-                          "k int, w int").writeTo(spark_table_name(cfg, dims)).create()
+        spark_table_name(cfg, facts)
+    ).append()
+    spark.createDataFrame(
+        [(k % 600, k) for k in range(1200)] + [(7, -1)] * 5, "k int, w int"
+    ).writeTo(spark_table_name(cfg, dims)).create()
     return {"ns": ns, "facts": facts, "dims": dims}
 
 
@@ -101,8 +111,9 @@ def test_table_report_is_computed_stored_and_reused(
     spark: Any, cfg: Config, catalog: Any, tables: dict[str, str]
 ) -> None:
     ns = tables["ns"]
-    report = skew_detect.detect_table(spark, cfg, catalog, tables["facts"], ["k"],
-                                      tables["dims"], "k", reports_namespace=ns)
+    report = skew_detect.detect_table(
+        spark, cfg, catalog, tables["facts"], ["k"], tables["dims"], "k", reports_namespace=ns
+    )
     assert report["rows"] == 3000 and not report["cached"]
     assert [p["partition"] for p in report["skewed_partitions"]] == ["p=big"]
     big = report["skewed_partitions"][0]
@@ -112,8 +123,9 @@ def test_table_report_is_computed_stored_and_reused(
     join = report["keys"]["k"]["join"]
     seven = join["hot_keys"][0]
     assert seven["other_rows"] == 7 and seven["output_rows"] == 7 * hot[0]["rows"]
-    again = skew_detect.detect_table(spark, cfg, catalog, tables["facts"], ["k"],
-                                     tables["dims"], "k", reports_namespace=ns)
+    again = skew_detect.detect_table(
+        spark, cfg, catalog, tables["facts"], ["k"], tables["dims"], "k", reports_namespace=ns
+    )
     assert again["cached"] and again["keys"] == report["keys"]
     assert skew_detect.stored_hot_keys(catalog, tables["facts"], "k", ns) == [7, 13, 21]
     # no report (no reports namespace at all) is "unknown", not an error
@@ -123,8 +135,17 @@ def test_table_report_is_computed_stored_and_reused(
 def test_cli_json_and_errors(cfg: Config, tables: dict[str, str], tmp_path: Path) -> None:
     conf = _write_config(cfg, tmp_path / "icefloe.yaml")
     runner = CliRunner()
-    args = ["--config", conf, "skew", "detect", tables["facts"], "--key", "k",
-            "--reports-namespace", tables["ns"]]
+    args = [
+        "--config",
+        conf,
+        "skew",
+        "detect",
+        tables["facts"],
+        "--key",
+        "k",
+        "--reports-namespace",
+        tables["ns"],
+    ]
     out = runner.invoke(cli, [*args, "--json"], standalone_mode=False)
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
@@ -146,8 +167,13 @@ def test_cli_json_and_errors(cfg: Config, tables: dict[str, str], tmp_path: Path
     ],
 )
 def test_cli_bad_input_is_one_line(
-    cfg: Config, tables: dict[str, str], tmp_path: Path, extra: list[str], code: int,
-    message: str, capsys: pytest.CaptureFixture[str],
+    cfg: Config,
+    tables: dict[str, str],
+    tmp_path: Path,
+    extra: list[str],
+    code: int,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from service.cli import main
 
@@ -161,22 +187,45 @@ def test_cli_bad_input_is_one_line(
 
 
 def test_submit_entries_detect_then_salted_join(
-    spark: Any, cfg: Config, tables: dict[str, str], tmp_path: Path,
+    spark: Any,
+    cfg: Config,
+    tables: dict[str, str],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     conf = _write_config(cfg, tmp_path / "icefloe.yaml")
-    assert skew_detect.main([tables["facts"], "--key", "k", "--json", "--config", conf]) == 0
+    assert (
+        skew_detect_script.main(
+            [tables["facts"], "--key", "k", "--min-share", "0.01", "--json", "--config", conf]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["keys"]["k"]["hot_keys"][0]["key"] == 7
     out = f"{tables['ns']}.joined"
-    argv = salted_join_job.build_command_args(tables["facts"], tables["dims"], ["k"], "left", out)
-    assert argv == [tables["facts"], tables["dims"], "--on", "k", "--how", "left",
-                    "--into", out, "--mode", "create"]
-    assert salted_join_job.main([*argv, "--config", conf, "--reuse-reports",
-                                 "--reports-namespace", "icefloe"]) == 0
+    argv = build_command_args(tables["facts"], tables["dims"], ["k"], "left", out)
+    assert argv == [
+        tables["facts"],
+        tables["dims"],
+        "--on",
+        "k",
+        "--how",
+        "left",
+        "--into",
+        out,
+        "--mode",
+        "create",
+    ]
+    assert (
+        salted_join_script.main(
+            [*argv, "--reuse-reports", "--reports-namespace", "icefloe", "--json", "--config", conf]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["hot_keys_from_reports"], result  # 4 partitions: guardrail may say plain
     written = spark.table(spark_table_name(cfg, out))
     plain = spark.table(spark_table_name(cfg, tables["facts"])).join(
-        spark.table(spark_table_name(cfg, tables["dims"])), on="k", how="left")
+        spark.table(spark_table_name(cfg, tables["dims"])), on="k", how="left"
+    )
     assert_df_equality(written, plain, ignore_row_order=True, ignore_nullable=True)
-    assert salted_join_job.main([*argv, "--config", conf]) == 2  # exists, mode create
+    assert salted_join_script.main([*argv, "--config", conf]) == 2  # exists, mode create

@@ -60,10 +60,20 @@ def _same(actual: Any, expected: Any) -> None:
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-CASES = [(how, side) for how in HOWS for side in ("left", "right")
-         if side == "left" or how not in ("left_semi", "left_anti")]
-BROADCASTABLE = {("inner", "left"), ("inner", "right"), ("left", "left"), ("right", "right"),
-                 ("left_semi", "left"), ("left_anti", "left")}
+CASES = [
+    (how, side)
+    for how in HOWS
+    for side in ("left", "right")
+    if side == "left" or how not in ("left_semi", "left_anti")
+]
+BROADCASTABLE = {
+    ("inner", "left"),
+    ("inner", "right"),
+    ("left", "left"),
+    ("right", "right"),
+    ("left_semi", "left"),
+    ("left_anti", "left"),
+}
 
 
 @pytest.mark.parametrize(("how", "side"), CASES)
@@ -71,7 +81,14 @@ def test_salted_join_equals_plain_join(sides: tuple[Any, Any], how: str, side: s
     left, right = sides
     hot = [LEFT_HOT, RIGHT_HOT, LEFT_ONLY_HOT, RIGHT_ONLY_HOT]
     out, decision = plan_salted_join(
-        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side, null_salts=3,
+        left,
+        right,
+        "k",
+        how,
+        hot_keys=hot,
+        salts=5,
+        skewed_side=side,
+        null_salts=3,
         strategy="salt",
     )
     if how in ("left_semi", "left_anti"):
@@ -88,20 +105,20 @@ def test_isolate_and_broadcast_equals_plain_join(
     hot = [LEFT_HOT, RIGHT_HOT, LEFT_ONLY_HOT, RIGHT_ONLY_HOT]
     if (how, side) not in BROADCASTABLE:
         with pytest.raises(UsageError, match="unmatched rows"):
-            plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side,
-                             strategy="broadcast")
+            plan_salted_join(
+                left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side, strategy="broadcast"
+            )
         auto = plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side)
         assert auto[1].strategy == "salt"  # auto falls back to salting
         return
-    out, decision = plan_salted_join(
-        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side
-    )
+    out, decision = plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side)
     assert decision.salted and decision.strategy == "broadcast", decision
     plan = out._jdf.queryExecution().executedPlan().toString()
     assert "Union" in plan and "BroadcastHashJoin" in plan
     _same(out, left.join(right, on="k", how=how))
-    small = plan_salted_join(left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side,
-                             broadcast_rows=1)[1]
+    small = plan_salted_join(
+        left, right, "k", how, hot_keys=hot, salts=5, skewed_side=side, broadcast_rows=1
+    )[1]
     assert small.strategy == "salt"  # too many partner rows to broadcast: salt instead
 
 
@@ -119,15 +136,29 @@ def test_automatic_detection_salts_and_equals_plain(sides: tuple[Any, Any], how:
 @pytest.mark.parametrize("how", ["full", "left_anti"])
 def test_multi_column_keys(spark: Any, how: str) -> None:
     rnd = random.Random(7)
-    lrows = [((0, "x") if rnd.random() < 0.4 else (rnd.choice([None, 1, 2, 3]), rnd.choice(
-        ["x", "y", None]))) + (i,) for i in range(600)]
-    rrows = [((0, "x") if rnd.random() < 0.1 else (rnd.choice([None, 1, 2]), rnd.choice(
-        ["x", "y"]))) + (i % 9,) for i in range(200)]
+    lrows = [
+        (
+            (0, "x")
+            if rnd.random() < 0.4
+            else (rnd.choice([None, 1, 2, 3]), rnd.choice(["x", "y", None]))
+        )
+        + (i,)
+        for i in range(600)
+    ]
+    rrows = [
+        ((0, "x") if rnd.random() < 0.1 else (rnd.choice([None, 1, 2]), rnd.choice(["x", "y"])))
+        + (i % 9,)
+        for i in range(200)
+    ]
     left = spark.createDataFrame(lrows, "k int, g string, a int")
     right = spark.createDataFrame(rrows, "k int, g string, b int")
     out, decision = plan_salted_join(
-        left, right, ["k", "g"], how, hot_keys=[(0, "x"), (2, "y")], salts={(0, "x"): 4,
-                                                                            (2, "y"): 3}
+        left,
+        right,
+        ["k", "g"],
+        how,
+        hot_keys=[(0, "x"), (2, "y")],
+        salts={(0, "x"): 4, (2, "y"): 3},
     )
     assert decision.salted
     _same(out, left.join(right, on=["k", "g"], how=how))
@@ -184,8 +215,9 @@ def test_salted_aggregate_decimal_average(spark: Any) -> None:
         "if(id % 3 = 0, 7, id % 11) as k", "cast(id * 1.37 as decimal(10,2)) as v"
     )
     plain = df.groupBy("k").agg(F.avg("v").alias("m"), F.sum("v").alias("s"))
-    salted = salted_aggregate(df, "k", {"m": ("avg", "v"), "s": ("sum", "v")},
-                              hot_keys=[7], salts=6)
+    salted = salted_aggregate(
+        df, "k", {"m": ("avg", "v"), "s": ("sum", "v")}, hot_keys=[7], salts=6
+    )
     _same(salted, plain)
 
 

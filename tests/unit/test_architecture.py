@@ -28,8 +28,11 @@ def _layers() -> list[list[str]]:
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "setup.cfg")
     raw = cfg["importlinter:contract:layers"]["layers"]
-    return [[m.strip() for m in line.replace("|", ":").split(":")]
-            for line in raw.strip().splitlines() if line.strip()]
+    return [
+        [m.strip() for m in line.replace("|", ":").split(":")]
+        for line in raw.strip().splitlines()
+        if line.strip()
+    ]
 
 
 def _graph() -> grimp.ImportGraph:
@@ -107,8 +110,9 @@ def test_cycle_finder_finds_a_cycle() -> None:
 def test_no_import_circle_between_modules_lazy_imports_included() -> None:
     graph = _graph()
     modules = {m for m in graph.modules if m not in PACKAGES}
-    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i in modules}
-             for m in modules}
+    edges = {
+        m: {i for i in graph.find_modules_directly_imported_by(m) if i in modules} for m in modules
+    }
     # a package's __init__ importing its own sub-modules is how packages re-export
     for m in modules:
         edges[m] = {i for i in edges[m] if not i.startswith(m + ".")}
@@ -116,8 +120,11 @@ def test_no_import_circle_between_modules_lazy_imports_included() -> None:
 
 
 def test_no_module_over_400_lines() -> None:
-    big = {str(p.relative_to(ROOT)): n for p in _sources()
-           if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in _sources()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert big == {}
 
 

@@ -22,8 +22,9 @@ def table(tmp_path: Path) -> Any:
     """Five appends (five files) of 300 rows, with nulls, NaN and -0.0."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/c.db",
-                         warehouse=f"file://{tmp_path}/wh")
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh"
+    )
     catalog.create_namespace("db")
     rng = np.random.default_rng(7)
 
@@ -31,11 +32,13 @@ def table(tmp_path: Path) -> Any:
         ids = np.arange(i * 300, (i + 1) * 300)
         x = rng.random(300)
         x[::17], x[1::17] = np.nan, -0.0
-        return pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "name": pa.array([None if k % 11 == 0 else f"n{k % 37}" for k in ids]),
-            "x": pa.array(x),
-        })
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "name": pa.array([None if k % 11 == 0 else f"n{k % 37}" for k in ids]),
+                "x": pa.array(x),
+            }
+        )
 
     t = catalog.create_table("db.t", schema=batch(0).schema)
     for i in range(5):
@@ -46,8 +49,11 @@ def table(tmp_path: Path) -> Any:
 def _group(table: Any, outputs: int, tmp_path: Path, sort: tuple[str, ...] = ()) -> Any:
     files = [t.file for t in table.scan().plan_files()]
     return ar.ArrowGroup(
-        "g", 0, tuple((f.file_path, f.record_count) for f in files),
-        tuple(f"file://{tmp_path}/out-{i}.parquet" for i in range(outputs)), sort,
+        "g",
+        0,
+        tuple((f.file_path, f.record_count) for f in files),
+        tuple(f"file://{tmp_path}/out-{i}.parquet" for i in range(outputs)),
+        sort,
     )
 
 
@@ -73,8 +79,7 @@ def test_merge_writes_every_row_once_in_the_planned_files(table, tmp_path):
     assert [n for _, n in result.files] == [500, 500, 500]
     written = _read([p for p, _ in result.files])
     assert _key(written) == _key(before)
-    assert result.non_null == {"id": 1500, "name": 1500 - before["name"].null_count,
-                               "x": 1500}
+    assert result.non_null == {"id": 1500, "name": 1500 - before["name"].null_count, "x": 1500}
     # Iceberg field ids are in the files, so Iceberg readers project them by id
     ids = pq.read_schema(result.files[0][0].removeprefix("file://")).field("id").metadata
     assert ids[b"PARQUET:field_id"] == b"1"
@@ -93,8 +98,12 @@ def test_rows_are_split_evenly_and_never_into_empty_files(table, tmp_path):
     assert ar.rows_per_file(0, 2) == 1
     result = ar.rewrite_group(_arrow_table(table), _group(table, 4, tmp_path))
     assert [n for _, n in result.files] == [375] * 4
-    small = ar.ArrowGroup("s", 0, _group(table, 1, tmp_path).inputs[:1],
-                          tuple(f"file://{tmp_path}/s-{i}.parquet" for i in range(1000)))
+    small = ar.ArrowGroup(
+        "s",
+        0,
+        _group(table, 1, tmp_path).inputs[:1],
+        tuple(f"file://{tmp_path}/s-{i}.parquet" for i in range(1000)),
+    )
     done = ar.rewrite_group(_arrow_table(table), small)
     assert sum(n for _, n in done.files) == 300 and all(n > 0 for _, n in done.files)
     assert len(done.files) == math.ceil(300 / ar.rows_per_file(300, 1000))
@@ -128,9 +137,12 @@ def test_a_changed_value_is_caught_by_the_value_comparison(table, tmp_path, monk
 
 def test_input_rows_must_match_the_files_metadata(table, tmp_path):
     group = _group(table, 2, tmp_path)
-    wrong = ar.ArrowGroup(group.group_id, 0,
-                          ((group.inputs[0][0], group.inputs[0][1] + 1), *group.inputs[1:]),
-                          group.outputs)
+    wrong = ar.ArrowGroup(
+        group.group_id,
+        0,
+        ((group.inputs[0][0], group.inputs[0][1] + 1), *group.inputs[1:]),
+        group.outputs,
+    )
     with pytest.raises(ar.VerificationError, match="metadata says 1501"):
         ar.rewrite_group(_arrow_table(table), wrong)
 
@@ -167,24 +179,30 @@ def _every_type_table(tmp_path: Path) -> Any:
 
     from pyiceberg.catalog.sql import SqlCatalog
 
-    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/t.db",
-                         warehouse=f"file://{tmp_path}/wt")
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{tmp_path}/t.db", warehouse=f"file://{tmp_path}/wt"
+    )
     catalog.create_namespace("db")
     n = 6
-    data = pa.table({
-        "i": pa.array(range(n), pa.int32()), "l": pa.array(range(n), pa.int64()),
-        "s": pa.array(["a", None, "c", "d", "é", ""]), "b": pa.array([b"x", None] * 3),
-        "d": pa.array([decimal.Decimal("1.23"), None] * 3, pa.decimal128(10, 2)),
-        "ts": pa.array([datetime.datetime(2026, 1, 1, 12)] * n, pa.timestamp("us")),
-        "tz": pa.array([datetime.datetime(2026, 1, 1)] * n, pa.timestamp("us", tz="UTC")),
-        "dt": pa.array([datetime.date(2026, 1, 2)] * n, pa.date32()),
-        "f": pa.array([1.5, float("nan"), -0.0] * 2, pa.float32()),
-        "bo": pa.array([True, None] * 3),
-        "st": pa.array([{"x": 1, "y": "q"}, None] * 3,
-                       pa.struct([("x", pa.int64()), ("y", pa.string())])),
-        "li": pa.array([[1, 2], None, []] * 2, pa.list_(pa.int64())),
-        "m": pa.array([[("k", 1)], None] * 3, pa.map_(pa.string(), pa.int64())),
-    })
+    data = pa.table(
+        {
+            "i": pa.array(range(n), pa.int32()),
+            "l": pa.array(range(n), pa.int64()),
+            "s": pa.array(["a", None, "c", "d", "é", ""]),
+            "b": pa.array([b"x", None] * 3),
+            "d": pa.array([decimal.Decimal("1.23"), None] * 3, pa.decimal128(10, 2)),
+            "ts": pa.array([datetime.datetime(2026, 1, 1, 12)] * n, pa.timestamp("us")),
+            "tz": pa.array([datetime.datetime(2026, 1, 1)] * n, pa.timestamp("us", tz="UTC")),
+            "dt": pa.array([datetime.date(2026, 1, 2)] * n, pa.date32()),
+            "f": pa.array([1.5, float("nan"), -0.0] * 2, pa.float32()),
+            "bo": pa.array([True, None] * 3),
+            "st": pa.array(
+                [{"x": 1, "y": "q"}, None] * 3, pa.struct([("x", pa.int64()), ("y", pa.string())])
+            ),
+            "li": pa.array([[1, 2], None, []] * 2, pa.list_(pa.int64())),
+            "m": pa.array([[("k", 1)], None] * 3, pa.map_(pa.string(), pa.int64())),
+        }
+    )
     t = catalog.create_table("db.every", schema=data.schema)
     t.append(data)
     t.append(data)
@@ -210,10 +228,18 @@ def test_a_file_read_as_it_is_reads_as_iceberg_reads_it(tmp_path):
         flat = [c for c in plain.column_names if c not in ("st", "li", "m")]
         assert ar._bitwise(plain.select(flat)).equals(ar._bitwise(scanned.select(flat)))
         assert plain.drop_columns(["f"]).equals(scanned.drop_columns(["f"]))
-        projected = pa.Table.from_batches([
-            _to_requested_schema(requested_schema=schema, file_schema=schema, batch=b,
-                                 include_field_ids=True, format_model=ParquetFormatModel())
-            for b in scanned.to_batches()])
+        projected = pa.Table.from_batches(
+            [
+                _to_requested_schema(
+                    requested_schema=schema,
+                    file_schema=schema,
+                    batch=b,
+                    include_field_ids=True,
+                    format_model=ParquetFormatModel(),
+                )
+                for b in scanned.to_batches()
+            ]
+        )
         for chunk in (plain, scanned):
             written = ar._as_written(at, chunk)
             assert written.schema.equals(projected.schema, check_metadata=True)
@@ -226,21 +252,33 @@ def test_which_files_are_read_as_they_are(table, tmp_path):
     written = _arrow_table(table).written_schema
     f = next(iter(table.scan().plan_files())).file
     assert ar._plain_readable(pq.read_schema(f.file_path.removeprefix("file://")), written)
-    assert ar._plain_readable(pa.schema([written.field(0), written.field(1).with_type(
-        pa.large_string()), written.field(2)]), written)
-    renamed = pa.schema([written.field(0), written.field(1).with_name("label"),
-                         written.field(2)])
+    assert ar._plain_readable(
+        pa.schema(
+            [written.field(0), written.field(1).with_type(pa.large_string()), written.field(2)]
+        ),
+        written,
+    )
+    renamed = pa.schema([written.field(0), written.field(1).with_name("label"), written.field(2)])
     assert not ar._plain_readable(renamed, written)
-    other_id = pa.schema([written.field(0), written.field(1).with_metadata(
-        {b"PARQUET:field_id": b"9"}), written.field(2)])
+    other_id = pa.schema(
+        [
+            written.field(0),
+            written.field(1).with_metadata({b"PARQUET:field_id": b"9"}),
+            written.field(2),
+        ]
+    )
     assert not ar._plain_readable(other_id, written)
     no_ids = pa.schema([fld.remove_metadata() for fld in written])
     assert not ar._plain_readable(no_ids, written)
-    wider = pa.schema([written.field(0).with_type(pa.int32()), written.field(1),
-                       written.field(2)])
+    wider = pa.schema([written.field(0).with_type(pa.int32()), written.field(1), written.field(2)])
     assert not ar._plain_readable(wider, written)
-    required = pa.schema([written.field(0).with_nullable(not written.field(0).nullable),
-                          written.field(1), written.field(2)])
+    required = pa.schema(
+        [
+            written.field(0).with_nullable(not written.field(0).nullable),
+            written.field(1),
+            written.field(2),
+        ]
+    )
     assert not ar._plain_readable(required, written)
 
 
@@ -258,8 +296,11 @@ def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
     written = _read([p for p, _ in result.files])
     assert written.column_names == ["id", "label", "x", "extra"]
     assert written.column("extra").null_count == 1500
+
     def rows(t: pa.Table, name: str) -> list[tuple[Any, Any]]:
-        return sorted(zip(t.column("id").to_pylist(), t.column(name).to_pylist(), strict=True),
-                      key=lambda r: r[0])
+        return sorted(
+            zip(t.column("id").to_pylist(), t.column(name).to_pylist(), strict=True),
+            key=lambda r: r[0],
+        )
 
     assert rows(written, "label") == rows(before, "name")

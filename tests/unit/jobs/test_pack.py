@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.exact import arrow_failure
+from jobs.rewrite.java_errors import arrow_failure
 from service.config import build_config
 from service.errors import ConfigError, UsageError
-from service.ops.pack import ARCHIVE_ALIAS, build_archive, closure
-from service.spark import in_process_master, python_workers_env, spark_conf
+from service.ops.pack import build_archive, closure
+from service.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
 from service.submit import python_env
 from tests.unit.service.test_config import base
 

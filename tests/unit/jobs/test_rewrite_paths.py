@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.rewrite.exact import local_path
+from jobs.rewrite.locations import local_path
 
 pytestmark = pytest.mark.unit
 

@@ -16,7 +16,10 @@ JOBS = Path("/opt/icefloe/jobs/scripts")
 
 def test_minimal_command() -> None:
     assert build_submit_command("actor_optimize", master="local[2]", jobs_dir=JOBS) == [
-        "spark-submit", "--master", "local[2]", "/opt/icefloe/jobs/scripts/actor_optimize.py",
+        "spark-submit",
+        "--master",
+        "local[2]",
+        "/opt/icefloe/jobs/scripts/actor_optimize.py",
     ]
 
 
@@ -29,8 +32,10 @@ def test_full_command_in_documented_order() -> None:
         jars=["/j/iceberg.jar", "/j/sqlite.jar"],
         packages=["org.x:y:1"],
         py_files=["/p/icefloe.zip"],
-        conf={"spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
-              "spark.executor.memory": "2g"},
+        conf={
+            "spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+            "spark.executor.memory": "2g",
+        },
         config_path="/etc/icefloe.yaml",
         args=["demo.events", "--partition", "day=2026-11-01", "--action", "sort", "--json"],
         spark_submit="/opt/spark/bin/spark-submit",
@@ -38,17 +43,31 @@ def test_full_command_in_documented_order() -> None:
     )
     assert cmd == [
         "/opt/spark/bin/spark-submit",
-        "--master", "spark://m:7077",
-        "--deploy-mode", "cluster",
-        "--name", "icefloe-actor-optimize",
-        "--jars", "/j/iceberg.jar,/j/sqlite.jar",
-        "--packages", "org.x:y:1",
-        "--py-files", "/p/icefloe.zip",
-        "--conf", "spark.executor.memory=2g",
-        "--conf", "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog",
+        "--master",
+        "spark://m:7077",
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        "icefloe-actor-optimize",
+        "--jars",
+        "/j/iceberg.jar,/j/sqlite.jar",
+        "--packages",
+        "org.x:y:1",
+        "--py-files",
+        "/p/icefloe.zip",
+        "--conf",
+        "spark.executor.memory=2g",
+        "--conf",
+        "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog",
         "/opt/icefloe/jobs/scripts/actor_optimize.py",
-        "demo.events", "--partition", "day=2026-11-01", "--action", "sort", "--json",
-        "--config", "/etc/icefloe.yaml",
+        "demo.events",
+        "--partition",
+        "day=2026-11-01",
+        "--action",
+        "sort",
+        "--json",
+        "--config",
+        "/etc/icefloe.yaml",
     ]
 
 
@@ -57,8 +76,12 @@ def test_values_with_spaces_stay_one_argument() -> None:
         "x.py", master="yarn", conf={"spark.driver.extraJavaOptions": "-Da=1 -Db=2"}
     )
     assert cmd == [
-        "spark-submit", "--master", "yarn",
-        "--conf", "spark.driver.extraJavaOptions=-Da=1 -Db=2", "x.py",
+        "spark-submit",
+        "--master",
+        "yarn",
+        "--conf",
+        "spark.driver.extraJavaOptions=-Da=1 -Db=2",
+        "x.py",
     ]
 
 
@@ -93,16 +116,29 @@ def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     from service.config import build_config
     from service.submit import submit_command_for
 
-    cfg = build_config({
-        "catalog": {"name": "lake", "type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
-                    "warehouse": f"file://{tmp_path}/wh"},
-        "redis": {"url": "redis://127.0.0.1:6379/15"},
-        "spark": {"master": "spark://m:7077", "conf": {"spark.executor.memory": "2g"}},
-        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
-    }, source="/etc/icefloe.yaml", home=tmp_path)
+    cfg = build_config(
+        {
+            "catalog": {
+                "name": "lake",
+                "type": "sql",
+                "uri": f"sqlite:///{tmp_path}/c.db",
+                "warehouse": f"file://{tmp_path}/wh",
+            },
+            "redis": {"url": "redis://127.0.0.1:6379/15"},
+            "spark": {"master": "spark://m:7077", "conf": {"spark.executor.memory": "2g"}},
+            "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
+        },
+        source="/etc/icefloe.yaml",
+        home=tmp_path,
+    )
     cmd = submit_command_for(cfg, "actor_optimize", args=["demo.events", "--json"])
-    assert cmd[:5] == ["spark-submit", "--master", "spark://m:7077",
-                       "--name", "icefloe-actor-optimize"]
+    assert cmd[:5] == [
+        "spark-submit",
+        "--master",
+        "spark://m:7077",
+        "--name",
+        "icefloe-actor-optimize",
+    ]
     assert "--jars" in cmd or "--packages" in cmd
     confs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
     keys = [c.split("=", 1)[0] for c in confs]
@@ -112,3 +148,63 @@ def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     assert not any(c.startswith("spark.master=") for c in confs)  # --master says it
     script = str(Path("jobs/scripts/actor_optimize.py").resolve())
     assert cmd[-5:] == [script, "demo.events", "--json", "--config", "/etc/icefloe.yaml"]
+
+
+def test_one_list_of_artifacts_for_jars_and_packages(tmp_path: Path) -> None:
+    from service.versions import ARTIFACTS, ICEBERG_RUNTIME, jar_settings, main
+
+    assert ICEBERG_RUNTIME in [a.coordinate for a in ARTIFACTS]
+    empty = jar_settings(tmp_path / "none")
+    assert empty.jars == () and empty.packages == tuple(a.coordinate for a in ARTIFACTS)
+    assert empty.spark_conf() == {"spark.jars.packages": ",".join(empty.packages)}
+    for a in ARTIFACTS:
+        (tmp_path / a.jar).write_bytes(b"")
+    local = jar_settings(tmp_path)
+    assert local.packages == () and [Path(j).name for j in local.jars] == sorted(
+        a.jar for a in ARTIFACTS
+    )
+    assert main(["maven-paths"]) == 0 and main(["nope"]) == 2
+    assert ARTIFACTS[0].maven_path == (
+        "org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/"
+        "iceberg-spark-runtime-4.1_2.13-1.12.0.jar"
+    )
+
+
+def test_bootstrap_reads_the_artifacts_from_service_versions() -> None:
+    script = (Path(__file__).resolve().parents[3] / "scripts" / "bootstrap.sh").read_text()
+    assert "python -m service.versions maven-paths" in script
+    assert '.jar"' not in script  # no pinned jar path of its own
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["t", "--json", "--config", "/c.yaml"],
+            ["--config", "/c.yaml", "skew", "detect", "t", "--json"],
+        ),
+        (["t", "--config=/c.yaml"], ["--config", "/c.yaml", "skew", "detect", "t"]),
+        (["--config", "/a", "t", "--config", "/b"], ["--config", "/b", "skew", "detect", "t"]),
+        (["t"], ["skew", "detect", "t"]),
+        (["t", "--", "--config", "x"], ["skew", "detect", "t", "--", "--config", "x"]),
+    ],
+)
+def test_scripts_move_config_in_front_of_the_command(args: list[str], expected: list[str]) -> None:
+    from jobs.scripts import cli_argv
+
+    assert cli_argv(("skew", "detect"), args) == expected
+
+
+def test_scripts_run_the_cli_and_return_its_exit_code(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from jobs.scripts import salted_join, skew_detect
+
+    assert skew_detect.main(["--help"]) == 0
+    assert "--median-multiple" in capsys.readouterr().out
+    assert salted_join.main(["a.b", "--into", "c.d"]) == 2  # --on missing: usage
+    assert "--on" in capsys.readouterr().err
+    missing = str(tmp_path / "missing.yaml")
+    assert (
+        salted_join.main(["a.b", "c.d", "--on", "k", "--into", "e.f", "--config", missing]) == 2
+    )  # no such config

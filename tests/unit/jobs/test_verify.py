@@ -15,18 +15,22 @@ def test_split_sum_equals_the_decimal_sum_of_the_hashes(spark: Any) -> None:
     from pyspark.sql import functions as F
 
     df = spark.range(5000).selectExpr(
-        "id", "cast(id * 7919 as string) s", "if(id % 11 = 0, null, id / 3.0) d",
+        "id",
+        "cast(id * 7919 as string) s",
+        "if(id % 11 = 0, null, id / 3.0) d",
         "cast(id % 3 as string) as " + KEY,
     )
     columns = ["id", "s", "d"]
     got = checksums_by_key(df, columns)
     expected = {
         r[KEY]: (int(r["n"]), int(r["total"]), int(r["nn"]))
-        for r in df.groupBy(KEY).agg(
+        for r in df.groupBy(KEY)
+        .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(row_hash(df.select(*columns)).cast("decimal(38,0)")).alias("total"),
             F.count("d").alias("nn"),
-        ).collect()
+        )
+        .collect()
     }
     assert set(got) == set(expected) == {"0", "1", "2"}
     for key, (n, total, nn) in expected.items():
@@ -69,8 +73,11 @@ def test_suite_finds_a_null_that_parquet_statistics_must_not_hide(
 
     values = [f"v{i}" for i in range(10_000)]
     values[7_777] = None
-    pq.write_table(pa.table({"id": list(range(10_000)), "s": values}), tmp_path / "f.parquet",
-                   row_group_size=1_000)
+    pq.write_table(
+        pa.table({"id": list(range(10_000)), "s": values}),
+        tmp_path / "f.parquet",
+        row_group_size=1_000,
+    )
     assert pq.ParquetFile(tmp_path / "f.parquet").num_row_groups == 10
     df = spark.read.parquet(str(tmp_path / "f.parquet"))
     result = run_suite(df, 10_000, ["id", "s"])

@@ -43,12 +43,15 @@ def test_runs_and_acks_each_item_and_records_it() -> None:
 
     def runner(item: ActionItem) -> dict[str, Any]:
         seen.append(item.partition or "")
-        return {"bytes_rewritten": 10, "files_rewritten": 2,
-                "partitions": [{"status": "rewritten", "mse_before": 9.0,
-                                "actual_mse_after": 1.0}]}
+        return {
+            "bytes_rewritten": 10,
+            "files_rewritten": 2,
+            "partitions": [{"status": "rewritten", "mse_before": 9.0, "actual_mse_after": 1.0}],
+        }
 
-    report = Actor(q, runner, recorder=recorded.append, clock=clock, sleep=clock.sleep,
-                   lease_seconds=60).run(idle_exit=5)
+    report = Actor(
+        q, runner, recorder=recorded.append, clock=clock, sleep=clock.sleep, lease_seconds=60
+    ).run(idle_exit=5)
     assert report.done == 3 and report.failed == 0 and report.idle_exit
     assert seen == ["p=0", "p=1", "p=2"]
     assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
@@ -88,8 +91,14 @@ def test_heartbeat_is_sent_while_working() -> None:
     q = queue_with(1)
     beats: list[str] = []
     clock = Clock()
-    Actor(q, lambda item: {}, heartbeat=lambda a, now: beats.append(a), clock=clock,
-          sleep=clock.sleep, actor_id="a1").run(max_actions=1)
+    Actor(
+        q,
+        lambda item: {},
+        heartbeat=lambda a, now: beats.append(a),
+        clock=clock,
+        sleep=clock.sleep,
+        actor_id="a1",
+    ).run(max_actions=1)
     assert beats == ["a1"]
 
 
@@ -139,9 +148,12 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
 
     class Report:
         def to_dict(self) -> dict[str, Any]:
-            return {"partitions_failed": 1,
-                    "partitions": [{"key": "p=0", "status": "failed",
-                                    "reason": "commit conflicted 3 times"}]}
+            return {
+                "partitions_failed": 1,
+                "partitions": [
+                    {"key": "p=0", "status": "failed", "reason": "commit conflicted 3 times"}
+                ],
+            }
 
     fake = types.ModuleType("jobs.optimize")
     fake.optimize_table = lambda *a, **k: Report()  # type: ignore[attr-defined]
@@ -149,8 +161,13 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
     q = queue_with(1)
     clock = Clock()
     recorded: list[dict[str, Any]] = []
-    actor = Actor(q, spark_runner(cfg=None, spark=object()), clock=clock, sleep=clock.sleep,
-                  recorder=recorded.append)
+    actor = Actor(
+        q,
+        spark_runner(cfg=None, spark=object()),
+        clock=clock,
+        sleep=clock.sleep,
+        recorder=recorded.append,
+    )
     report = actor.run(max_actions=1)
     assert report.failed == 1 and report.done == 0
     assert "commit conflicted 3 times" in recorded[0]["error"]
@@ -164,6 +181,12 @@ def test_bookkeeping_failures_never_stop_the_actor() -> None:
     def broken(*_: Any) -> None:
         raise ConnectionError("redis blip")
 
-    actor = Actor(q, lambda item: {"bytes_rewritten": 1}, clock=clock, sleep=clock.sleep,
-                  recorder=broken, heartbeat=broken)
+    actor = Actor(
+        q,
+        lambda item: {"bytes_rewritten": 1},
+        clock=clock,
+        sleep=clock.sleep,
+        recorder=broken,
+        heartbeat=broken,
+    )
     assert actor.run(max_actions=2).done == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,11 @@ import yaml
 
 from service.config import (
     DEFAULT_CONFIG,
+    Action,
+    Config,
     ConfigError,
+    DeciderSettings,
+    TablePolicy,
     build_config,
     load_config,
     parse_table_identifier,
@@ -20,9 +26,22 @@ from service.errors import UsageError
 pytestmark = pytest.mark.unit
 
 
+def embedded_defaults() -> dict[str, Any]:
+    """The embedded defaults as a YAML-shaped mapping (every key written out)."""
+    raw = json.loads(json.dumps(dataclasses.asdict(Config())))
+    for internal in ("source", "home"):
+        del raw[internal]
+    del raw["spark"]["executor_deps"]  # "" is the default, but a file may not write it
+    return raw
+
+
 def base() -> dict[str, Any]:
-    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    assert isinstance(raw, dict)
+    """The default file over the embedded defaults: every key present for tests to edit."""
+    raw = embedded_defaults()
+    from_file = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    assert isinstance(from_file, dict)
+    for section, values in from_file.items():
+        raw[section] = {**raw[section], **values}
     return raw
 
 
@@ -183,3 +202,165 @@ def test_engine_defaults_to_auto_and_is_set_per_table() -> None:
     assert cfg.defaults.engine == "auto"
     assert cfg.policy_for("db.t").engine == "spark"
     assert cfg.policy_for("db.other").engine == "auto"
+
+
+# ---- a default for every key ----------------------------------------------------------
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def _assert_all_defaults(cfg: Config, home: Path) -> None:
+    assert cfg.catalog.name == "lake" and cfg.catalog.type == "sql"
+    assert cfg.catalog.uri == f"sqlite:///{home}/.lakehouse/catalog.db"
+    assert cfg.catalog.warehouse == f"file://{home}/.lakehouse/warehouse"
+    assert cfg.catalog.properties == {}
+    assert cfg.redis.url == "redis://127.0.0.1:6379/0" and cfg.redis.key_prefix == "icefloe"
+    assert cfg.spark.master == "local[*]"
+    assert cfg.spark.conf == {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
+    assert cfg.spark.executor_deps == ""
+    assert cfg.defaults == TablePolicy(
+        target_file_size_bytes=128 << 20,
+        tolerance_bytes=44739242,
+        priority=1,
+        weight=1,
+        actions=(Action.MERGE,),
+        sort_order=(),
+        enabled=True,
+        engine="auto",
+    )
+    assert cfg.managed.namespaces == () and cfg.managed.tables == ()
+    assert cfg.tables == {}
+    assert cfg.decider == DeciderSettings()
+
+
+@pytest.mark.parametrize("text", ["", "{}\n", "catalog:\n", "# nothing but a comment\n"])
+def test_a_file_holds_only_what_differs(tmp_path: Path, text: str) -> None:
+    cfg = load_config(_write(tmp_path / "icefloe.yaml", text), env={})
+    _assert_all_defaults(cfg, tmp_path)
+    assert cfg.source == str(tmp_path / "icefloe.yaml")
+
+
+def test_only_a_catalog_section_keeps_every_other_default(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    path = _write(conf / "icefloe.yaml", "catalog:\n  name: other\n")
+    cfg = load_config(path, env={})
+    assert cfg.catalog.name == "other"
+    # a file in a conf/ folder resolves relative paths against the folder above it
+    assert cfg.catalog.uri == f"sqlite:///{tmp_path}/.lakehouse/catalog.db"
+    assert cfg.redis.url == "redis://127.0.0.1:6379/0"
+    assert cfg.defaults.tolerance_bytes == 44739242
+
+
+def test_empty_mapping_is_the_embedded_default(tmp_path: Path) -> None:
+    _assert_all_defaults(build_config({}, home=tmp_path), tmp_path)
+    _assert_all_defaults(build_config(None, home=tmp_path), tmp_path)
+
+
+def test_default_tolerance_follows_the_default_target(tmp_path: Path) -> None:
+    target = 10_000_000
+    cfg = build_config(
+        {"defaults": {"target_file_size_bytes": target}, "tables": {"db.t": None}},
+        home=tmp_path,
+    )
+    assert cfg.defaults.target_file_size_bytes == target
+    assert cfg.defaults.tolerance_bytes == target // 3
+    # a table inherits it (and its own target stays unresolved until policy_for)
+    assert cfg.tables["db.t"].tolerance_bytes == target // 3
+    assert cfg.tables["db.t"].target_file_size_bytes is None
+    assert cfg.policy_for("db.t").target_file_size_bytes == target
+    # an explicit tolerance wins
+    explicit = {"target_file_size_bytes": target, "tolerance_bytes": 5}
+    assert build_config({"defaults": explicit}).defaults.tolerance_bytes == 5
+
+
+def test_env_override_target_moves_the_default_tolerance(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.yaml", "catalog:\n  name: other\n")
+    cfg = load_config(path, env={"ICEFLOE_DEFAULTS__TARGET_FILE_SIZE_BYTES": "3000"})
+    assert (cfg.defaults.target_file_size_bytes, cfg.defaults.tolerance_bytes) == (3000, 1000)
+
+
+def test_env_override_on_a_file_without_that_section(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.yaml", "catalog:\n  name: other\nredis:\n")
+    cfg = load_config(
+        path,
+        env={
+            "ICEFLOE_REDIS__KEY_PREFIX": "staging",
+            "ICEFLOE_DECIDER__POLL_SECONDS": "2.5",
+            "ICEFLOE_MANAGED__NAMESPACES": "[demo, sales]",
+        },
+    )
+    assert cfg.catalog.name == "other"
+    assert cfg.redis.key_prefix == "staging" and cfg.redis.url == "redis://127.0.0.1:6379/0"
+    assert cfg.decider.poll_seconds == 2.5 and cfg.decider.lease_seconds == 300
+    assert cfg.managed.namespaces == ("demo", "sales")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"decider": {"poll_seconds": float("nan")}}, "'decider.poll_seconds' must be a finite"),
+        ({"decider": {"aging_seconds": float("inf")}}, "'decider.aging_seconds' must be a finite"),
+        ({"decider": {"lease_seconds": float("-inf")}}, "'decider.lease_seconds' must be a finite"),
+        ({"decider": {"max_attempts": True}}, "'decider.max_attempts' must be an integer"),
+        ({"decider": {"metrics_port": 70000}}, "'decider.metrics_port' must be <= 65535"),
+        ({"defaults": {"priority": False}}, "'defaults.priority' must be an integer, got False"),
+        ({"defaults": {"enabled": 1}}, "'defaults.enabled' must be true or false, got 1"),
+        ({"spark": {"executor_deps": "deps.zip"}}, "must name a .tar.gz or .tgz archive"),
+        ({"redis": 5}, "config key 'redis' must be a mapping, got 5"),
+        ({"tables": {"db.t": {"colour": 1}}}, "unknown config key 'tables.db.t.colour'"),
+        ({"source": "x"}, "unknown config key '<root>.source'"),
+    ],
+)
+def test_more_bad_values_are_one_line(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config(raw)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_nan_from_a_file_or_the_environment_names_the_key(tmp_path: Path) -> None:
+    path = _write(tmp_path / "x.yaml", "decider:\n  backoff_max_seconds: .nan\n")
+    with pytest.raises(ConfigError, match="'decider.backoff_max_seconds' must be a finite number"):
+        load_config(path, env={})
+    empty = _write(tmp_path / "empty.yaml", "")
+    with pytest.raises(ConfigError, match="'decider.aging_seconds' must be a finite number"):
+        load_config(empty, env={"ICEFLOE_DECIDER__AGING_SECONDS": ".inf"})
+
+
+def test_a_non_utf8_file_is_one_config_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "latin1.yaml", "catalog:\n  name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path, env={})
+    assert "is not UTF-8" in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("action", ["expire_snapshots", "rewrite_manifests", "remove_orphan_files"])
+def test_maintenance_actions_are_rejected_not_ignored(action: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config({"tables": {"db.t": {"actions": ["merge", action]}}})
+    text = str(err.value)
+    assert "'tables.db.t.actions'" in text and repr(action) in text
+    assert "not decided by icefloe" in text and "jobs.maintenance" in text
+    assert "\n" not in text
+
+
+def test_actions_are_the_action_enum_and_sort_needs_a_sort_order() -> None:
+    cfg = build_config({"tables": {"db.t": {"actions": ["merge", "sort"], "sort_order": ["ts"]}}})
+    actions = cfg.policy_for("db.t").actions
+    assert actions == (Action.MERGE, Action.SORT) and actions == ("merge", "sort")
+    # merge and sort without a sort order: merge (the decider's fallback) is still run
+    assert build_config({"defaults": {"actions": ["merge", "sort"]}}).defaults.actions[1] == "sort"
+    with pytest.raises(ConfigError, match="'defaults.actions' .*sort_order is empty"):
+        build_config({"defaults": {"actions": ["sort"]}})
+
+
+def test_every_default_written_out_is_the_empty_config(tmp_path: Path) -> None:
+    assert build_config(embedded_defaults(), home=tmp_path) == build_config({}, home=tmp_path)

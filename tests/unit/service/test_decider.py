@@ -1,9 +1,12 @@
-"""Pure parts of the decider: actor sizing, benefit estimate, backoff, CLI argument checks."""
+"""The decider without Redis: actor sizing, benefit estimate, backoff, CLI argument checks,
+and its behaviour (fair dispatch, leadership, events, failures) on the in-memory adapters.
+The Redis adapters are proven equal to those by the contract suites."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +16,7 @@ from service.cli.decider import partition_selector
 from service.config import DeciderSettings
 from service.decider import Decider, estimate
 from service.errors import ServiceUnavailable, UsageError
+from service.queue import ActionItem
 from tests.conftest import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -20,8 +24,16 @@ pytestmark = [pytest.mark.unit]
 
 @pytest.mark.parametrize(
     ("backlog", "lo", "hi", "per", "want"),
-    [(0, 0, 4, 8, 0), (0, 1, 4, 8, 1), (1, 0, 4, 8, 1), (8, 0, 4, 8, 1), (9, 0, 4, 8, 2),
-     (1000, 0, 4, 8, 4), (-3, 2, 4, 8, 2), (5, 3, 3, 1, 3)],
+    [
+        (0, 0, 4, 8, 0),
+        (0, 1, 4, 8, 1),
+        (1, 0, 4, 8, 1),
+        (8, 0, 4, 8, 1),
+        (9, 0, 4, 8, 2),
+        (1000, 0, 4, 8, 4),
+        (-3, 2, 4, 8, 2),
+        (5, 3, 3, 1, 3),
+    ],
 )
 def test_desired_actors(backlog: int, lo: int, hi: int, per: int, want: int) -> None:
     assert desired_actors(backlog, lo, hi, per) == want
@@ -86,8 +98,9 @@ def test_unreachable_redis_backs_off_exponentially_without_leaking_the_password(
     client = redis.Redis.from_url(cfg.redis.url, socket_connect_timeout=0.5)
     sleeps: list[float] = []
     settings = DeciderSettings(backoff_initial_seconds=1, backoff_max_seconds=8)
-    decider = Decider(cfg, client, catalog=None, settings=settings, sleep=sleeps.append,
-                      tables=lambda: [])
+    decider = Decider(
+        cfg, client, catalog=None, settings=settings, sleep=sleeps.append, tables=lambda: []
+    )
     with caplog.at_level(logging.ERROR, logger="icefloe.decider"):
         decider.run(max_steps=6)
     assert sleeps == [1, 2, 4, 8, 8]  # no busy spin, capped
@@ -130,13 +143,177 @@ def test_settings_from_a_decider_config_section() -> None:
     s = DeciderSettings.from_mapping({"poll_seconds": 2, "actors_max": 6, "actors_min": 0})
     assert s.poll_seconds == 2 and s.actors_max == 6 and s.lease_seconds == 300
     assert DeciderSettings.from_mapping(None) == DeciderSettings()
-    for raw, message in [({"pol_seconds": 1}, "unknown config key 'decider.pol_seconds'"),
-                         ({"max_attempts": 2.5}, "'decider.max_attempts' must be an integer"),
-                         ({"lease_seconds": "10"}, "'decider.lease_seconds' must be a number"),
-                         ({"lease_seconds": 0}, "must be positive"),
-                         ({"actors_min": 5, "actors_max": 2}, "actors_max"),
-                         ({"poll_seconds": 60}, "leader_ttl_seconds")]:
+    for raw, message in [
+        ({"pol_seconds": 1}, "unknown config key 'decider.pol_seconds'"),
+        ({"max_attempts": 2.5}, "'decider.max_attempts' must be an integer"),
+        ({"lease_seconds": "10"}, "'decider.lease_seconds' must be a number"),
+        ({"lease_seconds": 0}, "must be positive"),
+        ({"actors_min": 5, "actors_max": 2}, "actors_max"),
+        ({"poll_seconds": 60}, "leader_ttl_seconds"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             DeciderSettings.from_mapping(raw)
 
 
+# ---- decider behaviour on the in-memory adapters (no Redis) -----------------------------
+T0 = 1_790_000_000.0
+
+
+def _decider(
+    tmp_path: Path, stream: Any = None, board: Any = None, token: str = "d1", **settings: Any
+) -> Decider:
+    from service.events import MemoryEvents, MemoryStream
+    from service.leader import LeaderBoard, MemoryLeader
+    from service.queue.memory import MemoryQueue
+    from service.rolling import MemoryStats
+
+    cfg = make_config(tmp_path, tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}})
+    s = DeciderSettings(**settings)
+    return Decider(
+        cfg,
+        None,
+        catalog=None,
+        settings=s,
+        tables=lambda: [],
+        clock=lambda: T0,
+        queue=MemoryQueue(s.max_attempts, s.aging_seconds),
+        stats=MemoryStats(),
+        events=MemoryEvents(stream or MemoryStream(), token, s.claim_idle_ms),
+        leader=MemoryLeader(board or LeaderBoard(), s.leader_ttl_seconds, token),
+    )
+
+
+def _item(table: str, partition: str, priority: int = 1) -> ActionItem:
+    return ActionItem.new(table, partition, "merge", priority, 1000, 1.0, T0)
+
+
+def test_a_noisy_table_cannot_starve_the_others(tmp_path: Path) -> None:
+    d = _decider(tmp_path, ready_depth=4, quantum_bytes=1000)
+    q = d.queue
+    for i in range(40):
+        q.enqueue(_item("db.noisy", f"p={i}"), T0)
+    q.enqueue(_item("db.quiet", "p=0"), T0)
+    assert d.dispatch(T0) == 4
+    tables = []
+    while lease := q.dequeue(T0, 60):
+        tables.append(lease.item.table)
+    assert tables.count("db.quiet") == 1 and tables.count("db.noisy") == 3
+    # higher class first: a class-0 item goes before every waiting class-1 one
+    q.enqueue(_item("db.vip", "p=0", priority=0), T0)
+    assert d.dispatch(T0) == 4
+    first = q.dequeue(T0, 60)
+    assert first is not None and first.item.table == "db.vip"
+    assert d.stats.counters()["dispatches"] == 8
+    assert d.stats.scheduler_state()  # the DWRR state survives the process
+
+
+def test_a_one_shot_pass_dispatches_the_whole_backlog_in_fair_order(tmp_path: Path) -> None:
+    """``decide --once`` (the Airflow DAG): no later pass tops the ready set up."""
+    d = _decider(tmp_path, ready_depth=4, quantum_bytes=1000)
+    for i in range(12):
+        d.queue.enqueue(_item("db.noisy", f"p={i}"), T0)
+    d.queue.enqueue(_item("db.quiet", "p=0"), T0)
+    assert d.dispatch(T0, everything=True) == 13
+    order = []
+    while lease := d.queue.dequeue(T0, 60):
+        order.append(lease.item.table)
+    assert len(order) == 13 and "db.quiet" in order[:2]  # fair order kept in the ready FIFO
+
+
+def test_weights_share_bytes(tmp_path: Path) -> None:
+    d = _decider(tmp_path, ready_depth=40, quantum_bytes=1000)
+    for table in ("db.big", "db.small"):
+        for i in range(30):
+            d.queue.enqueue(_item(table, f"p={i}"), T0)
+    d.dispatch(T0)
+    tables = []
+    while lease := d.queue.dequeue(T0, 60):
+        tables.append(lease.item.table)
+    assert tables.count("db.big") == 3 * tables.count("db.small")
+
+
+def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
+    d = _decider(tmp_path)
+    for table, snap in [("not an identifier", 1), ("db.unknown", 2)]:
+        d.events.publish(table, snap)
+    report = d.step()
+    assert report.leader and len(report.rejected) == 2
+    assert d.events.lag() == 0  # acked: no poison loop
+
+
+def test_second_decider_stands_by(tmp_path: Path) -> None:
+    from service.leader import LeaderBoard
+
+    board = LeaderBoard()
+    a = _decider(tmp_path, board=board, token="a")
+    b = _decider(tmp_path, board=board, token="b")
+    assert a.step().leader and not b.step().leader
+    a.leader.release()
+    assert b.step().leader
+
+
+def test_one_broken_table_does_not_stop_the_pass(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    d = _decider(tmp_path)
+    d._tables = lambda: ["db.broken"]  # catalog None: loading it raises
+    d.queue.enqueue(_item("db.ok", "p=0"), T0)
+    report = d.step()
+    assert report.leader and report.dispatched == 1
+    assert "skipped db.broken this pass" in caplog.text
+
+
+def test_unreachable_catalog_backs_off_and_keeps_events(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    d = _decider(tmp_path, backoff_initial_seconds=2, backoff_max_seconds=5)
+    sleeps: list[float] = []
+    d.sleep = sleeps.append
+
+    def down() -> list[str]:
+        raise OSError("connection refused by postgresql://icefloe:pw@db/catalog")
+
+    d._tables = down
+    d.events.publish("db.t", 1)
+    d.run(max_steps=4)
+    assert sleeps == [2, 4, 5]
+    assert caplog.text.count("catalog unreachable") == 4 and "pw@" not in caplog.text
+    assert d.events.lag() == 1  # the event waits for a pass that can handle it
+    d._tables = lambda: ["db.t"]  # back, but db.t itself fails to load: still not acked
+    d.step()
+    assert d.events.lag() == 1
+
+
+def test_an_unavailable_adapter_backs_off_like_redis_down(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The loop only knows ServiceUnavailable: whichever adapter raises it, it backs off."""
+    d = _decider(tmp_path, backoff_initial_seconds=1, backoff_max_seconds=1)
+    sleeps: list[float] = []
+    d.sleep = sleeps.append
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise ServiceUnavailable("redis unreachable during events read (ConnectionError: x)")
+
+    d.events.read = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="icefloe.decider"):
+        d.run(max_steps=2)
+    assert sleeps == [1] and caplog.text.count("events read") == 2
+
+
+def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
+    launched: list[int] = []
+
+    class Launcher:
+        def launch(self, n: int) -> None:
+            launched.append(n)
+
+    d = _decider(tmp_path, actors_min=0, actors_max=4, backlog_per_actor=1, lease_seconds=60)
+    d.launcher = Launcher()
+    for i in range(3):
+        d.queue.enqueue(_item("db.t", f"p={i}"), T0)
+    d.stats.heartbeat("old", T0 - 1000)  # long dead: not counted
+    d.stats.heartbeat("live", T0 - 1)
+    assert d.live_actors(T0) == 1
+    assert d.scale(T0) == 3 and launched == [2]
+    assert d.scale(T0 + 1) == 3 and launched == [2]  # guarded

@@ -20,8 +20,15 @@ pytestmark = [pytest.mark.unit]
 T0 = 1_790_000_000.0
 
 
-def item(table: str = "db.t", partition: str | None = "day=1", action: str = "merge",
-         priority: int = 1, cost: int = 1000, benefit: float = 10.0, now: float = T0) -> ActionItem:
+def item(
+    table: str = "db.t",
+    partition: str | None = "day=1",
+    action: str = "merge",
+    priority: int = 1,
+    cost: int = 1000,
+    benefit: float = 10.0,
+    now: float = T0,
+) -> ActionItem:
     return ActionItem.new(table, partition, action, priority, cost, benefit, now, reason="test")
 
 
@@ -217,8 +224,12 @@ class QueueContract:
             now += 1
             op = rng.random()
             if op < 0.3:
-                it = item(table=f"db.t{rng.randrange(3)}", partition=str(rng.randrange(8)),
-                          cost=rng.randrange(1, 10_000), now=now)
+                it = item(
+                    table=f"db.t{rng.randrange(3)}",
+                    partition=str(rng.randrange(8)),
+                    cost=rng.randrange(1, 10_000),
+                    now=now,
+                )
                 if q.enqueue(it, now) == 1:
                     created[it.id] += 1
             elif op < 0.5 and q.pending_tables():

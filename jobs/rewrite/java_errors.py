@@ -1,0 +1,45 @@
+"""One-line descriptions of errors that come back through py4j (or from Python tasks)."""
+
+from __future__ import annotations
+
+
+def java_class_name(error: BaseException) -> str:
+    java = getattr(error, "java_exception", None)
+    return str(java.getClass().getName()) if java is not None else type(error).__name__
+
+
+def java_message(error: BaseException) -> str:
+    java = getattr(error, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(error)
+    return text.strip().splitlines()[0] if text.strip() else java_class_name(error)
+
+
+def arrow_failure(error: BaseException) -> str:
+    """Why the Arrow engine failed, in one line. A Python task's failure arrives wrapped in
+    Spark's job-abort message; its traceback's last line is the cause (e.g. the executors'
+    Python lacking PyIceberg), which is what the report should say."""
+    java = getattr(error, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(error)
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    if "PythonException" in text and starts:
+        # after the traceback's indented frames, the first flush-left line is the exception
+        cause = next(
+            (
+                line.strip()
+                for line in lines[starts[-1] + 1 :]
+                if line.strip() and not line[0].isspace()
+            ),
+            "",
+        )
+        if cause:
+            hint = (
+                (
+                    " (on a cluster, ship the executors' Python packages: `icefloe pack`, "
+                    "then spark.executor_deps)"
+                )
+                if cause.startswith(("ModuleNotFoundError", "ImportError"))
+                else ""
+            )
+            return f"Python task failed on an executor: {cause}{hint}"
+    return f"{java_class_name(error)}: {java_message(error)}"

@@ -1,0 +1,105 @@
+"""Java ``DataFile`` objects of the files the Arrow engine wrote, for the commit.
+
+Their metrics come from each file's footer, as Iceberg's importers take them
+(``ParquetUtil``). ``ParquetUtil.fileMetrics`` opens each file with default Parquet read
+options, whose fresh Hadoop ``Configuration`` costs ~10 ms a file; local files are opened
+with one set of options and the session's configuration instead (``footerMetrics``,
+~2 ms), others (object storage: the table's FileIO knows how to reach it) through
+``fileMetrics``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from jobs.rewrite.locations import local_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class _Java:
+    """The Java classes and objects that building new files' ``DataFile``s uses, looked
+    up once (each lookup through a py4j package is a round trip)."""
+
+    data_files: Any
+    parquet: Any  # FileFormat.PARQUET
+    util: Any  # ParquetUtil
+    metrics: Any  # the table's MetricsConfig
+    io: Any  # the table's FileIO
+    reader: Any  # (shaded) ParquetFileReader
+    hadoop_file: Any  # (shaded) HadoopInputFile
+    options: Any  # one ParquetReadOptions
+    conf: Any  # the session's Hadoop Configuration
+    path: Any  # org.apache.hadoop.fs.Path
+    stream: Any  # java.util.stream.Stream
+
+
+class NewFiles:
+    """Builds the ``DataFile`` of new Parquet files of the Java ``table``.
+
+    ``local``: the local path of a location, or None to read it through the table's FileIO
+    (:func:`jobs.rewrite.locations.local_path`)."""
+
+    def __init__(
+        self, spark: SparkSession, table: Any, local: Callable[[str], str | None] = local_path
+    ) -> None:
+        self.spark = spark
+        self.table = table
+        self.local = local
+        self._java: _Java | None = None
+
+    def _classes(self) -> _Java:
+        if self._java is None:  # each class lookup through a py4j package is a round trip
+            jvm: Any = cast(Any, self.spark.sparkContext._jvm)
+            iceberg = jvm.org.apache.iceberg
+            parquet = iceberg.shaded.org.apache.parquet
+            jsc: Any = cast(Any, self.spark.sparkContext._jsc)
+            self._java = _Java(
+                iceberg.DataFiles,
+                iceberg.FileFormat.PARQUET,
+                iceberg.parquet.ParquetUtil,
+                iceberg.MetricsConfig.forTable(self.table),
+                self.table.io(),
+                parquet.hadoop.ParquetFileReader,
+                parquet.hadoop.util.HadoopInputFile,
+                parquet.ParquetReadOptions.builder().build(),
+                jsc.hadoopConfiguration(),
+                jvm.org.apache.hadoop.fs.Path,
+                jvm.java.util.stream.Stream,
+            )
+        return self._java
+
+    def build(self, spec: Any, partition: Any, paths: Sequence[str]) -> list[tuple[Any, int]]:
+        """The Java ``DataFile`` (and size) of each Parquet file at ``paths``, all in
+        ``partition`` of the Java partition ``spec``."""
+        j = self._classes()
+        out = []
+        for path in paths:
+            local = self.local(path)
+            if local is not None:
+                reader = j.reader.open(j.hadoop_file.fromPath(j.path(path), j.conf), j.options)
+                try:
+                    metrics = j.util.footerMetrics(reader.getFooter(), j.stream.empty(), j.metrics)
+                finally:
+                    reader.close()
+                size = os.path.getsize(local)
+            else:
+                input_file = j.io.newInputFile(path)
+                metrics = j.util.fileMetrics(input_file, j.metrics)
+                size = int(input_file.getLength())
+            built = (
+                j.data_files.builder(spec)
+                .withPath(path)
+                .withFileSizeInBytes(size)
+                .withFormat(j.parquet)
+                .withPartition(partition)
+                .withMetrics(metrics)
+                .build()
+            )
+            out.append((built, size))
+        return out

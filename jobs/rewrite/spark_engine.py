@@ -1,0 +1,214 @@
+"""The Spark engine: groups written by Spark's Iceberg writer, through the machinery of
+Iceberg's own Spark rewrite runners (``ScanTaskSetManager``, ``FileRewriteCoordinator``).
+
+Per group that Spark writes: stage the group's scan tasks under its id, read the id as one
+Spark task (split size >= group bytes, so a group is one rolling writer and yields
+``optimizer.predict_output_sizes`` files), optionally sorted, and write with
+``distribution-mode=none`` into the group's own partition spec. The input's checksum is
+observed on the rows the writer consumes (no extra pass); the output's comes from one
+plain read of every new file (:meth:`SparkEngine.output_checksums`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from jobs.rewrite.locations import local_path
+from jobs.rewrite.results import GroupResult
+from jobs.rewrite.tasks import ScanTasks
+from jobs.verify import (
+    KEY,
+    Checksum,
+    checksum_exprs,
+    checksum_of,
+    checksums_by_key,
+    conform,
+    quoted,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
+"""How the output's checksums are taken (:func:`jobs.verify.checksums_by_key`)."""
+
+WRITE_TARGET_FACTOR = 1.4
+"""Writers roll on their *estimated* size, taken before compression, so a file rolled at
+``T`` lands well under ``T`` on disk (~55% in our benchmark). Iceberg's own binpack runner
+writes with ``target + (max - target) / 2`` = 1.4 x target for the default max of 1.8 x
+target; we do the same for groups larger than T. A group of S <= T is planned as exactly
+one file, so its writer gets a roll size it can never reach (``NO_ROLL_FACTOR`` x T): a
+roll on a misestimate would leave a tiny remainder file, the very thing we remove."""
+NO_ROLL_FACTOR = 8
+
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+_LISTING = threading.Lock()  # the threshold is session-wide: one reader changes it at a time
+
+PLAIN_TYPE = re.compile(
+    r"boolean|int|long|float|double|date|timestamptz|timestamp|string|binary"
+    r"|fixed\[\d+\]|decimal\(\s*\d+\s*,\s*\d+\s*\)"
+)
+
+
+def write_target(group_bytes: int, target: int) -> int:
+    """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
+    factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
+    return int(target * factor)
+
+
+class SparkEngine:
+    """Staged reads and Spark writes of groups of one Java ``table``."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        table: Any,
+        scan: ScanTasks,
+        file_format: str,
+        checksums: ChecksumsByKey = checksums_by_key,
+    ) -> None:
+        self.spark = spark
+        self.jvm: Any = cast(Any, spark.sparkContext._jvm)
+        self.gateway: Any = cast(Any, spark.sparkContext._gateway)
+        self.table = table
+        self.scan = scan
+        self.file_format = file_format
+        self.checksums = checksums
+        self._staged: set[str] = set()
+        self._cache: Any = None
+        self._plain: bool | None = None  # see plain_columns
+
+    # ---------------------------------------------------------------- staging
+    def _table_cache(self) -> Any:
+        if self._cache is None:
+            # py4j resolves the instance method get(String) first; call the static get().
+            cls = self.jvm.org.apache.iceberg.spark.SparkTableCache._java_lang_class
+            no_types = self.gateway.new_array(self.jvm.java.lang.Class, 0)
+            no_args = self.gateway.new_array(self.jvm.java.lang.Object, 0)
+            self._cache = cls.getMethod("get", no_types).invoke(None, no_args)
+        return self._cache
+
+    def stage(self, result: GroupResult) -> None:
+        """Stage the group's scan tasks under its group id (once), for a Spark read.
+
+        Only groups that Spark reads are staged: staging costs several py4j round trips a
+        file, and the Arrow engine reads its groups' files itself."""
+        if result.group_id in self._staged:
+            return
+        tasks = self.jvm.java.util.ArrayList()
+        for path in result.group.paths:
+            tasks.add(self.scan.tasks[path])
+        self._table_cache().add(result.group_id, self.table)
+        self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
+            self.table, result.group_id, tasks
+        )
+        self._staged.add(result.group_id)
+
+    def close(self) -> None:
+        """Unstage every group id (idempotent)."""
+        spark_pkg = self.jvm.org.apache.iceberg.spark
+        for group_id in self._staged:
+            self._table_cache().remove(group_id)
+            spark_pkg.ScanTaskSetManager.get().removeTasks(self.table, group_id)
+            spark_pkg.FileRewriteCoordinator.get().clearRewrite(self.table, group_id)
+        self._staged.clear()
+
+    # ---------------------------------------------------------------- reads and writes
+    def read(self, result: GroupResult) -> DataFrame:
+        """The group's input rows (deletes applied), as one Spark task."""
+        self.stage(result)
+        return (
+            self.spark.read.format("iceberg")
+            .option("split-size", str(result.group.bytes + (1 << 20)))
+            .option("file-open-cost", "0")
+            .load(result.group_id)
+        )
+
+    def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
+        """Write one group; its input checksum is observed on the rows the writer consumes."""
+        from pyspark.sql import Observation
+
+        df = self.read(result)
+        columns = list(df.columns)
+        seen = Observation(f"icefloe_input_{result.group_id.replace('-', '')}")
+        df = df.observe(seen, *checksum_exprs(df, columns))
+        if sort_columns:
+            df = df.sortWithinPartitions(*[quoted(c) for c in sort_columns])
+        (
+            df.write.format("iceberg")
+            .option("target-file-size-bytes", str(write_target(result.group.bytes, target)))
+            .option("distribution-mode", "none")
+            .option("output-spec-id", str(result.group.spec_id))
+            .mode("append")
+            .save(result.group_id)
+        )
+        result.input = checksum_of(seen.get, columns)
+        coordinator = self.jvm.org.apache.iceberg.spark.FileRewriteCoordinator.get()
+        for data_file in coordinator.fetchNewFiles(self.table, result.group_id):
+            result.new_files.append(data_file)
+            result.new_paths.append(str(data_file.location()))
+            result.new_sizes.append(int(data_file.fileSizeInBytes()))
+
+    def output_checksums(
+        self, results: Sequence[GroupResult], like: DataFrame
+    ) -> dict[str, Checksum]:
+        """One plain read of every new file; rows go to their group by file name (new
+        files have unique, UUID-based names)."""
+        from pyspark.sql import functions as F
+
+        owner = {p.rsplit("/", 1)[-1]: r.group_id for r in results for p in r.new_paths}
+        if not owner:
+            return {}
+        paths = [p for r in results for p in r.new_paths]
+        mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
+        written = self.read_files(paths, like)
+        named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
+        return self.checksums(conform(named, like, keep=(KEY,)), like.columns)
+
+    def read_files(self, paths: Sequence[str], like: DataFrame | None = None) -> DataFrame:
+        """A plain read of new data files (no Iceberg metadata: they are not committed).
+
+        ``like``: a DataFrame of the table (the staged read of a group). When every column
+        of the table is of a primitive type that Spark's Parquet reader reads as Iceberg's
+        Spark reader does, its schema is given to the reader, which then infers none (a
+        Spark job that opens a file); otherwise the files' own schema is inferred (callers
+        cast to ``like``'s types, :func:`jobs.verify.conform`).
+
+        Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
+        Spark job of one task per path, ~1 s for a few hundred files on two cores; local
+        files are listed on the driver instead, in milliseconds. Paths on remote storage
+        keep the parallel listing (there each look is a request)."""
+        reader = self.spark.read.format(self.file_format)
+        if like is not None and self.plain_columns():
+            reader = reader.schema(like.schema)
+        if not all(local_path(p) is not None for p in paths):
+            return reader.load(list(paths))
+        with _LISTING:
+            conf = self.spark.conf
+            before = conf.get(LISTING_THRESHOLD, None)
+            conf.set(LISTING_THRESHOLD, str(max(len(paths) + 1, 32)))
+            try:
+                return reader.load(list(paths))
+            finally:
+                if before is None:
+                    conf.unset(LISTING_THRESHOLD)
+                else:
+                    conf.set(LISTING_THRESHOLD, before)
+
+    def plain_columns(self) -> bool:
+        """Is every column of the table of a primitive type whose Spark type a Parquet
+        reader reads from our files as Iceberg does (not uuid, time, nanosecond timestamps,
+        variant, geospatial or nested types)?"""
+        if self._plain is None:
+            schema = json.loads(
+                str(self.jvm.org.apache.iceberg.SchemaParser.toJson(self.table.schema()))
+            )
+            self._plain = all(
+                isinstance(f["type"], str) and PLAIN_TYPE.fullmatch(f["type"])
+                for f in schema["fields"]
+            )
+        return self._plain

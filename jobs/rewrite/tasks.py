@@ -1,0 +1,123 @@
+"""The planned files as the Java table sees them at the starting snapshot: whole-file
+scan tasks (their position deletes attached, so reads apply them), data files, record
+counts, delete files, and whether the files still exist on storage."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from jobs.rewrite.locations import local_path
+from service.errors import OperationFailed
+
+POSITION_DELETES = "POSITION_DELETES"
+
+
+class ScanTasks:
+    """Scan tasks of planned files of the Java ``table`` at ``snapshot_id``."""
+
+    def __init__(
+        self, jvm: Any, table: Any, table_name: str, snapshot_id: int, no_deletes: bool
+    ) -> None:
+        self.jvm = jvm
+        self.table = table
+        self.table_name = table_name
+        self.snapshot_id = snapshot_id
+        # most tables have no delete files: then no task needs its deletes looked at (each
+        # look is several py4j round trips per file)
+        self.no_deletes = no_deletes
+        self.tasks: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}  # each task's Java DataFile (one round trip saved)
+        self.records: dict[str, int] = {}
+        self._deletes: dict[str, list[tuple[str, Any, str | None]]] = {}
+
+    def load(self, paths: Iterable[str]) -> None:
+        """Whole-file scan tasks at the start snapshot for exactly ``paths``."""
+        wanted = set(paths) - set(self.tasks)
+        if not wanted:
+            return
+        iterable = self.table.newScan().useSnapshot(self.snapshot_id).ignoreResiduals().planFiles()
+        try:  # one call: the JVM reads the manifests and lists every task
+            tasks = (
+                self.jvm.org.apache.iceberg.relocated.com.google.common.collect.Lists.newArrayList(
+                    iterable
+                )
+            )
+        finally:
+            iterable.close()
+
+        def look(i: int) -> tuple[str, Any, Any, int]:
+            task = tasks.get(i)
+            data_file = task.file()
+            location = str(data_file.location())
+            records = int(data_file.recordCount()) if location in wanted else -1
+            return location, task, data_file, records
+
+        # three or four round trips a task: several threads keep the JVM busy meanwhile
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for location, task, data_file, records in pool.map(look, range(int(tasks.size()))):
+                if records >= 0:
+                    self.tasks[location] = task
+                    self.files[location] = data_file
+                    self.records[location] = records
+        missing = wanted - set(self.tasks)
+        if missing:
+            raise OperationFailed(
+                f"{len(missing)} planned file(s) are not in snapshot {self.snapshot_id}: "
+                f"{sorted(missing)[0]}"
+            )
+
+    def check_exist(self, paths: Iterable[str]) -> None:
+        """Fail before any write if a planned data file is missing on storage.
+
+        Local files are looked at directly; others through the table's FileIO, several
+        at a time (each look is a py4j round trip, and on object storage a request)."""
+        io = self.table.io()
+
+        def exists(path: str) -> bool:
+            local = local_path(path)
+            if local is not None:
+                return os.path.isfile(local)
+            return bool(io.newInputFile(path).exists())
+
+        todo = list(paths)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found = list(pool.map(exists, todo))
+        missing = [path for path, ok in zip(todo, found, strict=True) if not ok]
+        if missing:
+            raise OperationFailed(
+                f"data file {missing[0]} of {self.table_name} is missing on storage; "
+                "nothing was rewritten"
+            )
+
+    def _position_deletes(self, path: str) -> list[tuple[str, Any, str | None]]:
+        """(location, delete file, referenced data file or None) of ``path``'s task."""
+        if self.no_deletes:
+            return []
+        if path not in self._deletes:
+            util = self.jvm.org.apache.iceberg.util.ContentFileUtil
+            found = []
+            for delete in self.tasks[path].deletes():
+                if str(delete.content().name()) == POSITION_DELETES:
+                    ref = util.referencedDataFileLocation(delete)
+                    found.append(
+                        (str(delete.location()), delete, None if ref is None else str(ref))
+                    )
+            self._deletes[path] = found
+        return self._deletes[path]
+
+    def has_deletes(self, path: str) -> bool:
+        """Does any delete file (position or equality) apply to ``path``?"""
+        return not self.no_deletes and int(self.tasks[path].deletes().size()) > 0
+
+    def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
+        """Position delete files that reference only files among ``paths``."""
+        rewritten = set(paths)
+        found: dict[str, Any] = {}
+        for path in paths:
+            for location, delete, ref in self._position_deletes(path):
+                if ref is not None and ref in rewritten:
+                    found[location] = delete
+        return [found[k] for k in sorted(found)]

@@ -1,0 +1,168 @@
+"""What every stats store shares: the value types, the :class:`StatsStore` Protocol, and the
+pure step that turns one snapshot's delta into new partition stats (so the Redis and the
+in-memory store cannot compute differently)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from optimizer import PartitionStats, apply_delta
+
+
+@dataclass
+class PartitionDelta:
+    """What one snapshot did to one partition."""
+
+    added: list[int] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    added_deletes: int = 0
+    removed_deletes: int = 0
+
+    @property
+    def events(self) -> int:
+        return len(self.added) + len(self.deleted) + self.added_deletes + self.removed_deletes
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """The outcome of bringing one table's stats up to its current snapshot."""
+
+    table: str
+    snapshot_id: int | None
+    snapshots_applied: int
+    full_scan: bool
+    file_events: int
+    touched: dict[str, PartitionStats]  # partition → stats after the update
+    reason: str = ""
+
+
+class GapError(Exception):
+    """The rolling update cannot continue; the table needs a full scan (message says why)."""
+
+
+def encode(stats: PartitionStats) -> str:
+    """The stats hash value: ``"n sse total_bytes undersized delete_files"`` (exact ints)."""
+    return f"{stats.n} {stats.sse} {stats.total_bytes} {stats.undersized} {stats.delete_files}"
+
+
+def decode(raw: str | bytes) -> PartitionStats:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    n, sse, total, under, deletes = (int(x) for x in text.split())
+    return PartitionStats(n, sse, total, under, deletes)
+
+
+def check_step(
+    last_id: int | None,
+    stored_target: int | None,
+    parent: int | None,
+    snapshot_id: int,
+    target: int,
+) -> bool:
+    """The compare-and-set guard of :meth:`StatsStore.apply`: False when ``snapshot_id`` is
+    already applied (a replay: change nothing); raises :class:`GapError` when the stored
+    state is not the snapshot's parent at this target."""
+    if last_id == snapshot_id:
+        return False
+    if last_id != parent:
+        raise GapError(f"last applied {last_id} is not the parent {parent}")
+    if stored_target != target:
+        raise GapError(f"target changed to {target}")
+    return True
+
+
+def next_stats(
+    before: Mapping[str, PartitionStats | None], target: int, deltas: Mapping[str, PartitionDelta]
+) -> dict[str, PartitionStats]:
+    """Each touched partition's stats after the delta (``before`` None: a new partition)."""
+    new: dict[str, PartitionStats] = {}
+    for key in sorted(deltas):
+        d = deltas[key]
+        try:
+            new[key] = apply_delta(
+                before.get(key) or PartitionStats(),
+                target,
+                d.added,
+                d.deleted,
+                d.added_deletes,
+                d.removed_deletes,
+            )
+        except ValueError as e:
+            raise GapError(f"partition {key!r} out of step: {e}") from None
+    return new
+
+
+class StatsStore(Protocol):
+    """The decider's state: per-table rolling stats and markers, plus its bookkeeping
+    (counters, the fair scheduler's state, actor heartbeats, the launch guard).
+
+    ``apply`` is compare-and-set on the table's last applied snapshot and idempotent on
+    replay; ``replace`` installs a full scan's result. Implementations:
+    :class:`service.rolling.redis.RollingStats`, :class:`service.rolling.memory.MemoryStats`.
+    """
+
+    # ---- rolling stats -------------------------------------------------------------------
+    def last_applied(self, table: str) -> int | None: ...
+
+    def decided(self, table: str) -> int | None:
+        """The snapshot whose actions were last enqueued (the decider's second marker)."""
+        ...
+
+    def mark_decided(self, table: str, snapshot_id: int | None) -> None: ...
+
+    def target(self, table: str) -> int | None: ...
+
+    def partitions(self, table: str) -> dict[str, PartitionStats]: ...
+
+    def apply(
+        self,
+        table: str,
+        parent: int | None,
+        snapshot_id: int,
+        target: int,
+        deltas: Mapping[str, PartitionDelta],
+        now: float,
+    ) -> dict[str, PartitionStats] | None:
+        """Apply one snapshot atomically; the touched partitions' new stats, or None when it
+        was already applied. :class:`GapError` when ``parent`` is not the last applied one,
+        the target changed or a partition is out of step (nothing written then)."""
+        ...
+
+    def replace(
+        self,
+        table: str,
+        snapshot_id: int | None,
+        target: int,
+        stats: Mapping[str, PartitionStats],
+        now: float,
+    ) -> None:
+        """A full scan's result replaces the table's stats (and resets any drift)."""
+        ...
+
+    def forget(self, table: str) -> None: ...
+
+    def known_tables(self) -> list[str]:
+        """Tables with stats, sorted."""
+        ...
+
+    # ---- decider bookkeeping -------------------------------------------------------------
+    def count(self, increments: Mapping[str, int]) -> None:
+        """Add to the monotonic counters (the metrics endpoint exports them)."""
+        ...
+
+    def counters(self) -> dict[str, int]: ...
+
+    def scheduler_state(self) -> dict[str, Any] | None: ...
+
+    def save_scheduler_state(self, state: dict[str, Any]) -> None: ...
+
+    def heartbeat(self, actor_id: str, now: float) -> None: ...
+
+    def actors(self) -> dict[str, float]:
+        """Actor id → its last heartbeat."""
+        ...
+
+    def claim_launch(self, now: float, ttl_seconds: float) -> bool:
+        """True for the one caller that may launch actors now (none again for the TTL)."""
+        ...

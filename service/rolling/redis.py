@@ -1,0 +1,163 @@
+"""The stats store on Redis: one hash of partition stats and one state hash per table.
+
+One MULTI/EXEC per snapshot writes the partition fields *and* the table's ``last_snapshot``,
+under WATCH of both keys: two deciders racing lose nothing (the loser's transaction aborts
+and it re-reads, then sees the snapshot applied). Every public method is an adapter
+boundary: Redis library errors leave it as :class:`service.errors.ServiceUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from optimizer import PartitionStats
+from service.keys import Keys
+from service.redis_client import text, translated
+from service.rolling.base import PartitionDelta, check_step, decode, encode, next_stats
+
+
+def _int(raw: Any) -> int | None:
+    return None if raw is None or raw == b"" or raw == "" else int(text(raw))
+
+
+class RollingStats:
+    """Per-table partition stats in Redis, updated one snapshot per transaction."""
+
+    def __init__(self, client: Any, keys: Keys):
+        self.r = client
+        self.k = keys
+
+    @translated("stats last_applied")
+    def last_applied(self, table: str) -> int | None:
+        # 0 records "applied an empty table"
+        return _int(self.r.hget(self.k.table_state(table), "last_snapshot")) or None
+
+    @translated("stats decided")
+    def decided(self, table: str) -> int | None:
+        return _int(self.r.hget(self.k.table_state(table), "decided_snapshot")) or None
+
+    @translated("stats mark_decided")
+    def mark_decided(self, table: str, snapshot_id: int | None) -> None:
+        self.r.hset(self.k.table_state(table), "decided_snapshot", snapshot_id or 0)
+
+    @translated("stats target")
+    def target(self, table: str) -> int | None:
+        return _int(self.r.hget(self.k.table_state(table), "target"))
+
+    @translated("stats partitions")
+    def partitions(self, table: str) -> dict[str, PartitionStats]:
+        return {text(k): decode(v) for k, v in self.r.hgetall(self.k.stats(table)).items()}
+
+    @translated("stats apply")
+    def apply(
+        self,
+        table: str,
+        parent: int | None,
+        snapshot_id: int,
+        target: int,
+        deltas: Mapping[str, PartitionDelta],
+        now: float,
+    ) -> dict[str, PartitionStats] | None:
+        """Apply one snapshot atomically. None when it was already applied."""
+        import redis
+
+        state, stats_key = self.k.table_state(table), self.k.stats(table)
+        keys = sorted(deltas)
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(state, stats_key)
+                    last, cur_target = pipe.hmget(state, "last_snapshot", "target")
+                    if not check_step(
+                        _int(last) or None, _int(cur_target), parent, snapshot_id, target
+                    ):
+                        pipe.reset()
+                        return None
+                    current = pipe.hmget(stats_key, keys) if keys else []
+                    before = {
+                        k: None if raw is None else decode(raw)
+                        for k, raw in zip(keys, current, strict=True)
+                    }
+                    new = next_stats(before, target, deltas)
+                    pipe.multi()
+                    gone = [k for k, s in new.items() if s.is_empty]  # as the full scan
+                    if gone:
+                        pipe.hdel(stats_key, *gone)
+                    kept = {k: encode(s) for k, s in new.items() if k not in gone}
+                    if kept:
+                        pipe.hset(stats_key, mapping=kept)
+                    pipe.hset(state, mapping={"last_snapshot": snapshot_id, "applied_at": now})
+                    pipe.sadd(self.k.known_tables, table)
+                    pipe.hincrby(self.k.counters, "snapshots_applied", 1)
+                    pipe.execute()
+                    return new
+                except redis.WatchError:
+                    continue
+
+    @translated("stats replace")
+    def replace(
+        self,
+        table: str,
+        snapshot_id: int | None,
+        target: int,
+        stats: Mapping[str, PartitionStats],
+        now: float,
+    ) -> None:
+        """A full scan's result replaces the table's stats (and resets any drift)."""
+        state, stats_key = self.k.table_state(table), self.k.stats(table)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(stats_key)
+        if stats:
+            pipe.hset(stats_key, mapping={k: encode(s) for k, s in stats.items()})
+        pipe.hset(
+            state, mapping={"last_snapshot": snapshot_id or 0, "target": target, "applied_at": now}
+        )
+        pipe.hincrby(state, "full_scans", 1)
+        pipe.sadd(self.k.known_tables, table)
+        pipe.hincrby(self.k.counters, "full_scans", 1)
+        pipe.execute()
+
+    @translated("stats forget")
+    def forget(self, table: str) -> None:
+        self.r.delete(self.k.stats(table), self.k.table_state(table))
+        self.r.srem(self.k.known_tables, table)
+
+    @translated("stats known_tables")
+    def known_tables(self) -> list[str]:
+        return sorted(text(t) for t in self.r.smembers(self.k.known_tables))
+
+    # ---- decider bookkeeping -------------------------------------------------------------
+    @translated("counters update")
+    def count(self, increments: Mapping[str, int]) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        for name, by in sorted(increments.items()):
+            if by:
+                pipe.hincrby(self.k.counters, name, by)
+        pipe.execute()
+
+    @translated("counters read")
+    def counters(self) -> dict[str, int]:
+        return {text(k): int(v) for k, v in self.r.hgetall(self.k.counters).items()}
+
+    @translated("scheduler state read")
+    def scheduler_state(self) -> dict[str, Any] | None:
+        raw = self.r.get(self.k.scheduler)
+        return json.loads(raw) if raw else None
+
+    @translated("scheduler state write")
+    def save_scheduler_state(self, state: dict[str, Any]) -> None:
+        self.r.set(self.k.scheduler, json.dumps(state))
+
+    @translated("actor heartbeat")
+    def heartbeat(self, actor_id: str, now: float) -> None:
+        self.r.hset(self.k.actors, actor_id, now)
+
+    @translated("actor heartbeats read")
+    def actors(self) -> dict[str, float]:
+        return {text(k): float(text(v)) for k, v in self.r.hgetall(self.k.actors).items()}
+
+    @translated("launch guard")
+    def claim_launch(self, now: float, ttl_seconds: float) -> bool:
+        return bool(self.r.set(self.k.launch_guard, now, nx=True, ex=max(1, int(ttl_seconds))))

@@ -1,0 +1,146 @@
+"""Reading Iceberg metadata for the rolling stats, and :func:`catch_up`, which walks a
+table's new snapshots into any :class:`~service.rolling.base.StatsStore`."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from optimizer import PartitionStats, merge_stats, stats_from_sizes
+from service.rolling.base import ApplyResult, GapError, PartitionDelta, StatsStore
+from service.tablestats import partition_key
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+DATA = 0
+ADDED, DELETED = 1, 2  # pyiceberg ManifestEntryStatus values
+
+
+def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
+    """Snapshot ids after ``last_applied`` up to the current one, oldest first.
+
+    Raises :class:`GapError` when ``last_applied`` is not an ancestor of the current one.
+    """
+    current = table.current_snapshot()
+    if current is None:
+        if last_applied is None:
+            return []
+        raise GapError("table has no current snapshot any more")
+    if last_applied is None:
+        raise GapError("no snapshot applied yet")
+    chain: list[int] = []
+    snap: Any = current
+    while snap is not None and snap.snapshot_id != last_applied:
+        chain.append(snap.snapshot_id)
+        parent = snap.parent_snapshot_id
+        snap = None if parent is None else table.metadata.snapshot_by_id(parent)
+    if snap is None:
+        raise GapError(f"snapshot {last_applied} is not an ancestor of the current one")
+    chain.reverse()
+    return chain
+
+
+def _partition_converter(table: Table) -> Any:
+    """Turn raw partition tuples into the same keys ``inspect.files`` produces."""
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    struct = schema_to_pyarrow(table.metadata.specs_struct())
+    arrow_type = pa.struct(list(struct))
+    specs = table.metadata.specs()
+
+    def convert(rows: list[tuple[int, Any]]) -> list[str]:
+        dicts = [
+            {f.name: part[pos] for pos, f in enumerate(specs[spec_id].fields)}
+            for spec_id, part in rows
+        ]
+        if not arrow_type.num_fields:
+            return ["" for _ in dicts]
+        return [partition_key(d) for d in pa.array(dicts, type=arrow_type).to_pylist()]
+
+    return convert
+
+
+def snapshot_delta(table: Table, snapshot_id: int) -> dict[str, PartitionDelta]:
+    """Added/deleted files of one snapshot, by partition, from the manifests it wrote."""
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    if snap is None:
+        raise GapError(f"snapshot {snapshot_id} is gone")
+    raw: list[tuple[int, Any, int, int, int]] = []  # spec, partition, status, content, size
+    for manifest in snap.manifests(table.io):
+        if manifest.added_snapshot_id != snapshot_id:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            status = int(entry.status)
+            if status not in (ADDED, DELETED) or entry.snapshot_id != snapshot_id:
+                continue
+            df = entry.data_file
+            raw.append(
+                (
+                    manifest.partition_spec_id,
+                    df.partition,
+                    status,
+                    int(df.content),
+                    int(df.file_size_in_bytes),
+                )
+            )
+    keys = _partition_converter(table)([(r[0], r[1]) for r in raw]) if raw else []
+    out: dict[str, PartitionDelta] = defaultdict(PartitionDelta)
+    for key, (_, _, status, content, size) in zip(keys, raw, strict=True):
+        d = out[key]
+        if content == DATA:
+            (d.added if status == ADDED else d.deleted).append(size)
+        elif status == ADDED:
+            d.added_deletes += 1
+        else:
+            d.removed_deletes += 1
+    return dict(out)
+
+
+def full_stats(table: Table, target: int) -> dict[str, PartitionStats]:
+    """Exact stats of every partition from the current file list (the reference)."""
+    from service.tablestats import current_partitions
+
+    by_key: dict[str, list[PartitionStats]] = defaultdict(list)
+    for part in current_partitions(table):
+        by_key[part.key].append(stats_from_sizes(part.sizes, target, part.delete_files))
+    return {k: merge_stats(v) for k, v in by_key.items()}
+
+
+def catch_up(
+    store: StatsStore, table_name: str, table: Table, target: int, now: float | None = None
+) -> ApplyResult:
+    """Bring ``table_name``'s stats to the table's current snapshot (rolling or full)."""
+    now = time.time() if now is None else now
+    current = table.current_snapshot()
+    current_id = None if current is None else current.snapshot_id
+    try:
+        if store.target(table_name) not in (None, target):
+            raise GapError(f"target changed to {target}")
+        chain = snapshots_since(table, store.last_applied(table_name))
+        touched: dict[str, PartitionStats] = {}
+        events = applied = 0
+        parent = store.last_applied(table_name)
+        for snap_id in chain:
+            deltas = snapshot_delta(table, snap_id)
+            events += sum(d.events for d in deltas.values())
+            result = store.apply(table_name, parent, snap_id, target, deltas, now)
+            if result is not None:
+                touched.update(result)
+                applied += 1
+            parent = snap_id
+        return ApplyResult(table_name, current_id, applied, False, events, touched)
+    except GapError as gap:
+        stats = full_stats(table, target)
+        store.replace(table_name, current_id, target, stats, now)
+        return ApplyResult(
+            table_name,
+            current_id,
+            0,
+            True,
+            sum(s.n + s.delete_files for s in stats.values()),
+            dict(stats),
+            reason=str(gap),
+        )

@@ -1,0 +1,74 @@
+"""The stats-store contract suite against a real Redis (db 15, flushed per test)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from optimizer import stats_from_sizes
+from service.keys import Keys
+from service.rolling import PartitionDelta, RollingStats, StatsStore, encode
+from tests.conftest import TEST_REDIS_URL
+from tests.unit.service.test_rolling import T0, TARGET, StatsContract, T
+
+pytestmark = [pytest.mark.redis]
+
+KEYS = Keys("icefloe-test")
+
+
+class TestRedisStats(StatsContract):
+    __test__ = True
+
+    @pytest.fixture(autouse=True)
+    def _redis(self, redis_client: Any) -> None:
+        self.client = redis_client
+
+    def make_store(self) -> StatsStore:
+        return RollingStats(self.client, KEYS)
+
+
+def test_stats_are_exact_decimal_strings_under_the_prefix(redis_client: Any) -> None:
+    store = RollingStats(redis_client, KEYS)
+    huge = 10**15
+    store.replace(T, 1, huge, {}, T0)
+    store.apply(T, 1, 2, huge, {"a": PartitionDelta(added=[1, 2])}, T0)
+    want = stats_from_sizes([1, 2], huge)
+    assert want.sse > 2**64  # far beyond a Lua double / 64-bit counter: kept exact
+    assert store.partitions(T) == {"a": want}
+    assert redis_client.hget(KEYS.stats(T), "a").decode() == encode(want)
+    assert all(k.decode().startswith("icefloe-test:") for k in redis_client.keys("*"))
+
+
+def test_a_racing_writer_makes_apply_re_read(redis_client: Any) -> None:
+    """WATCH: a concurrent write between read and EXEC aborts the transaction; the retry
+    then sees the snapshot applied and changes nothing."""
+    store = RollingStats(redis_client, KEYS)
+    store.replace(T, 1, TARGET, {}, T0)
+    import redis
+
+    second = redis.Redis.from_url(TEST_REDIS_URL)  # another decider's connection
+    other = RollingStats(second, KEYS)
+    real_pipeline = redis_client.pipeline
+
+    def racing_pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+        original = pipe.multi
+
+        def multi() -> None:
+            if not getattr(pipe, "_raced", False):
+                pipe._raced = True
+                other.apply(T, 1, 2, TARGET, {"a": PartitionDelta(added=[5])}, T0)
+            original()
+
+        pipe.multi = multi
+        return pipe
+
+    redis_client.pipeline = racing_pipeline
+    try:
+        assert store.apply(T, 1, 2, TARGET, {"a": PartitionDelta(added=[5])}, T0) is None
+    finally:
+        del redis_client.pipeline
+        second.close()
+    assert store.partitions(T) == {"a": stats_from_sizes([5], TARGET)}  # applied once
+    assert store.counters()["snapshots_applied"] == 1

@@ -1,0 +1,149 @@
+"""The stats-store contract suite: every :class:`service.rolling.StatsStore` runs these.
+
+``StatsContract`` is not collected by itself (``__test__ = False``); ``TestMemoryStats``
+runs it here on the in-memory store, ``tests/redis/test_rolling_redis.py`` on Redis.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from optimizer import PartitionStats, stats_from_sizes
+from service.rolling import GapError, MemoryStats, PartitionDelta, StatsStore
+
+pytestmark = [pytest.mark.unit]
+
+T = "db.t"
+TARGET = 1000
+T0 = 1_790_000_000.0
+
+
+def full(
+    store: StatsStore, snapshot_id: int | None = 1, stats: dict[str, PartitionStats] | None = None
+) -> None:
+    store.replace(T, snapshot_id, TARGET, stats or {}, T0)
+
+
+class StatsContract:
+    __test__ = False
+
+    def make_store(self) -> StatsStore:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self) -> StatsStore:
+        return self.make_store()
+
+    def test_empty_store(self, store: StatsStore) -> None:
+        assert store.last_applied(T) is None and store.decided(T) is None
+        assert store.target(T) is None and store.partitions(T) == {}
+        assert store.known_tables() == [] and store.counters() == {}
+
+    def test_full_scan_replaces_and_records_the_snapshot(self, store: StatsStore) -> None:
+        before = {"a": stats_from_sizes([10, 20], TARGET), "b": stats_from_sizes([5], TARGET, 2)}
+        full(store, 7, before)
+        assert store.partitions(T) == before
+        assert store.last_applied(T) == 7 and store.target(T) == TARGET
+        full(store, 8, {"b": stats_from_sizes([1], TARGET)})
+        assert store.partitions(T) == {"b": stats_from_sizes([1], TARGET)}  # "a" is gone
+        assert store.known_tables() == [T] and store.counters() == {"full_scans": 2}
+
+    def test_an_empty_table_is_applied_at_no_snapshot(self, store: StatsStore) -> None:
+        full(store, None)
+        assert store.last_applied(T) is None and store.target(T) == TARGET
+        got = store.apply(T, None, 1, TARGET, {"a": PartitionDelta(added=[10])}, T0)
+        assert got == {"a": stats_from_sizes([10], TARGET)}
+
+    def test_apply_then_replay_changes_nothing(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([100], TARGET)})
+        deltas = {
+            "a": PartitionDelta(added=[200, 300], deleted=[100]),
+            "b": PartitionDelta(added=[50], added_deletes=1),
+        }
+        got = store.apply(T, 1, 2, TARGET, deltas, T0)
+        want = {"a": stats_from_sizes([200, 300], TARGET), "b": stats_from_sizes([50], TARGET, 1)}
+        assert got == want and store.partitions(T) == want and store.last_applied(T) == 2
+        assert store.apply(T, 1, 2, TARGET, deltas, T0) is None  # replay: idempotent
+        assert store.partitions(T) == want
+        assert store.counters() == {"full_scans": 1, "snapshots_applied": 1}
+
+    def test_apply_is_compare_and_set_on_the_last_snapshot(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([100], TARGET)})
+        with pytest.raises(GapError, match="not the parent"):
+            store.apply(T, 5, 6, TARGET, {"a": PartitionDelta(added=[1])}, T0)
+        with pytest.raises(GapError, match="target changed"):
+            store.apply(T, 1, 2, TARGET * 2, {"a": PartitionDelta(added=[1])}, T0)
+        with pytest.raises(GapError, match="out of step"):  # deletes a file it never had
+            store.apply(T, 1, 2, TARGET, {"z": PartitionDelta(deleted=[1])}, T0)
+        assert store.partitions(T) == {"a": stats_from_sizes([100], TARGET)}  # untouched
+        assert store.last_applied(T) == 1
+
+    def test_a_partition_emptied_by_a_delta_is_dropped(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([100], TARGET), "b": stats_from_sizes([1], TARGET)})
+        got = store.apply(T, 1, 2, TARGET, {"a": PartitionDelta(deleted=[100])}, T0)
+        assert got == {"a": PartitionStats()}
+        assert store.partitions(T) == {"b": stats_from_sizes([1], TARGET)}
+
+    def test_decided_marker_and_forget(self, store: StatsStore) -> None:
+        full(store, 3)
+        store.mark_decided(T, 3)
+        assert store.decided(T) == 3
+        store.mark_decided(T, None)
+        assert store.decided(T) is None
+        store.forget(T)
+        assert store.last_applied(T) is None and store.known_tables() == []
+        assert store.partitions(T) == {}
+
+    def test_incremental_equals_a_full_recompute(self, store: StatsStore) -> None:
+        """Differential: random add/delete snapshots applied one by one end exactly where a
+        full scan of the final file list does."""
+        rng = random.Random(11)
+        files: dict[str, list[int]] = {}
+        full(store, 1)
+        for snap in range(2, 80):
+            deltas: dict[str, PartitionDelta] = {}
+            for _ in range(rng.randrange(1, 5)):
+                key = f"p={rng.randrange(6)}"
+                d = deltas.setdefault(key, PartitionDelta())
+                live = files.setdefault(key, [])
+                if live and rng.random() < 0.4:
+                    d.deleted.append(live.pop(rng.randrange(len(live))))
+                else:
+                    size = rng.choice([1, 7, 999, 1000, 1001, 5000, rng.randrange(1, 10**12)])
+                    d.added.append(size)
+                    live.append(size)
+            assert store.apply(T, snap - 1, snap, TARGET, deltas, T0) is not None
+            if rng.random() < 0.2:  # a replayed event is harmless
+                assert store.apply(T, snap - 1, snap, TARGET, deltas, T0) is None
+        reference = {k: stats_from_sizes(v, TARGET) for k, v in files.items() if v}
+        assert store.partitions(T) == reference
+
+    def test_counters_and_scheduler_state(self, store: StatsStore) -> None:
+        store.count({"dispatches": 2, "file_events": 0})
+        store.count({"dispatches": 3})
+        assert store.counters() == {"dispatches": 5}
+        assert store.scheduler_state() is None
+        store.save_scheduler_state({"deficits": {"db.t": 12}, "rotation": ["db.t"]})
+        assert store.scheduler_state() == {"deficits": {"db.t": 12}, "rotation": ["db.t"]}
+
+    def test_heartbeats_and_the_launch_guard(self, store: StatsStore) -> None:
+        store.heartbeat("a1", T0)
+        store.heartbeat("a2", T0 + 5)
+        assert store.actors() == {"a1": T0, "a2": T0 + 5}
+        assert store.claim_launch(T0, 60)
+        assert not store.claim_launch(T0 + 1, 60)
+
+
+class TestMemoryStats(StatsContract):
+    __test__ = True
+
+    def make_store(self) -> StatsStore:
+        return MemoryStats()
+
+
+def test_memory_launch_guard_expires() -> None:
+    store = MemoryStats()
+    assert store.claim_launch(T0, 10) and not store.claim_launch(T0 + 9, 10)
+    assert store.claim_launch(T0 + 10, 10)
