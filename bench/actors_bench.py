@@ -75,8 +75,6 @@ def bench_config(home: Path, target: int) -> Config:
     return build_config(
         {
             "catalog": {
-                "name": "lake",
-                "type": "sql",
                 "uri": f"sqlite:///{home}/catalog.db",
                 "warehouse": f"file://{home}/warehouse",
             },

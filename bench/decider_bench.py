@@ -80,12 +80,7 @@ def pct(values: list[float], q: float) -> float:
 
 def make_cfg(home: Path, url: str, prefix: str, **extra: Any) -> Any:
     raw: dict[str, Any] = {
-        "catalog": {
-            "name": "lake",
-            "type": "sql",
-            "uri": f"sqlite:///{home}/catalog.db",
-            "warehouse": f"file://{home}/warehouse",
-        },
+        "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
         "redis": {"url": url, "key_prefix": prefix},
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
         "managed": {"namespaces": ["bench"]},

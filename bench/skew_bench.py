@@ -60,8 +60,6 @@ def bench_config(home: Path) -> Any:
     return build_config(
         {
             "catalog": {
-                "name": "lake",
-                "type": "sql",
                 "uri": f"sqlite:///{home}/catalog.db",
                 "warehouse": f"file://{home}/warehouse",
             },

@@ -34,12 +34,7 @@ def make_config(home: Path, **overrides: Any) -> Config:
 def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
     """The YAML-shaped mapping behind :func:`make_config` (for tests that need a file)."""
     raw: dict[str, Any] = {
-        "catalog": {
-            "name": "lake",
-            "type": "sql",
-            "uri": f"sqlite:///{home}/catalog.db",
-            "warehouse": f"file://{home}/warehouse",
-        },
+        "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
         "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
         "spark": {
             "master": "local[2]",

@@ -9,7 +9,7 @@ command (a group option): :func:`cli_argv` moves it there.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 CONFIG = "--config"
 
@@ -49,3 +49,12 @@ def run_command(command: Sequence[str], argv: Sequence[str] | None = None) -> in
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return 0
+
+
+def command_main(command: Sequence[str]) -> Callable[..., int]:
+    """A script's ``main(argv=None) -> exit code``: ``icefloe COMMAND argv...``."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return run_command(command, argv)
+
+    return main

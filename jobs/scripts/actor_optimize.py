@@ -1,28 +1,15 @@
-"""``spark-submit jobs/scripts/actor_optimize.py ARGS... [--config PATH]``:
-runs ``icefloe optimize ARGS...``.
-
-The arguments are the command's (``icefloe optimize --help``); exit codes as the CLI's: 0 done,
-1 the operation failed, 2 bad usage or config. Under spark-submit the session takes the
-submit's master and jars (``service.spark.build_spark``).
-"""
-
-from __future__ import annotations
+"""``spark-submit jobs/scripts/actor_optimize.py ARGS... [--config PATH]``
+runs ``icefloe optimize ARGS...``
+(its arguments and exit codes: ``icefloe optimize --help``; see :mod:`jobs.scripts`)."""
 
 import sys
 from pathlib import Path
 
-ROOT = str(Path(__file__).resolve().parents[2])
-if ROOT not in sys.path:  # spark-submit puts jobs/scripts/ on the path, not the project root
-    sys.path.insert(0, ROOT)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # spark-submit adds only jobs/scripts
 
-COMMAND = ("optimize",)
+from jobs.scripts import command_main  # noqa: E402
 
-
-def main(argv: list[str] | None = None) -> int:
-    from jobs.scripts import run_command
-
-    return run_command(COMMAND, argv)
-
+main = command_main(("optimize",))
 
 if __name__ == "__main__":
     sys.exit(main())

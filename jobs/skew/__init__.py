@@ -36,7 +36,7 @@ from jobs.skew.hot_keys import (
     partition_skew,
 )
 from jobs.skew.join_strategies import SALT, row_hash
-from jobs.skew.salting import JoinDecision, plan_salted_join, salted_join
+from jobs.skew.salting import JoinDecision, check_salts, plan_salted_join, salted_join
 from optimizer.skew import HotKeyRules, salt_count
 from service.errors import UsageError
 
@@ -130,13 +130,7 @@ def salted_aggregate(
         given = list(dict.fromkeys(hot_keys))
         measured, null_rows, total = measure_keys(df, cols, [k for k in given if k is not None])
         counts = {k: null_rows if k is None else measured[k] for k in given}
-    if (
-        isinstance(salts, int)
-        and salts < 1
-        or isinstance(salts, Mapping)
-        and any(int(n) < 1 for n in salts.values())
-    ):
-        raise UsageError(f"salt counts must be positive, got {salts!r}")
+    check_salts(salts)
     if isinstance(salts, int):
         chosen = {k: salts for k in counts}
     elif salts is not None:

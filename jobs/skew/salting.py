@@ -102,6 +102,17 @@ class JoinDecision:
     strategy: str = "plain"  # plain | salt | broadcast
 
 
+def check_salts(salts: Mapping[Any, int] | int | None) -> None:
+    """UsageError unless every given salt count is positive."""
+    if (
+        isinstance(salts, int)
+        and salts < 1
+        or isinstance(salts, Mapping)
+        and any(int(n) < 1 for n in salts.values())
+    ):
+        raise UsageError(f"salt counts must be positive, got {salts!r}")
+
+
 def _check_columns(df: DataFrame, what: str) -> None:
     for name in (SALT, MARK):
         if name in df.columns:
@@ -258,13 +269,7 @@ def _join_kind(
         raise UsageError(f"skewed_side must be 'left' or 'right', got {skewed_side!r}")
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r} (supported: {', '.join(STRATEGIES)})")
-    if (
-        isinstance(salts, int)
-        and salts < 1
-        or isinstance(salts, Mapping)
-        and any(int(n) < 1 for n in salts.values())
-    ):
-        raise UsageError(f"salt counts must be positive, got {salts!r}")
+    check_salts(salts)
     return kind
 
 
