@@ -94,6 +94,26 @@ def _matches(key: str, parts: list[str]) -> bool:
     return all(f"/{part}/" in f"/{key}/" for part in parts)
 
 
+def _require_matches(table: Table, wanted: list[list[str]], files: list[Any]) -> None:
+    for parts in wanted:
+        if not any(_matches(pf.key, parts) for pf in files):
+            raise UsageError(
+                f"no partition of {_name(table)} matches {'/'.join(parts)!r} "
+                f"(try `icefloe plan {_name(table)}`)"
+            )
+
+
+def require_partitions(table: Table, selectors: list[str]) -> None:
+    """UsageError unless every selector names a partition the table has now (what
+    ``plan_table`` checks, for callers that queue work to run later)."""
+    from service.tablestats import current_partitions
+
+    wanted = parse_selectors(table, selectors)
+    snapshot = table.current_snapshot()
+    files = current_partitions(table, snapshot.snapshot_id) if snapshot is not None else []
+    _require_matches(table, wanted, files)
+
+
 def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
     """The table's sort order (identity fields), else the policy's ``sort_order``."""
     schema = table.schema()
@@ -209,12 +229,7 @@ def plan_table(
     if snapshot is None:
         return TablePlan(None, [])
     files = current_partitions(table, snapshot.snapshot_id)
-    for parts in wanted:
-        if not any(_matches(pf.key, parts) for pf in files):
-            raise UsageError(
-                f"no partition of {_name(table)} matches {'/'.join(parts)!r} "
-                f"(try `icefloe plan {_name(table)}`)"
-            )
+    _require_matches(table, wanted, files)
     files = [pf for pf in files if not wanted or any(_matches(pf.key, w) for w in wanted)]
     files = [pf for pf in files if only is None or pf.key in only]
     needs_details = action == "sort" or any(pf.delete_files for pf in files)

@@ -14,6 +14,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from service.errors import UsageError
+
 COUNTERS = {
     "snapshots_applied": "Snapshots applied to the rolling stats",
     "full_scans": "Full metadata scans (new table, history gap, Redis rebuilt)",
@@ -75,5 +77,8 @@ def serve(metrics: DeciderMetrics, port: int, addr: str = "127.0.0.1") -> Collec
 
     registry = CollectorRegistry()
     registry.register(metrics)
-    start_http_server(port, addr=addr, registry=registry)
+    try:
+        start_http_server(port, addr=addr, registry=registry)
+    except OSError as e:  # e.g. the port is taken
+        raise UsageError(f"cannot serve metrics on {addr}:{port}: {e.strerror or e}") from None
     return registry

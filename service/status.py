@@ -61,8 +61,12 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
     tables: dict[str, Any] = {}
     for raw in sorted(client.smembers(keys.known_tables)):
         name = text(raw)
-        policy = cfg.policy_for(name)
-        tol = policy.tolerance_bytes
+        # the stats keep the target the decider resolved (override, the table's property,
+        # default): resolved again with it as the table's property, the policy is the
+        # decider's, tolerance included, without a catalog round trip
+        target = store.target(name)
+        props = {} if target is None else {"write.target-file-size-bytes": str(target)}
+        tol = cfg.policy_for(name, props).tolerance_bytes
         parts = store.partitions(name)
         over = [
             {"partition": k, "mse": s.mse, "files": s.n, "undersized": s.undersized}

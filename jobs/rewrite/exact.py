@@ -1,8 +1,8 @@
 """Rewrite an exact set of Iceberg data files and commit one ``replace`` snapshot.
 
 Iceberg's ``rewrite_data_files`` chooses its own files; the planner has already chosen
-ours, so this package drives the same machinery Iceberg's Spark runners use, through py4j
-(see shared/reference/iceberg-exact-rewrite.md for the verified path and its gotchas).
+ours, so this package drives, through py4j, the same machinery as Iceberg's own Spark
+rewrite runners (``SparkBinPackFileRewriteRunner``: staged scan tasks, then ``RewriteFiles``).
 :class:`ExactRewrite` runs the steps, each in its own module:
 
 1. the Java table at a fixed starting snapshot; whole-file scan tasks of exactly the

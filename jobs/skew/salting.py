@@ -1,6 +1,6 @@
 """Salted joins: the plain join's exact result, with each hot key spread over N tasks.
 
-Recipe (``shared/reference/skew.md``): rows of a hot key on the *salted* side get a salt
+The recipe: rows of a hot key on the *salted* side get a salt
 in ``[0, N)``; the *replicated* side's rows of that key are copied once per salt; the
 join runs on ``(key, salt)``. Here it is one join, not split-and-union, and exact:
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -34,3 +35,16 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
         render(data)
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option within bounds that is never NaN or infinite (``FloatRange`` compares
+    NaN as in range, so ``--idle-exit nan`` would never exit)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv

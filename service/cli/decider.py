@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from service.cli.common import Context, emit, pass_ctx
+from service.cli.common import Context, FiniteFloat, emit, pass_ctx
 from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import UsageError
 from service.keys import Keys
@@ -34,7 +34,7 @@ def _logging() -> None:
 @click.option(
     "--poll",
     "poll",
-    type=click.FloatRange(min=0.05),
+    type=FiniteFloat(min=0.05),
     default=None,
     metavar="SECONDS",
     help="Catalog poll interval (default 10).",
@@ -98,9 +98,8 @@ def decide(
 
     try:
         decider.run(once=once, on_step=on_step)
-    finally:
-        if not once:
-            decider.leader.release()
+    finally:  # --once too: the next decider (or the next --once) leads at once
+        decider.leader.release()
 
 
 def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +188,15 @@ def request(
     parse_table_identifier(table)
     pt = load_table(load_catalog(ctx.cfg), table)
     selector = partition_selector([f.name for f in pt.spec().fields], partitions)
+    if selector is not None:  # a partition the table has now: nothing queued that fails later
+        from jobs.plan import require_partitions
+
+        require_partitions(pt, [selector])
     policy = ctx.cfg.policy_for(table, pt.properties)
+    if action == "sort":  # a sort needs a sort order: say so now, not in an actor later
+        from jobs.plan import resolve_sort_columns
+
+        resolve_sort_columns(pt, policy.sort_order)
     cls = policy.priority if priority is None else priority
     client = connect(ctx.cfg)
     item = ActionItem.new(
@@ -221,7 +228,7 @@ def status(ctx: Context, as_json: bool) -> None:
 @click.option("--max-actions", type=click.IntRange(min=1), default=None, metavar="N")
 @click.option(
     "--idle-exit",
-    type=click.FloatRange(min=0),
+    type=FiniteFloat(min=0),
     default=None,
     metavar="SECONDS",
     help="Exit after this long without work.",

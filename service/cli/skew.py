@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from jobs.skew.salting import JOIN_TYPES  # no Spark import: the join types are plain data
-from service.cli.common import Context, emit, pass_ctx
+from service.cli.common import Context, FiniteFloat, emit, pass_ctx
 from service.config import parse_table_identifier
 from service.errors import UsageError
 
@@ -75,14 +75,14 @@ def _detect_rules(
 )
 @click.option(
     "--min-share",
-    type=float,
+    type=FiniteFloat(),
     default=0.01,
     show_default=True,
     help="A hot key holds at least this share of the rows.",
 )
 @click.option(
     "--median-multiple",
-    type=float,
+    type=FiniteFloat(),
     default=10.0,
     show_default=True,
     help="...and at least this many times the median key's rows.",

@@ -9,7 +9,6 @@ them (and re-validates).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +38,7 @@ from service.config.identifiers import is_table
 from service.config.messages import FieldProblem, show
 from service.config.paths import PROJECT_ROOT
 from service.config.validate import validate_section
+from service.redact import display_url
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -61,8 +61,8 @@ class RedisConfig:
     key_prefix: NonEmptyStr = "icefloe"
 
     def redacted_url(self) -> str:
-        """The URL with any password replaced, for logs and status output."""
-        return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", self.url)
+        """The URL without credentials, for logs and status output (:mod:`service.redact`)."""
+        return display_url(self.url)
 
 
 @dataclass(frozen=True, config=STRICT)

@@ -189,3 +189,20 @@ def test_every_adapter_turns_a_down_redis_into_service_unavailable(tmp_path: Pat
         with pytest.raises(ServiceUnavailable, match="redis unreachable during") as info:
             call()
         assert "s3cret" not in str(info.value)
+
+
+def test_status_uses_the_tables_own_target_like_the_decider(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """A table whose ``write.target-file-size-bytes`` is 1 MiB under a 128 MiB default: the
+    decider judged it against a third of 1 MiB, and so must status."""
+    from optimizer import stats_from_sizes
+    from service.rolling import RollingStats
+
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 128 << 20})
+    store = RollingStats(redis_client, KEYS)
+    store.replace("db.t", 1, 1 << 20, {"day=1": stats_from_sizes([10_000] * 10, 1 << 20)}, T0)
+    q = RedisQueue(redis_client, KEYS)
+    table = gather(cfg, redis_client, q, T0)["tables"]["db.t"]
+    assert table["tolerance_bytes"] == (1 << 20) // 3
+    assert [p["partition"] for p in table["over_tolerance"]] == ["day=1"]

@@ -1,0 +1,73 @@
+"""Nothing secret is printed: URLs are parsed, not pattern-matched."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.config import build_config, parse_table_identifier
+from service.errors import UsageError
+from service.redact import display_properties, display_url
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "shown"),
+    [
+        (
+            "redis://127.0.0.1:6393/0?password=secret",
+            "secret",
+            "redis://127.0.0.1:6393/0?password=***",
+        ),
+        ("redis://:p@ss@host/0", "p@ss", "redis://:***@host/0"),
+        ("rediss://user:pw:x@h:6380/1", "pw:x", "rediss://user:***@h:6380/1"),
+        (
+            "postgresql://u:s3cr3t@db/x?sslmode=require",
+            "s3cr3t",
+            "postgresql://u:***@db/x?sslmode=require",
+        ),
+        ("https://cat/api?token=abc&x=1", "abc", "https://cat/api?token=***&x=1"),
+    ],
+)
+def test_display_url_drops_every_credential(url: str, secret: str, shown: str) -> None:
+    assert display_url(url) == shown
+    assert secret not in display_url(url)
+
+
+def test_display_url_keeps_urls_without_credentials() -> None:
+    for url in ("redis://127.0.0.1:6379/0", "unix:///tmp/redis.sock", "s3://bucket/wh"):
+        assert display_url(url) == url
+
+
+def test_redis_config_shows_the_display_url() -> None:
+    cfg = build_config({"redis": {"url": "redis://:p@ss@127.0.0.1:6379/0"}})
+    assert cfg.redis.redacted_url() == "redis://:***@127.0.0.1:6379/0"
+
+
+def test_display_properties_masks_secret_names_and_url_passwords() -> None:
+    shown = display_properties(
+        {
+            "s3.secret-access-key": "SK",
+            "s3.access-key-id": "AK",
+            "token": "T",
+            "jdbc.password": "PW",
+            "uri": "postgresql://u:pw@h/db",
+            "warehouse": "s3://b/w",
+            "s3.endpoint": "http://127.0.0.1:9000",
+        }
+    )
+    assert shown == {
+        "s3.secret-access-key": "***",
+        "s3.access-key-id": "***",
+        "token": "***",
+        "jdbc.password": "***",
+        "uri": "postgresql://u:***@h/db",
+        "warehouse": "s3://b/w",
+        "s3.endpoint": "http://127.0.0.1:9000",
+    }
+
+
+@pytest.mark.parametrize("bad", ["db.t\n", "db.t ", "\ndb.t", "db..t", "db"])
+def test_table_identifiers_match_whole(bad: str) -> None:
+    with pytest.raises(UsageError):
+        parse_table_identifier(bad)
