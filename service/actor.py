@@ -292,5 +292,5 @@ def run_actor(
     )
     try:
         return a.run(max_actions=max_actions, idle_exit=idle_exit)
-    finally:
-        client.hdel(keys.actors, a.id)
+    finally:  # never raised over the loop's own error (Redis may be what failed)
+        _best_effort("remove the actor's heartbeat", client.hdel, keys.actors, a.id)

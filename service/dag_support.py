@@ -170,7 +170,7 @@ def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str
 def salted_join_args(spec: Mapping[str, Any] | None, config_path: str | Path) -> list[list[str]]:
     """Args of the ``jobs/scripts/salted_join.py`` run, if ``spec["join"]`` names one (the job's own
     pure argument builder, so the two never drift apart)."""
-    from jobs.skew.salted_join import build_command_args
+    from jobs.skew.join_job import build_command_args
     from service.config import parse_table_identifier
 
     join = (spec or {}).get("join")

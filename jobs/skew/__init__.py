@@ -2,7 +2,7 @@
 
     from jobs.skew import salted_join, salted_aggregate, detect_hot_keys, partition_skew
 
-:func:`salted_join` lives in :mod:`jobs.skew.salted_join`, detection in :mod:`jobs.skew.hot_keys`;
+:func:`salted_join` lives in :mod:`jobs.skew.salting`, detection in :mod:`jobs.skew.hot_keys`;
 this module adds the two-phase aggregation.
 
 Which aggregates :func:`salted_aggregate` splits, and why:

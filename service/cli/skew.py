@@ -176,7 +176,7 @@ def join(
     as_json: bool,
 ) -> None:
     """Join LEFT with RIGHT (or --right-sql) on --on, salting hot keys, into --into."""
-    from jobs.skew.salted_join import JoinJob, run
+    from jobs.skew.join_job import JoinJob, run
 
     job = JoinJob(
         left, right, on, into, how, right_sql, mode, skewed_side, reuse_reports, reports_namespace

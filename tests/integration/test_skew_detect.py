@@ -16,7 +16,7 @@ from jobs.scripts import salted_join as salted_join_script
 from jobs.scripts import skew_detect as skew_detect_script
 from jobs.skew import detect as skew_detect
 from jobs.skew import detect_hot_keys, partition_skew
-from jobs.skew.salted_join import build_command_args
+from jobs.skew.join_job import build_command_args
 from optimizer.skew import HotKeyRules
 from service.catalog import spark_table_name
 from service.cli import cli

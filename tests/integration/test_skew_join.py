@@ -13,7 +13,7 @@ import pytest
 from chispa import assert_df_equality
 
 from jobs.skew import salted_aggregate, salted_join
-from jobs.skew.salted_join import plan_salted_join
+from jobs.skew.salting import plan_salted_join
 from optimizer.skew import HotKeyRules
 from service.errors import UsageError
 

@@ -6,7 +6,6 @@ Joins two Iceberg tables (or a table and ``--right-sql "SELECT ..."``) with
 table's stored skew report (``--reuse-reports``), and writes ``OUT``. The options are
 declared once, on the click command (``service/cli/skew.py``); this module holds what the
 job does (:func:`run`) and the argument list a scheduler passes (:func:`build_command_args`).
-The library lives in :mod:`jobs.skew.salting`; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,22 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.skew.join_strategies import SALT, row_hash
-from jobs.skew.salting import JOIN_TYPES, JoinDecision, plan_salted_join, salted_join
+from jobs.skew.salting import plan_salted_join
 from service.errors import UsageError
-
-__all__ = [
-    "JOIN_TYPES",
-    "MODES",
-    "SALT",
-    "JoinDecision",
-    "JoinJob",
-    "build_command_args",
-    "plan_salted_join",
-    "row_hash",
-    "run",
-    "salted_join",
-]
 
 MODES = ("create", "replace", "append")
 
