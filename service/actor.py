@@ -20,7 +20,6 @@ import logging
 import math
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,7 +125,8 @@ class Actor:
             renewer.stop_event.set()
             renewer.join()
             error = f"{type(e).__name__}: {e}"[:500]
-            log.error("action %s failed: %s\n%s", item.id, error, traceback.format_exc(limit=3))
+            log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
+            log.debug("action %s failed", item.id, exc_info=True)
             outcome = self.queue.nack(item.id, lease.token, error, self.clock())
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")

@@ -77,6 +77,7 @@ class StepReport:
     dispatched: int = 0
     reaped: int = 0
     desired_actors: int = 0
+    holder: str | None = None  # who holds the leader lease, when it is not this decider
 
 
 class Decider:
@@ -127,6 +128,7 @@ class Decider:
         )
         self.launcher = launcher or LogLauncher()
         self.clock, self.sleep = clock, sleep
+        self._standing_by_for: str | None = None  # the holder last logged while standing by
         self._tables = tables or (lambda: managed_tables(cfg, catalog))
         self._weights: dict[str, int] = {}
 
@@ -302,7 +304,12 @@ class Decider:
     # ---- the loop -----------------------------------------------------------------------
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
         if not self.leader.acquire():
-            return StepReport(leader=False)
+            holder = self.leader.holder()
+            if holder != self._standing_by_for:
+                log.info("standing by: decider %s holds the leader lease", holder)
+                self._standing_by_for = holder
+            return StepReport(leader=False, holder=holder)
+        self._standing_by_for = None
         tables, events, report = self.observe(block_ms)
         now = self.clock()
         failed = set()

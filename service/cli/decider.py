@@ -19,7 +19,7 @@ from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import UsageError
 from service.keys import Keys
 from service.queue import open_queue
-from service.redis_client import connect
+from service.redis_client import connect, connect_retrying
 from service.tablestats import key_value
 
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
@@ -74,7 +74,15 @@ def decide(
         settings = DeciderSettings.from_mapping(
             {**dataclasses.asdict(settings), "poll_seconds": poll}
         )
-    client = connect(cfg, block_seconds=settings.poll_seconds)
+    if once:
+        client = connect(cfg, block_seconds=settings.poll_seconds)
+    else:  # a service started while Redis is down waits for it, as after a later outage
+        client = connect_retrying(
+            cfg,
+            settings.poll_seconds,
+            settings.backoff_initial_seconds,
+            settings.backoff_max_seconds,
+        )
     launcher = SubmitLauncher(cfg) if launch_actors else None
     decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
     metrics = DeciderMetrics()
@@ -106,6 +114,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
     """What ``decide --once`` prints of one step."""
     return {
         "leader": report.leader,
+        "leader_holder": report.holder,
         "tables": report.tables,
         "events": report.events,
         "rejected": report.rejected,

@@ -206,3 +206,22 @@ def test_status_uses_the_tables_own_target_like_the_decider(
     table = gather(cfg, redis_client, q, T0)["tables"]["db.t"]
     assert table["tolerance_bytes"] == (1 << 20) // 3
     assert [p["partition"] for p in table["over_tolerance"]] == ["day=1"]
+
+
+def test_decide_once_releases_the_leader_lease(redis_client: Any, tmp_path: Path) -> None:
+    """A second ``decide --once`` right after the first leads too: the first let go."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from service.cli import cli
+    from tests.conftest import config_raw
+
+    conf = tmp_path / "icefloe.yaml"
+    conf.write_text(yaml.safe_dump(config_raw(tmp_path)))
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["--config", str(conf), "decide", "--once", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["leader"] is True
+    assert redis_client.get(KEYS.leader) is None

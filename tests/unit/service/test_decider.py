@@ -247,7 +247,9 @@ def test_second_decider_stands_by(tmp_path: Path) -> None:
     board = LeaderBoard()
     a = _decider(tmp_path, board=board, token="a")
     b = _decider(tmp_path, board=board, token="b")
-    assert a.step().leader and not b.step().leader
+    assert a.step().leader
+    standby = b.step()
+    assert not standby.leader and standby.holder == "a"  # it says who leads
     a.leader.release()
     assert b.step().leader
 
