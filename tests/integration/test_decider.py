@@ -166,6 +166,7 @@ def _write_config(path: Path, cfg: Config, namespace: str) -> Path:
         "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000},
         "managed": {"namespaces": [namespace]},
+        "tables": {f"{namespace}.events": {"sort_order": ["id"]}},
     }
     file = path / "icefloe.yaml"
     file.write_text(yaml.safe_dump(raw))
@@ -181,6 +182,7 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 def test_cli_request_notify_status_decide_and_actor(
     setup: Any,
+    catalog: Any,
     redis_client: Any,
     namespace: str,
     tmp_path: Path,
@@ -189,6 +191,7 @@ def test_cli_request_notify_status_decide_and_actor(
     cfg, table, *_ = setup
     name = f"{namespace}.events"
     table.append(batch("eu", 0))
+    catalog.create_table(f"{namespace}.unsorted", schema=SCHEMA, partition_spec=SPEC)
     conf = str(_write_config(tmp_path, cfg, namespace))
     code, out, err = run_cli(
         [
@@ -213,6 +216,10 @@ def test_cli_request_notify_status_decide_and_actor(
         (["request", f"{namespace}.nope"], "not found"),
         (["request", name, "--partition", "colour=red"], "not a partition field"),
         (["notify", "x;y"], "bad table identifier"),
+        # nothing is queued that an actor could only fail on later
+        (["request", name, "--partition", "region=nowhere"], "no partition"),
+        (["request", name, "--partition", "region=a/b"], "no partition"),
+        (["request", f"{namespace}.unsorted", "--action", "sort"], "sort needs a sort order"),
     ]:
         code, out, err = run_cli(["--config", conf, *bad], capsys)
         assert code in (1, 2) and message in err and len(err.strip().splitlines()) == 1
