@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from service.config import Config
 from service.keys import Keys
 from service.queue import ActionItem, Lease, PriorityQueue, open_queue
+from service.redact import scrub_logs
 from service.redis_client import connect
 from service.status import record_action
 from service.submit import submit_command_for
@@ -280,6 +281,7 @@ def run_actor(
 ) -> ActorReport:
     """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    scrub_logs()
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)

@@ -8,11 +8,14 @@ messages — shows URLs and properties through these functions.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
+MIN_SECRET = 3  # shorter values would mask ordinary text
+_secrets: set[str] = set()
 SECRET_NAME = re.compile(r"password|passwd|secret|token|credential|key", re.IGNORECASE)
 
 
@@ -51,3 +54,44 @@ def display_properties(properties: Mapping[str, str]) -> dict[str, str]:
         else:
             out[key] = str(value)
     return out
+
+
+def url_password(url: str) -> str | None:
+    """The password in ``url``, if it carries one (in its user info or its query)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return None
+    query = [v for k, v in parse_qsl(parts.query) if is_secret_name(k)]
+    return password or (query[0] if query else None)
+
+
+def register_secrets(values: Iterable[str | None]) -> None:
+    """Remember the config's secret values: :func:`scrub` masks them wherever they appear
+    (a library's error message, a log line), whatever the text around them."""
+    _secrets.update(v for v in values if v and len(v) >= MIN_SECRET)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***``."""
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+class ScrubFilter(logging.Filter):
+    """A logging filter that scrubs each record's message of registered secrets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _secrets:
+            record.msg, record.args = scrub(record.getMessage()), None
+        return True
+
+
+def scrub_logs() -> None:
+    """Put :class:`ScrubFilter` on every handler of the root logger (a handler's filter sees
+    the records of every logger, where a logger's own filter would not)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, ScrubFilter) for f in handler.filters):
+            handler.addFilter(ScrubFilter())

@@ -12,6 +12,7 @@ import click
 
 from service.cli.common import Context
 from service.errors import IcefloeError
+from service.redact import scrub
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="icefloe", standalone_mode=False)
     except IcefloeError as e:
-        click.echo(f"icefloe: error: {e}", err=True)
+        click.echo(f"icefloe: error: {scrub(str(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("icefloe: aborted", err=True)

@@ -19,6 +19,7 @@ from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import UsageError
 from service.keys import Keys
 from service.queue import open_queue
+from service.redact import scrub_logs
 from service.redis_client import connect, connect_retrying
 from service.tablestats import key_value
 
@@ -27,6 +28,7 @@ AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
 
 def _logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    scrub_logs()
 
 
 @click.command()

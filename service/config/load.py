@@ -32,6 +32,7 @@ from service.config.paths import (
 )
 from service.config.validate import validate
 from service.errors import ConfigError
+from service.redact import register_secrets
 
 ENV_PREFIX = "ICEFLOE_"
 
@@ -123,4 +124,6 @@ def load_config(
     file = config_path(path, env)
     raw = read_config_file(file)
     apply_env(raw, env)
-    return build_config(raw, source=str(file), home=home_of(file))
+    cfg = build_config(raw, source=str(file), home=home_of(file))
+    register_secrets(cfg.secret_values())  # scrubbed from every error and log line
+    return cfg

@@ -38,7 +38,7 @@ from service.config.identifiers import is_table
 from service.config.messages import FieldProblem, show
 from service.config.paths import PROJECT_ROOT
 from service.config.validate import validate_section
-from service.redact import display_url
+from service.redact import display_url, is_secret_name, url_password
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -236,6 +236,14 @@ class Config:
             # an inherited tolerance is relative: it scales with the table's own target
             tolerance = tolerance * target // default_target
         return dataclasses.replace(policy, target_file_size_bytes=target, tolerance_bytes=tolerance)
+
+    def secret_values(self) -> list[str]:
+        """Every secret the config holds: URL passwords (Redis, the catalog, any property
+        holding a URL) and the values of secret-named catalog properties."""
+        values = [url_password(self.redis.url), url_password(self.catalog.uri)]
+        for key, value in self.catalog.properties.items():
+            values.append(value if is_secret_name(key) else url_password(value))
+        return [v for v in values if v]
 
     def is_managed(self, table: str) -> bool:
         namespace = table.rsplit(".", 1)[0]

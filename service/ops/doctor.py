@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from service.config import Config
+from service.redact import scrub
 
 BOOTSTRAP = "run scripts/bootstrap.sh (or `make bootstrap`)"
 
@@ -67,7 +68,7 @@ def check_catalog(cfg: Config) -> Check:
         return Check(
             "catalog",
             False,
-            f"{cfg.catalog.name}: {str(e).splitlines()[0][:200]}",
+            f"{cfg.catalog.name}: {scrub(str(e).splitlines()[0][:200])}",
             "check catalog.uri / catalog.warehouse in the config",
         )
     return Check(

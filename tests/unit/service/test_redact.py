@@ -71,3 +71,54 @@ def test_display_properties_masks_secret_names_and_url_passwords() -> None:
 def test_table_identifiers_match_whole(bad: str) -> None:
     with pytest.raises(UsageError):
         parse_table_identifier(bad)
+
+
+def test_the_config_knows_its_secrets() -> None:
+    cfg = build_config(
+        {
+            "redis": {"url": "redis://:redis-pw-1@127.0.0.1:6379/0"},
+            "catalog": {
+                "uri": "postgresql://ice:pg-pw-2@db/lake",
+                "properties": {"s3.secret-access-key": "s3-key-3", "s3.endpoint": "http://x:9000"},
+            },
+        }
+    )
+    assert sorted(cfg.secret_values()) == ["pg-pw-2", "redis-pw-1", "s3-key-3"]
+
+
+def test_registered_secrets_are_scrubbed_from_errors_and_logs() -> None:
+    import io
+    import logging
+
+    from service.redact import ScrubFilter, register_secrets, scrub
+
+    register_secrets(["zq-secret-77", None, "ab"])  # too short to mask safely: "ab" stays
+    assert scrub("auth failed for zq-secret-77 at ab") == "auth failed for *** at ab"
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ScrubFilter())
+    log = logging.getLogger("icefloe.test.scrub")
+    log.addHandler(handler)
+    try:
+        log.error("connecting with %s failed", "zq-secret-77")
+    finally:
+        log.removeHandler(handler)
+    assert stream.getvalue() == "connecting with *** failed\n"
+
+
+def test_cli_errors_are_scrubbed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from service import cli as cli_module
+    from service.redact import register_secrets
+
+    register_secrets(["zq-secret-88"])
+
+    def failing(*_: object, **__: object) -> None:  # a library error quoting the password
+        raise UsageError("the catalog said: bad password zq-secret-88")
+
+    monkeypatch.setattr(cli_module.cli, "main", failing)
+    with pytest.raises(SystemExit) as done:
+        cli_module.main(["tables"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err == "icefloe: error: the catalog said: bad password ***\n"
