@@ -21,11 +21,14 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.config import Config
+from service.errors import OperationFailed
+from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.queue import ActionItem, Lease, PriorityQueue, open_queue
 from service.redact import scrub_logs
@@ -35,7 +38,8 @@ from service.submit import submit_command_for
 
 log = logging.getLogger("icefloe.actor")
 
-Runner = Callable[[ActionItem], dict[str, Any]]
+Runner = Callable[[ActionItem, WriteGuard], dict[str, Any]]
+"""Runs one item; tells the guard its new files before writing them (``jobs.rewrite.guard``)."""
 Recorder = Callable[[dict[str, Any]], None]
 
 
@@ -81,7 +85,46 @@ class _Renewer(threading.Thread):
                 log.warning("lease renewal of %s failed: %s", self.lease.item.id, e)
 
 
+class LeaseLost(OperationFailed):
+    """The attempt no longer holds its item's lease: it must not write or commit."""
+
+
+class LeaseGuard:
+    """The write guard of one leased attempt: new files are recorded under the lease
+    before they are written (:mod:`service.intents`), and a commit needs the lease renewed
+    a moment before (an attempt whose lease expired may have its files deleted as an
+    abandoned attempt's, and another actor may be running the same action)."""
+
+    def __init__(
+        self,
+        queue: PriorityQueue,
+        intents: Intents,
+        lease: Lease,
+        lease_seconds: float,
+        clock: Callable[[], float],
+    ):
+        self.queue, self.intents, self.lease = queue, intents, lease
+        self.lease_seconds, self.clock = lease_seconds, clock
+
+    def before_write(self, paths: Sequence[str], prefixes: Sequence[str]) -> None:
+        item = self.lease.item
+        if not self.intents.record(
+            item.id, self.lease.token, item.table, self.clock(), paths, prefixes
+        ):
+            raise LeaseLost(f"lease of {item.id} lost before writing; nothing written")
+
+    def before_commit(self) -> None:
+        item = self.lease.item
+        if not self.queue.renew(item.id, self.lease.token, self.clock(), self.lease_seconds):
+            raise LeaseLost(f"lease of {item.id} lost before the commit; nothing committed")
+
+
 class Actor:
+    """Takes items off the queue and runs them. With ``intents`` and ``clean`` (Redis and
+    :func:`jobs.orphans.cleaner`), each attempt records its new files before writing them,
+    and the files of an abandoned attempt of the same item are deleted before a retry
+    starts and right after a failure; without them the runner gets :data:`NO_GUARD`."""
+
     def __init__(
         self,
         queue: PriorityQueue,
@@ -93,6 +136,8 @@ class Actor:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         actor_id: str | None = None,
+        intents: Intents | None = None,
+        clean: Callable[[Intent], int] | None = None,
     ):
         self.queue, self.runner = queue, runner
         self.lease_seconds, self.poll_seconds = lease_seconds, poll_seconds
@@ -100,6 +145,19 @@ class Actor:
         self.heartbeat = heartbeat or (lambda actor, now: None)
         self.clock, self.sleep = clock, sleep
         self.id = actor_id or f"actor-{uuid.uuid4().hex[:8]}"
+        self.intents, self.clean = intents, clean
+
+    def _sweep(self, item_id: str) -> None:
+        """Delete what earlier attempts of ``item_id`` left behind (never raises)."""
+        if self.intents is not None and self.clean is not None:
+            _best_effort(
+                "clean up after an earlier attempt", sweep, self.intents, self.clean, item_id
+            )
+
+    def _guard(self, lease: Lease) -> WriteGuard:
+        if self.intents is None:
+            return NO_GUARD
+        return LeaseGuard(self.queue, self.intents, lease, self.lease_seconds, self.clock)
 
     def run_one(self, lease: Lease, report: ActorReport) -> None:
         item = lease.item
@@ -120,8 +178,9 @@ class Actor:
             "actor": self.id,
             "attempt": item.attempts + 1,
         }
+        self._sweep(item.id)
         try:
-            result = self.runner(item)
+            result = self.runner(item, self._guard(lease))
         except Exception as e:
             renewer.stop_event.set()
             renewer.join()
@@ -129,6 +188,7 @@ class Actor:
             log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
             log.debug("action %s failed", item.id, exc_info=True)
             outcome = self.queue.nack(item.id, lease.token, error, self.clock())
+            self._sweep(item.id)  # this attempt's files (it no longer holds the lease)
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")
         else:
@@ -138,6 +198,8 @@ class Actor:
                 report.done += 1
             else:
                 report.lost += 1  # someone else has it now; its run will find nothing to do
+            if self.intents is not None:  # committed or deleted: nothing left to clean
+                _best_effort("forget the attempt's files", self.intents.forget, lease.token)
             entry.update(ok=True, **_summary(result))
         entry.update(
             seconds=round(self.clock() - started, 3),
@@ -238,9 +300,10 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
     """The production runner: one SparkSession, ``jobs.optimize.optimize_table`` per item."""
     state: dict[str, Any] = {"spark": spark}
 
-    def run(item: ActionItem) -> dict[str, Any]:
+    def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
         # heavy (Spark, great-expectations): imported only when there is work
         from jobs.optimize import optimize_table
+        from jobs.rewrite.exact import Collaborators
 
         if state["spark"] is None:
             from service.spark import build_spark
@@ -248,14 +311,17 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
         partitions = [item.partition] if item.partition else None
         report = optimize_table(
-            state["spark"], cfg, item.table, partitions=partitions, action=item.action
+            state["spark"],
+            cfg,
+            item.table,
+            partitions=partitions,
+            action=item.action,
+            collaborators=Collaborators(guard=guard),
         )
         out: dict[str, Any] = report.to_dict()
         if out.get("partitions_failed"):
             # e.g. a commit that kept conflicting: nack, so the action is retried (or dead-
             # lettered with this reason) instead of acked as if the work were done
-            from service.errors import OperationFailed
-
             failed = [p for p in out.get("partitions", []) if p.get("status") == "failed"]
             reasons = "; ".join(f"{p.get('key')}: {p.get('reason')}" for p in failed[:3])
             raise OperationFailed(f"{out['partitions_failed']} partition(s) failed: {reasons}")
@@ -264,7 +330,7 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
     return run
 
 
-def _best_effort(what: str, func: Callable[..., None], *args: Any) -> None:
+def _best_effort(what: str, func: Callable[..., object], *args: Any) -> None:
     """Bookkeeping (recent list, heartbeat) must never kill an actor: log and go on."""
     try:
         func(*args)
@@ -285,10 +351,15 @@ def run_actor(
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)
+    from jobs.orphans import cleaner
+    from service.catalog import load_catalog
+
     a = Actor(
         open_queue(cfg, client),
         runner or spark_runner(cfg, spark),
         lease_seconds=settings.lease_seconds,
+        intents=RedisIntents(client, keys),
+        clean=cleaner(load_catalog(cfg)),
         recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
         heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),
     )

@@ -38,6 +38,7 @@ from service.actor import Launcher, LogLauncher, desired_actors
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.errors import IcefloeError, ServiceUnavailable
 from service.events import CommitEvent, CommitEvents, RedisEvents
+from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.leader import Leader, RedisLeader
 from service.queue import ActionItem, PriorityQueue, RedisQueue
@@ -76,6 +77,7 @@ class StepReport:
     coalesced: int = 0
     dispatched: int = 0
     reaped: int = 0
+    orphans_deleted: int = 0  # files of abandoned attempts (service.intents)
     desired_actors: int = 0
     holder: str | None = None  # who holds the leader lease, when it is not this decider
 
@@ -99,6 +101,8 @@ class Decider:
         stats: StatsStore | None = None,
         events: CommitEvents | None = None,
         leader: Leader | None = None,
+        intents: Intents | None = None,
+        clean: Callable[[Intent], int] | None = None,
     ):
         """``client`` may be None when all four adapters are given."""
         from service.catalog import managed_tables
@@ -126,6 +130,10 @@ class Decider:
             if leader is not None
             else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
         )
+        self.intents: Intents | None = (
+            intents if intents is not None or client is None else RedisIntents(client, self.k)
+        )
+        self._clean = clean
         self.launcher = launcher or LogLauncher()
         self.clock, self.sleep = clock, sleep
         self._standing_by_for: str | None = None  # the holder last logged while standing by
@@ -302,6 +310,20 @@ class Decider:
         return want
 
     # ---- the loop -----------------------------------------------------------------------
+    def sweep(self) -> int:
+        """Delete the files of abandoned attempts (an actor killed, a lease expired) that
+        no snapshot references; returns how many (:func:`service.intents.sweep`)."""
+        if self.intents is None:
+            return 0
+        if self._clean is None:
+            from jobs.orphans import cleaner
+
+            self._clean = cleaner(self.catalog)
+        deleted = sweep(self.intents, self._clean)
+        if deleted:
+            log.info("deleted %d file(s) left by abandoned attempts", deleted)
+        return deleted
+
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
         if not self.leader.acquire():
             holder = self.leader.holder()
@@ -324,6 +346,7 @@ class Decider:
         # ack only now, and not for tables that failed: a crash before this leaves them pending
         self.events.ack([e.id for e in events if e.table not in failed])
         report.reaped = len(self.queue.reap(now))
+        report.orphans_deleted = self.sweep()
         report.dispatched = self.dispatch(now, everything=dispatch_all)
         report.desired_actors = self.scale(now)
         return report

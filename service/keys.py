@@ -69,6 +69,11 @@ class Keys:
         return f"{self.prefix}:q:leases"
 
     @property
+    def intents(self) -> str:
+        """hash: lease token → JSON of the files its attempt is writing (``service.intents``)."""
+        return f"{self.prefix}:q:intents"
+
+    @property
     def dead(self) -> str:
         """zset: dead-lettered item id → time it died (its item hash keeps the last error)."""
         return f"{self.prefix}:q:dead"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.plan import FileGroup
 from jobs.rewrite.arrow_engine import ArrowGroup, ArrowTable, eligible
+from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.locations import new_locations
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
@@ -56,6 +57,7 @@ class ArrowDriver:
         scan: ScanTasks,
         new_files: NewFiles,
         in_driver: bool | None = None,
+        guard: WriteGuard = NO_GUARD,
     ) -> None:
         self.spark = spark
         self.table = table
@@ -64,6 +66,7 @@ class ArrowDriver:
         self.scan = scan
         self.new_files = new_files
         self.in_driver = in_driver
+        self.guard = guard
         self._where: dict[str, tuple[Any, Any]] = {}  # each group's Java spec and partition
 
     def eligible(self, group: FileGroup, target: int, sorting: bool) -> bool:
@@ -102,6 +105,8 @@ class ArrowDriver:
             groups.append(
                 ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs), tuple(sort_columns))
             )
+        # recorded before a byte is written: a killed attempt's files are found by name
+        self.guard.before_write([p for g in groups for p in g.outputs], [])
         built: Built = {}
         done = self._run(arrow, groups, built)
         by_id = {d.group_id: d for d in done}

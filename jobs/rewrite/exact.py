@@ -35,7 +35,9 @@ from jobs.rewrite import cleanup
 from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.arrow_engine import ArrowTable
 from jobs.rewrite.commit import REWRITE_ID_PROPERTY, CommitConflict, Committer
+from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message
+from jobs.rewrite.locations import attempt_table
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
@@ -62,13 +64,16 @@ class Collaborators:
     :class:`ArrowDriver`). ``write_arrow``: writes the Arrow engine's groups.
     ``checksums``: the output's checksums per group. ``run_suite``: the data checks over
     the written files (:func:`jobs.optimize.optimize_table` runs them). ``before_commit``:
-    called with the rewrite and the results just before each commit."""
+    called with the rewrite and the results just before each commit. ``guard``: told the
+    new files before they are written and asked before each commit (an actor's lease,
+    :mod:`jobs.rewrite.guard`)."""
 
     arrow_in_driver: bool | None = None
     write_arrow: WriteArrow = ArrowDriver.write
     checksums: ChecksumsByKey = checksums_by_key
     run_suite: RunSuite = run_suite
     before_commit: BeforeCommit | None = None
+    guard: WriteGuard = NO_GUARD
 
 
 class ExactRewrite:
@@ -103,8 +108,12 @@ class ExactRewrite:
         self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
         self.timings: dict[str, float] = {}
         c = self.collaborators
+        self.rewrite_id = uuid.uuid4().hex
         self.scan = ScanTasks(self.jvm, self.table, table_name, snapshot_id, no_deletes)
-        self.spark_engine = SparkEngine(spark, self.table, self.scan, self.file_format, c.checksums)
+        write_table, self.spark_prefix = attempt_table(self.jvm, self.table, self.rewrite_id)
+        self.spark_engine = SparkEngine(
+            spark, self.table, self.scan, self.file_format, c.checksums, write_table
+        )
         self.new_files = NewFiles(spark, self.table)
         self.arrow = ArrowDriver(
             spark,
@@ -114,6 +123,7 @@ class ExactRewrite:
             self.scan,
             self.new_files,
             c.arrow_in_driver,
+            c.guard,
         )
         self.committer = Committer(
             self.jvm,
@@ -172,6 +182,8 @@ class ExactRewrite:
             return results
         clock = time.monotonic()
         try:
+            if self.spark_prefix is not None:  # Spark's writer may write under it
+                self.collaborators.guard.before_write([], [self.spark_prefix])
             self._write_all(results, target, sort_columns, parallelism, arrow)
             clock = self._tick("write", clock)
             self._verify(results, also_check)
@@ -265,6 +277,11 @@ class ExactRewrite:
         """
         if self.collaborators.before_commit is not None:
             self.collaborators.before_commit(self, results)
+        try:
+            self.collaborators.guard.before_commit()
+        except Exception:
+            self.discard(results)
+            raise
         paths = [p for r in results for p in r.group.paths]
         deletes = self.scan.dangling_deletes(paths)
         replaced = [self.scan.files[path] for path in paths]

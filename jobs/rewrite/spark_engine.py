@@ -70,11 +70,15 @@ class SparkEngine:
         scan: ScanTasks,
         file_format: str,
         checksums: ChecksumsByKey = checksums_by_key,
+        write_table: Any = None,
     ) -> None:
         self.spark = spark
         self.jvm: Any = cast(Any, spark.sparkContext._jvm)
         self.gateway: Any = cast(Any, spark.sparkContext._gateway)
         self.table = table
+        # what the writer sees: the same table, its data files under one attempt's prefix
+        # (jobs.rewrite.locations.attempt_table); the staged read sees the same object
+        self.write_table = table if write_table is None else write_table
         self.scan = scan
         self.file_format = file_format
         self.checksums = checksums
@@ -102,7 +106,7 @@ class SparkEngine:
         tasks = self.jvm.java.util.ArrayList()
         for path in result.group.paths:
             tasks.add(self.scan.tasks[path])
-        self._table_cache().add(result.group_id, self.table)
+        self._table_cache().add(result.group_id, self.write_table)
         self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(
             self.table, result.group_id, tasks
         )

@@ -114,11 +114,10 @@ def converge(
     max_rounds: int = 40,
 ) -> dict[str, Any]:
     """Decider passes and an actor pool of two threads until ingest stops and no work is left."""
-    from service.actor import Actor, spark_runner
+    from service.actor import spark_runner
     from service.config import DeciderSettings
     from service.decider import Decider
     from service.keys import Keys
-    from service.queue import RedisQueue
     from service.redis_client import connect
     from service.status import record_action
 
@@ -136,16 +135,7 @@ def converge(
         record_action(client, keys, entry, settings.recent_cap)
 
     def actor_pool() -> None:
-        queue = RedisQueue(client, keys, settings.max_attempts, settings.aging_seconds)
-        actors = [
-            Actor(queue, runner, lease_seconds=settings.lease_seconds, recorder=record)
-            for _ in range(2)
-        ]
-        threads = [threading.Thread(target=a.run, kwargs={"idle_exit": 0.5}) for a in actors]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_actor_pool(client, keys, catalog, runner, settings, record)
 
     rounds = fruitless = 0
     while rounds < max_rounds and fruitless < 3:
@@ -181,6 +171,34 @@ def converge(
         "actions_by_table": {t: sum(1 for r in results if r.get("table") == t) for t in tables},
         "scans_avoided_pct": _scans_avoided(client, keys),
     }
+
+
+def run_actor_pool(
+    client: Any, keys: Any, catalog: Any, runner: Any, settings: Any, record: Any
+) -> None:
+    """Two actor threads on the queue until it has been empty for half a second."""
+    from jobs.orphans import cleaner
+    from service.actor import Actor
+    from service.intents import RedisIntents
+    from service.queue import RedisQueue
+
+    queue = RedisQueue(client, keys, settings.max_attempts, settings.aging_seconds)
+    actors = [
+        Actor(
+            queue,
+            runner,
+            lease_seconds=settings.lease_seconds,
+            recorder=record,
+            intents=RedisIntents(client, keys),
+            clean=cleaner(catalog),
+        )
+        for _ in range(2)
+    ]
+    threads = [threading.Thread(target=a.run, kwargs={"idle_exit": 0.5}) for a in actors]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def _scans_avoided(client: Any, keys: Any) -> float:

@@ -235,7 +235,7 @@ def test_cli_request_notify_status_decide_and_actor(
 
     calls: list[tuple[str, str | None, str]] = []
 
-    def runner(item: Any) -> dict[str, Any]:
+    def runner(item: Any, guard: Any = None) -> dict[str, Any]:
         calls.append((item.table, item.partition, item.action))
         return {"bytes_rewritten": 5, "partitions": []}
 

@@ -41,7 +41,7 @@ def test_runs_and_acks_each_item_and_records_it() -> None:
     recorded: list[dict[str, Any]] = []
     clock = Clock()
 
-    def runner(item: ActionItem) -> dict[str, Any]:
+    def runner(item: ActionItem, guard: object = None) -> dict[str, Any]:
         seen.append(item.partition or "")
         return {
             "bytes_rewritten": 10,
@@ -64,7 +64,7 @@ def test_failures_are_nacked_then_dead_lettered_with_the_error() -> None:
     q = queue_with(1, max_attempts=2)
     clock = Clock()
 
-    def runner(item: ActionItem) -> dict[str, Any]:
+    def runner(item: ActionItem, guard: object = None) -> dict[str, Any]:
         raise RuntimeError(f"disk full on attempt {item.attempts + 1}")
 
     actor = Actor(q, runner, clock=clock, sleep=clock.sleep)
@@ -79,7 +79,7 @@ def test_failures_are_nacked_then_dead_lettered_with_the_error() -> None:
 def test_max_actions_and_idle_exit() -> None:
     q = queue_with(5)
     clock = Clock()
-    actor = Actor(q, lambda item: {}, clock=clock, sleep=clock.sleep, poll_seconds=1)
+    actor = Actor(q, lambda item, guard: {}, clock=clock, sleep=clock.sleep, poll_seconds=1)
     assert actor.run(max_actions=2).done == 2
     assert q.depth()["ready"] == 3
     report = actor.run(idle_exit=10)
@@ -93,7 +93,7 @@ def test_heartbeat_is_sent_while_working() -> None:
     clock = Clock()
     Actor(
         q,
-        lambda item: {},
+        lambda item, guard: {},
         heartbeat=lambda a, now: beats.append(a),
         clock=clock,
         sleep=clock.sleep,
@@ -114,7 +114,7 @@ def test_lease_is_renewed_in_the_background_while_the_runner_works() -> None:
 
     q.renew = renew  # type: ignore[method-assign]
 
-    def runner(item: ActionItem) -> dict[str, Any]:
+    def runner(item: ActionItem, guard: object = None) -> dict[str, Any]:
         assert renewed.wait(timeout=30), "the lease was never renewed"
         return {}
 
@@ -127,7 +127,7 @@ def test_a_lost_lease_is_reported_not_acked() -> None:
     q = queue_with(1)
     clock = Clock()
 
-    def runner(item: ActionItem) -> dict[str, Any]:
+    def runner(item: ActionItem, guard: object = None) -> dict[str, Any]:
         clock.now += 1000
         q.reap(clock.now)  # the reaper thinks we died
         return {}
@@ -183,7 +183,7 @@ def test_bookkeeping_failures_never_stop_the_actor() -> None:
 
     actor = Actor(
         q,
-        lambda item: {"bytes_rewritten": 1},
+        lambda item, guard: {"bytes_rewritten": 1},
         clock=clock,
         sleep=clock.sleep,
         recorder=broken,

@@ -1,0 +1,189 @@
+"""Write intents: the files an action's attempt is about to write, recorded under its lease.
+
+An actor records the new files' paths (or the one prefix its Spark writer writes under)
+*before* anything is written, through :meth:`RedisIntents.record`, which refuses unless
+the actor still holds the item's lease. The record stays until the attempt ends well
+(:meth:`forget`). An attempt that failed, was rejected, or whose actor died leaves its
+record behind; once its token no longer holds the lease, the record is *abandoned*, and
+the next attempt of the item or the decider's reaper deletes whichever of its files no
+snapshot references (:mod:`jobs.orphans`) and then forgets it. So a ``kill -9`` at any
+point leaves no file behind for long, and a committed file is never touched.
+
+Two implementations of one shape, as for the queue: :class:`RedisIntents` (one Lua script
+for the checked write) and :class:`MemoryIntents` (unit tests).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from service.keys import Keys
+from service.queue import LUA_DIR
+from service.redis_client import text, translated
+
+log = logging.getLogger("icefloe.intents")
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The files one attempt (lease ``token`` of ``item``) may have written to ``table``."""
+
+    item: str
+    token: str
+    table: str
+    started: float
+    paths: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Intent:
+        d = json.loads(raw)
+
+        def strings(value: Any) -> tuple[str, ...]:
+            # Lua's cjson writes an empty array as {}
+            return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+        return cls(
+            str(d["item"]),
+            str(d["token"]),
+            str(d["table"]),
+            float(d["started"]),
+            strings(d.get("paths")),
+            strings(d.get("prefixes")),
+        )
+
+
+class RedisIntents:
+    """Intents in one Redis hash (token → JSON), next to the queue's leases."""
+
+    def __init__(self, client: Any, keys: Keys):
+        self.r = client
+        self.k = keys
+        self._record = client.register_script((LUA_DIR / "intent.lua").read_text())
+
+    def record(
+        self,
+        item_id: str,
+        token: str,
+        table: str,
+        now: float,
+        paths: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> bool:
+        """Add ``paths``/``prefixes`` to the attempt's intent; False when the lease is gone."""
+        with translated("intent record"):
+            got = self._record(
+                keys=[self.k.leases, self.k.intents],
+                args=[
+                    item_id,
+                    token,
+                    table,
+                    repr(now),
+                    json.dumps(list(paths)),
+                    json.dumps(list(prefixes)),
+                ],
+            )
+        return bool(got)
+
+    @translated("intent forget")
+    def forget(self, token: str) -> None:
+        self.r.hdel(self.k.intents, token)
+
+    @translated("intents")
+    def all(self) -> list[Intent]:
+        return [Intent.from_json(raw) for raw in self.r.hvals(self.k.intents)]
+
+    @translated("intents abandoned")
+    def abandoned(self, item_id: str | None = None) -> list[Intent]:
+        """Intents whose token no longer holds their item's lease (of ``item_id``: one
+        item's only)."""
+        intents = [i for i in self.all() if item_id is None or i.item == item_id]
+        if not intents:
+            return []
+        holders = self.r.hmget(self.k.leases, [i.item for i in intents])
+        return [i for i, h in zip(intents, holders, strict=True) if h is None or text(h) != i.token]
+
+
+@dataclass
+class MemoryIntents:
+    """The same in a dict; ``holder(item_id)`` gives the token holding an item's lease."""
+
+    holder: Callable[[str], str | None]
+    records: dict[str, Intent] = field(default_factory=dict)
+
+    def record(
+        self,
+        item_id: str,
+        token: str,
+        table: str,
+        now: float,
+        paths: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> bool:
+        if self.holder(item_id) != token:
+            return False
+        old = self.records.get(token) or Intent(item_id, token, table, now)
+        self.records[token] = Intent(
+            item_id,
+            token,
+            table,
+            old.started,
+            old.paths + tuple(paths),
+            old.prefixes + tuple(prefixes),
+        )
+        return True
+
+    def forget(self, token: str) -> None:
+        self.records.pop(token, None)
+
+    def all(self) -> list[Intent]:
+        return list(self.records.values())
+
+    def abandoned(self, item_id: str | None = None) -> list[Intent]:
+        return [
+            i
+            for i in self.records.values()
+            if (item_id is None or i.item == item_id) and self.holder(i.item) != i.token
+        ]
+
+
+class Intents(Protocol):
+    """What :func:`sweep` and the actors need (Redis or in-memory)."""
+
+    def record(
+        self,
+        item_id: str,
+        token: str,
+        table: str,
+        now: float,
+        paths: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> bool: ...
+
+    def forget(self, token: str) -> None: ...
+
+    def abandoned(self, item_id: str | None = None) -> list[Intent]: ...
+
+
+def sweep(intents: Intents, clean: Callable[[Intent], int], item_id: str | None = None) -> int:
+    """Clean (``clean``: delete what no snapshot references, return how many files) and
+    forget every abandoned intent (of ``item_id`` only, when given). An intent whose
+    cleaning fails (catalog down) is kept for the next sweep. Returns files deleted."""
+    deleted = 0
+    for intent in intents.abandoned(item_id):
+        try:
+            deleted += clean(intent)
+        except Exception as e:
+            log.warning(
+                "could not clean up after an abandoned attempt of %s: %s: %s",
+                intent.item,
+                type(e).__name__,
+                e,
+            )
+            continue
+        intents.forget(intent.token)
+    return deleted
