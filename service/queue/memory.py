@@ -100,6 +100,10 @@ class MemoryQueue:
         assert item is not None
         return Lease(item, token, deadline)
 
+    def holder(self, item_id: str) -> str | None:
+        """The token holding ``item_id``'s lease (for ``service.intents.MemoryIntents``)."""
+        return self._leases.get(item_id)
+
     def ack(self, item_id: str, token: str) -> int:
         if self._leases.get(item_id) != token:
             return 0

@@ -1,0 +1,26 @@
+"""The write-intent contract suite against a real Redis (flushed per test)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from service.intents import Intents, RedisIntents
+from service.keys import Keys
+from service.queue import PriorityQueue, RedisQueue
+from tests.unit.service.test_intents import IntentsContract
+
+pytestmark = [pytest.mark.redis]
+
+
+class TestRedisIntents(IntentsContract):
+    __test__ = True
+
+    @pytest.fixture(autouse=True)
+    def _redis(self, redis_client: Any) -> None:
+        self.client = redis_client
+
+    def make(self) -> tuple[PriorityQueue, Intents]:
+        keys = Keys("icefloe-test")
+        return RedisQueue(self.client, keys), RedisIntents(self.client, keys)

@@ -1,0 +1,179 @@
+"""Write intents: recorded only under the lease, abandoned once the lease is gone, and the
+actor's clean-up of abandoned attempts (in-memory queue; the same contract runs on Redis in
+``tests/redis/test_intents_redis.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from service.actor import Actor, LeaseLost
+from service.intents import Intent, Intents, MemoryIntents, sweep
+from service.queue import ActionItem, PriorityQueue
+from service.queue.memory import MemoryQueue
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+
+
+def leased_queue(q: PriorityQueue) -> Any:
+    q.enqueue(ActionItem.new("db.t", "p=1", "merge", 1, 100, 1.0, T0), T0)
+    q.dispatch("db.t")
+    lease = q.dequeue(T0, 30)
+    assert lease is not None
+    return lease
+
+
+class IntentsContract:
+    """Runs against every implementation: subclasses give a queue and its intents."""
+
+    __test__ = False
+
+    def make(self) -> tuple[PriorityQueue, Intents]:
+        raise NotImplementedError
+
+    def test_only_the_lease_holder_records(self) -> None:
+        q, intents = self.make()
+        lease = leased_queue(q)
+        assert intents.record(lease.item.id, "not-the-token", "db.t", T0, ["/a"]) is False
+        assert intents.record(lease.item.id, lease.token, "db.t", T0, ["/a"], []) is True
+        assert intents.record(lease.item.id, lease.token, "db.t", T0 + 5, [], ["/d/"]) is True
+        assert intents.abandoned() == []  # the lease is still held
+        q.nack(lease.item.id, lease.token, "boom", T0 + 6)
+        [gone] = intents.abandoned()
+        assert (gone.paths, gone.prefixes, gone.started) == (("/a",), ("/d/",), T0)
+        assert intents.abandoned("another:item") == []
+        # the lease is gone: nothing more may be recorded under it
+        assert intents.record(lease.item.id, lease.token, "db.t", T0 + 7, ["/b"]) is False
+
+    def test_an_expired_lease_abandons_and_forget_removes(self) -> None:
+        q, intents = self.make()
+        lease = leased_queue(q)
+        intents.record(lease.item.id, lease.token, "db.t", T0, [], [])
+        q.reap(T0 + 31)
+        [gone] = intents.abandoned(lease.item.id)
+        assert gone.paths == () and gone.prefixes == ()
+        intents.forget(lease.token)
+        assert intents.abandoned() == []
+
+    def test_sweep_keeps_an_intent_whose_clean_up_failed(self) -> None:
+        q, intents = self.make()
+        lease = leased_queue(q)
+        intents.record(lease.item.id, lease.token, "db.t", T0, ["/a", "/b"])
+        q.nack(lease.item.id, lease.token, "boom", T0)
+
+        def broken(intent: Intent) -> int:
+            raise OSError("catalog down")
+
+        assert sweep(intents, broken) == 0
+        assert len(intents.abandoned()) == 1  # kept for the next sweep
+        assert sweep(intents, lambda i: len(i.paths)) == 2
+        assert intents.abandoned() == []
+
+
+class TestMemoryIntents(IntentsContract):
+    __test__ = True
+
+    def make(self) -> tuple[PriorityQueue, Intents]:
+        q = MemoryQueue()
+        return q, MemoryIntents(q.holder)
+
+
+# ---- the actor with intents -------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def actor_setup(runner: Any) -> tuple[MemoryQueue, MemoryIntents, Actor, list[Intent]]:
+    q = MemoryQueue(max_attempts=3)
+    q.enqueue(ActionItem.new("db.t", "p=1", "merge", 1, 100, 1.0, T0), T0)
+    q.dispatch("db.t")
+    intents = MemoryIntents(q.holder)
+    cleaned: list[Intent] = []
+
+    def clean(intent: Intent) -> int:
+        cleaned.append(intent)
+        return len(intent.paths)
+
+    clock = Clock()
+    actor = Actor(q, runner, clock=clock, sleep=clock.sleep, intents=intents, clean=clean)
+    return q, intents, actor, cleaned
+
+
+def test_a_failed_attempt_has_its_recorded_files_cleaned_at_once() -> None:
+    def runner(item: ActionItem, guard: Any) -> dict[str, Any]:
+        guard.before_write(["/t/data/p=1/icefloe-x-00000.parquet"], ["/t/data/icefloe-r/"])
+        raise RuntimeError("write failed")
+
+    q, intents, actor, cleaned = actor_setup(runner)
+    report = actor.run(max_actions=1)
+    assert report.failed == 1
+    [intent] = cleaned
+    assert intent.paths == ("/t/data/p=1/icefloe-x-00000.parquet",)
+    assert intent.prefixes == ("/t/data/icefloe-r/",)
+    assert intents.all() == []  # cleaned, then forgotten
+
+
+def test_a_successful_attempt_forgets_its_intent_without_cleaning() -> None:
+    def runner(item: ActionItem, guard: Any) -> dict[str, Any]:
+        guard.before_write(["/x.parquet"], [])
+        guard.before_commit()
+        return {"bytes_rewritten": 1}
+
+    q, intents, actor, cleaned = actor_setup(runner)
+    assert actor.run(max_actions=1).done == 1
+    assert cleaned == [] and intents.all() == []
+
+
+def test_a_retry_cleans_what_a_killed_attempt_left_before_it_runs() -> None:
+    order: list[str] = []
+
+    def runner(item: ActionItem, guard: Any) -> dict[str, Any]:
+        order.append("run")
+        return {}
+
+    q, intents, actor, cleaned = actor_setup(runner)
+    # a first attempt recorded its files, then its actor died (the lease expires)
+    dead = q.dequeue(T0, 30)
+    assert dead is not None
+    intents.record(dead.item.id, dead.token, "db.t", T0, ["/orphan.parquet"])
+    q.reap(T0 + 31)
+    q.dispatch("db.t")
+    actor.clock.now = T0 + 32  # type: ignore[attr-defined]
+    original = actor.clean
+
+    def clean(intent: Intent) -> int:
+        order.append("clean")
+        assert original is not None
+        return original(intent)
+
+    actor.clean = clean
+    assert actor.run(max_actions=1).done == 1
+    assert order == ["clean", "run"]
+    assert [i.paths for i in cleaned] == [("/orphan.parquet",)]
+
+
+def test_a_lost_lease_stops_the_write_and_the_commit() -> None:
+    def runner(item: ActionItem, guard: Any) -> dict[str, Any]:
+        q.reap(T0 + 1000)  # the lease expires under the running attempt
+        with pytest.raises(LeaseLost):
+            guard.before_write(["/late.parquet"], [])
+        with pytest.raises(LeaseLost):
+            guard.before_commit()
+        raise LeaseLost("stopped")
+
+    q, intents, actor, cleaned = actor_setup(runner)
+    report = actor.run(max_actions=1)
+    assert report.failed == 1
+    assert intents.all() == []  # nothing was recorded after the lease was gone
