@@ -6,35 +6,34 @@ lease. Delivery is at-least-once: a crash after the commit but before the ack ma
 actor run the same action again, which is safe because the rewrite replans from the table's
 current files (a partition already fixed has nothing left to do).
 
-The work itself is a *runner* (``item -> report dict``), injected: tests pass a fake, the
+The work itself is a *runner* (``(item, guard) -> report dict``), injected: tests pass a fake, the
 real one (:func:`spark_runner`) calls ``jobs.optimize.optimize_table`` on one SparkSession.
 
-The pool's size is the decider's call (:func:`desired_actors`); starting actors goes through
-a :class:`Launcher` (``spark-submit jobs/scripts/actor.py`` via ``service.submit``, or just a
-log line).
+Each attempt records the files it is about to write under its lease (:class:`LeaseGuard`,
+:mod:`service.intents`); an abandoned attempt's files are deleted before its retry runs.
+A Redis outage is waited out: no dequeue while it lasts, and an ack or nack is retried
+while the lease would hold. The pool's size and launchers: :mod:`service.pool`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.config import Config
-from service.errors import OperationFailed
+from service.errors import OperationFailed, ServiceUnavailable
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.queue import ActionItem, Lease, PriorityQueue, open_queue
 from service.redact import scrub_logs
 from service.redis_client import connect
 from service.status import record_action
-from service.submit import submit_command_for
 
 log = logging.getLogger("icefloe.actor")
 
@@ -146,6 +145,7 @@ class Actor:
         self.clock, self.sleep = clock, sleep
         self.id = actor_id or f"actor-{uuid.uuid4().hex[:8]}"
         self.intents, self.clean = intents, clean
+        self._redis_away = False
 
     def _sweep(self, item_id: str) -> None:
         """Delete what earlier attempts of ``item_id`` left behind (never raises)."""
@@ -187,17 +187,21 @@ class Actor:
             error = f"{type(e).__name__}: {e}"[:500]
             log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
             log.debug("action %s failed", item.id, exc_info=True)
-            outcome = self.queue.nack(item.id, lease.token, error, self.clock())
+            outcome = self._settle(
+                "nack", lambda: self.queue.nack(item.id, lease.token, error, self.clock())
+            )
             self._sweep(item.id)  # this attempt's files (it no longer holds the lease)
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")
         else:
             renewer.stop_event.set()
             renewer.join()
-            if self.queue.ack(item.id, lease.token):
+            acked = self._settle("ack", lambda: self.queue.ack(item.id, lease.token))
+            if acked:
                 report.done += 1
-            else:
-                report.lost += 1  # someone else has it now; its run will find nothing to do
+            else:  # someone else has it now (or will, once its lease expires): that run
+                report.lost += 1  # finds nothing left to do
+            entry["outcome"] = "done" if acked else ("unacked" if acked is None else "lease lost")
             if self.intents is not None:  # committed or deleted: nothing left to clean
                 _best_effort("forget the attempt's files", self.intents.forget, lease.token)
             entry.update(ok=True, **_summary(result))
@@ -208,6 +212,37 @@ class Actor:
         )
         _best_effort("record the action", self.recorder, entry)
 
+    def _settle(self, what: str, call: Callable[[], Any]) -> Any:
+        """Ack or nack through a Redis outage: retried with back-off while the lease would
+        still hold; None when Redis stayed away (the lease then expires, and the item comes
+        back: after an ack, its retry finds the work done)."""
+        give_up = self.clock() + self.lease_seconds
+        delay = min(1.0, self.lease_seconds / 10)
+        while True:
+            try:
+                return call()
+            except ServiceUnavailable as e:
+                if self.clock() + delay > give_up:
+                    log.error("could not %s: %s; the item returns after its lease", what, e)
+                    return None
+                log.warning("could not %s (%s); retrying in %.1f s", what, e, delay)
+                self.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    def _dequeue(self, now: float) -> Lease | None:
+        """The next lease; None when there is none or Redis is away (logged once an outage)."""
+        try:
+            lease = self.queue.dequeue(now, self.lease_seconds)
+        except ServiceUnavailable as e:
+            if not self._redis_away:
+                log.warning("queue unreachable (%s); waiting for it", e)
+            self._redis_away = True
+            return None
+        if self._redis_away:
+            log.info("queue reachable again")
+            self._redis_away = False
+        return lease
+
     def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
         """Work until ``max_actions`` were taken or nothing came for ``idle_exit`` seconds."""
         report = ActorReport()
@@ -216,7 +251,7 @@ class Actor:
         while max_actions is None or taken < max_actions:
             now = self.clock()
             _best_effort("send a heartbeat", self.heartbeat, self.id, now)
-            lease = self.queue.dequeue(now, self.lease_seconds)
+            lease = self._dequeue(now)
             if lease is None:
                 if idle_exit is not None and now - idle_since >= idle_exit:
                     report.idle_exit = True
@@ -227,58 +262,6 @@ class Actor:
             self.run_one(lease, report)
             idle_since = self.clock()
         return report
-
-
-# ---- the pool: how many actors, and how to start more -----------------------------------
-
-
-def desired_actors(backlog: int, minimum: int, maximum: int, per_actor: int) -> int:
-    """Actors wanted for ``backlog`` items: one per ``per_actor`` items, within [min, max]."""
-    if per_actor < 1 or minimum < 0 or maximum < minimum:
-        raise ValueError(f"bad actor bounds min={minimum} max={maximum} per_actor={per_actor}")
-    return max(minimum, min(maximum, math.ceil(max(backlog, 0) / per_actor)))
-
-
-class Launcher(Protocol):
-    """Starts actor processes (``service.submit`` in production; a recorder in tests)."""
-
-    def launch(self, count: int) -> None: ...
-
-
-class LogLauncher:
-    """The fallback launcher: says what it would start (no ``service.submit`` available)."""
-
-    def launch(self, count: int) -> None:
-        log.info("scale: %d more actor(s) wanted (start with `icefloe actor`)", count)
-
-
-class SubmitLauncher:
-    """Starts actors as ``spark-submit jobs/scripts/actor.py`` processes (argv from
-    ``service.submit``).
-
-    Each actor exits after ``idle_exit`` seconds without work, so the pool shrinks by itself
-    when the backlog is gone. The argv is never logged: Spark conf may carry catalog secrets.
-    """
-
-    def __init__(
-        self, cfg: Config, idle_exit: float = 120.0, popen: Callable[[list[str]], Any] | None = None
-    ):
-        import subprocess
-
-        self.cfg = cfg
-        self.idle_exit = idle_exit
-        self.popen = popen or (lambda argv: subprocess.Popen(argv, start_new_session=True))
-
-    def argv(self) -> list[str]:
-        cmd: list[str] = submit_command_for(
-            self.cfg, "actor", args=["--idle-exit", str(self.idle_exit)]
-        )
-        return cmd
-
-    def launch(self, count: int) -> None:
-        for _ in range(count):
-            self.popen(self.argv())
-        log.info("scale: launched %d actor(s) with spark-submit", count)
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:

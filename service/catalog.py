@@ -76,17 +76,41 @@ def spark_catalog_conf(cat: CatalogConfig) -> dict[str, str]:
 
 
 def load_catalog(cfg: Config) -> Catalog:
-    """The PyIceberg catalog named like the Spark one. Raises ServiceUnavailable."""
+    """The PyIceberg catalog named like the Spark one. Raises ServiceUnavailable (one line)."""
     from pyiceberg.catalog import load_catalog as _load
 
-    if cfg.catalog.type == "sql" and cfg.catalog.uri.startswith("sqlite:///"):
-        Path(cfg.catalog.uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
-    if cfg.catalog.warehouse.startswith("file://"):
-        Path(cfg.catalog.warehouse[len("file://") :]).mkdir(parents=True, exist_ok=True)
     try:
+        _local_paths(cfg.catalog)
         return _load(cfg.catalog.name, **pyiceberg_properties(cfg.catalog))
-    except Exception as e:  # library errors vary by backend
-        raise ServiceUnavailable(f"cannot open catalog {cfg.catalog.name!r}: {e}") from e
+    except ServiceUnavailable:
+        raise
+    except Exception as e:  # library errors vary by backend; SQLAlchemy's span lines
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ServiceUnavailable(f"cannot open catalog {cfg.catalog.name!r}: {first}") from e
+
+
+def _local_paths(cat: CatalogConfig) -> None:
+    """Create the folders of an embedded lakehouse on first use, but never replace a lost
+    SQLite catalog with an empty one while its warehouse still holds data (every table
+    would silently vanish)."""
+    db = (
+        Path(cat.uri[len("sqlite:///") :])
+        if cat.type == "sql" and cat.uri.startswith("sqlite:///")
+        else None
+    )
+    warehouse = (
+        Path(cat.warehouse[len("file://") :]) if cat.warehouse.startswith("file://") else None
+    )
+    if db is not None and not db.exists() and warehouse is not None and warehouse.is_dir():
+        if any(warehouse.iterdir()):
+            raise ServiceUnavailable(
+                f"catalog database {db} is missing but the warehouse {warehouse} holds data: "
+                "restore the database (or point catalog.uri at it)"
+            )
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    if warehouse is not None:
+        warehouse.mkdir(parents=True, exist_ok=True)
 
 
 def load_table(catalog: Catalog, ident: str) -> Table:

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer import FlowView, PartitionStats, fair_priority_scheduler, output_sse
-from service.actor import Launcher, LogLauncher, desired_actors
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.errors import IcefloeError, ServiceUnavailable
 from service.events import CommitEvent, CommitEvents, RedisEvents
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.leader import Leader, RedisLeader
+from service.pool import Launcher, LogLauncher, desired_actors
 from service.queue import ActionItem, PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 

@@ -63,10 +63,10 @@ def decide(
     as_json: bool,
 ) -> None:
     """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
-    from service.actor import SubmitLauncher
     from service.catalog import load_catalog
     from service.decider import Decider, StepReport
     from service.metrics import DeciderMetrics, serve
+    from service.pool import SubmitLauncher
     from service.status import counters
 
     _logging()

@@ -190,3 +190,60 @@ def test_bookkeeping_failures_never_stop_the_actor() -> None:
         heartbeat=broken,
     )
     assert actor.run(max_actions=2).done == 2
+
+
+class Flaky:
+    """A queue whose named calls raise ServiceUnavailable ``times`` times (Redis away)."""
+
+    def __init__(self, q: MemoryQueue, failing: str, times: int) -> None:
+        self.q, self.failing, self.left = q, failing, times
+        self.max_attempts = q.max_attempts
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.q, name)
+        if name != self.failing:
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.left > 0:
+                self.left -= 1
+                from service.errors import ServiceUnavailable
+
+                raise ServiceUnavailable(f"redis unreachable during queue {name}")
+            return real(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("outage", [2, 1000])
+def test_an_ack_is_retried_through_a_redis_outage_and_the_action_recorded(outage: int) -> None:
+    q = queue_with(1)
+    clock = Clock()
+    recorded: list[dict[str, Any]] = []
+    flaky = Flaky(q, "ack", outage)
+    actor = Actor(
+        flaky,  # type: ignore[arg-type]
+        lambda item, guard: {"bytes_rewritten": 5},
+        clock=clock,
+        sleep=clock.sleep,
+        recorder=recorded.append,
+        lease_seconds=60,
+    )
+    report = actor.run(max_actions=1)
+    [entry] = recorded
+    assert entry["ok"] and entry["bytes_rewritten"] == 5  # the record is never lost
+    if outage == 2:  # Redis came back within the lease: acked
+        assert (report.done, report.lost, entry["outcome"]) == (1, 0, "done")
+        assert q.depth()["inflight"] == 0
+    else:  # it did not: the lease will expire and the item's retry finds nothing to do
+        assert (report.done, report.lost, entry["outcome"]) == (0, 1, "unacked")
+        assert q.depth()["inflight"] == 1
+
+
+def test_an_actor_waits_out_a_redis_outage_at_dequeue() -> None:
+    q = queue_with(1)
+    clock = Clock()
+    flaky = Flaky(q, "dequeue", 3)
+    actor = Actor(flaky, lambda item, guard: {}, clock=clock, sleep=clock.sleep)  # type: ignore[arg-type]
+    report = actor.run(max_actions=1)
+    assert report.done == 1 and flaky.left == 0

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from optimizer import PartitionStats, stats_from_sizes
-from service.actor import desired_actors
 from service.cli.decider import partition_selector
 from service.config import DeciderSettings
 from service.decider import Decider, estimate
 from service.errors import ServiceUnavailable, UsageError
+from service.pool import desired_actors
 from service.queue import ActionItem
 from tests.conftest import make_config
 
@@ -125,7 +125,7 @@ def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) 
 
 
 def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path) -> None:
-    from service.actor import SubmitLauncher
+    from service.pool import SubmitLauncher
     from service.submit import submit_command_for
 
     cfg = make_config(tmp_path)
