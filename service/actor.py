@@ -147,12 +147,16 @@ class Actor:
         self.intents, self.clean = intents, clean
         self._redis_away = False
 
-    def _sweep(self, item_id: str) -> None:
-        """Delete what earlier attempts of ``item_id`` left behind (never raises)."""
-        if self.intents is not None and self.clean is not None:
-            _best_effort(
-                "clean up after an earlier attempt", sweep, self.intents, self.clean, item_id
-            )
+    def _sweep(self, item_id: str) -> int:
+        """Delete what earlier attempts of ``item_id`` left behind; how many files (never
+        raises: a failed clean-up keeps the record for the next sweep)."""
+        if self.intents is None or self.clean is None:
+            return 0
+        try:
+            return sweep(self.intents, self.clean, item_id)
+        except Exception as e:  # Redis away: the records wait for the next sweep
+            log.warning("could not clean up after an earlier attempt: %s", type(e).__name__)
+            return 0
 
     def _guard(self, lease: Lease) -> WriteGuard:
         if self.intents is None:
@@ -178,7 +182,7 @@ class Actor:
             "actor": self.id,
             "attempt": item.attempts + 1,
         }
-        self._sweep(item.id)
+        entry["orphans_deleted"] = self._sweep(item.id)
         try:
             result = self.runner(item, self._guard(lease))
         except Exception as e:
@@ -190,7 +194,7 @@ class Actor:
             outcome = self._settle(
                 "nack", lambda: self.queue.nack(item.id, lease.token, error, self.clock())
             )
-            self._sweep(item.id)  # this attempt's files (it no longer holds the lease)
+            entry["orphans_deleted"] += self._sweep(item.id)  # this attempt's files
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")
         else:

@@ -322,6 +322,7 @@ class Decider:
         deleted = sweep(self.intents, self._clean)
         if deleted:
             log.info("deleted %d file(s) left by abandoned attempts", deleted)
+            self.stats.count({"orphans_deleted": deleted})
         return deleted
 
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:

@@ -26,6 +26,7 @@ COUNTERS = {
     "bytes_rewritten": "Bytes rewritten by actors",
     "actions_ok": "Actions finished",
     "actions_failed": "Actions failed",
+    "orphans_deleted": "Files of abandoned attempts deleted (never committed)",
 }
 
 

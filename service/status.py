@@ -40,6 +40,8 @@ def record_action(client: Any, keys: Keys, entry: dict[str, Any], cap: int = 200
     pipe.ltrim(keys.recent, 0, cap - 1)
     pipe.hincrby(keys.counters, "actions_ok" if entry.get("ok") else "actions_failed", 1)
     pipe.hincrby(keys.counters, "bytes_rewritten", int(entry.get("bytes_rewritten") or 0))
+    if entry.get("orphans_deleted"):
+        pipe.hincrby(keys.counters, "orphans_deleted", int(entry["orphans_deleted"]))
     pipe.execute()
 
 

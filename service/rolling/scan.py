@@ -119,10 +119,12 @@ def catch_up(
     try:
         if store.target(table_name) not in (None, target):
             raise GapError(f"target changed to {target}")
-        chain = snapshots_since(table, store.last_applied(table_name))
+        # one read: the chain and the first parent must come from the same state (another
+        # leader applying in between would otherwise get its snapshots applied twice)
+        parent = store.last_applied(table_name)
+        chain = snapshots_since(table, parent)
         touched: dict[str, PartitionStats] = {}
         events = applied = 0
-        parent = store.last_applied(table_name)
         for snap_id in chain:
             deltas = snapshot_delta(table, snap_id)
             events += sum(d.events for d in deltas.values())
