@@ -177,12 +177,14 @@ def sweep(intents: Intents, clean: Callable[[Intent], int], item_id: str | None 
     for intent in intents.abandoned(item_id):
         try:
             deleted += clean(intent)
-        except Exception as e:
+        except Exception as e:  # one line: drivers' messages can span many (SQL, parameters)
+            first = (str(e).strip().splitlines() or [""])[0][:300]
             log.warning(
-                "could not clean up after an abandoned attempt of %s: %s: %s",
+                "could not clean up after an abandoned attempt of %s (kept for the next "
+                "sweep): %s: %s",
                 intent.item,
                 type(e).__name__,
-                e,
+                first,
             )
             continue
         intents.forget(intent.token)

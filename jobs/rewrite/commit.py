@@ -19,6 +19,8 @@ from jobs.rewrite.results import GroupResult
 from service.errors import OperationFailed
 
 REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
+STATUS_CHECK_PAUSES = (0.5, 1.0, 2.0)
+"""Pauses between reads of the table after a commit failed with an unclear outcome."""
 
 
 class CommitConflict(OperationFailed):
@@ -61,7 +63,11 @@ class Committer:
 
         A failed commit deletes the new files when Iceberg says they are unreferenced,
         except after a validation conflict with ``discard_on_conflict=False`` (the caller
-        retries them in smaller commits)."""
+        retries them in smaller commits). Any other failure may or may not have committed
+        (a catalog that failed mid-request): the table is read again, as Iceberg's own
+        commit-status check does; a commit found there is a success, one not found has its
+        files deleted, and when the table cannot be read the files are kept (they may be
+        live) and the error says so."""
         rewrite_id = str(uuid.uuid4())
         op = (
             self.table.newRewrite()
@@ -82,14 +88,26 @@ class Committer:
         except Exception as e:
             name = java_class_name(e)
             conflict = name.endswith("ValidationException")
-            if self._cleanable(e) and (discard_on_conflict or not conflict):
-                self.discard(results)
+            kept = ""
+            if self._cleanable(e):
+                if discard_on_conflict or not conflict:
+                    self.discard(results)
+            elif not conflict:
+                landed = self._landed(rewrite_id)
+                if landed is not None:
+                    self.tick("commit", clock)
+                    return landed  # the commit went through after all
+                if self._readable():
+                    self.discard(results)
+                else:
+                    count = sum(len(r.new_paths) for r in results)
+                    kept = f"; the outcome is unknown, so its {count} new file(s) were kept"
             if conflict:
                 raise CommitConflict(
                     f"commit of {self.table_name} conflicts: {java_message(e)}"
                 ) from e
             raise OperationFailed(
-                f"commit of {self.table_name} failed ({name}: {java_message(e)})"
+                f"commit of {self.table_name} failed ({name}: {java_message(e)}){kept}"
             ) from e
         self.tick("commit", clock)
         return self._snapshot_with(rewrite_id)
@@ -100,6 +118,24 @@ class Committer:
             return False
         failure = self.jvm.org.apache.iceberg.exceptions.CleanableFailure._java_lang_class
         return bool(failure.isInstance(java))
+
+    def _landed(self, rewrite_id: str) -> int | None:
+        """The snapshot of ``rewrite_id`` if the table (read again, a few tries) has it."""
+        for pause in STATUS_CHECK_PAUSES:
+            try:
+                return self._snapshot_with(rewrite_id)
+            except OperationFailed:
+                return None  # read, and not there
+            except Exception:  # the catalog is still failing: wait a moment
+                time.sleep(pause)
+        return None
+
+    def _readable(self) -> bool:
+        try:
+            self.table.refresh()
+        except Exception:
+            return False
+        return True
 
     def _snapshot_with(self, rewrite_id: str) -> int:
         self.table.refresh()

@@ -1,0 +1,96 @@
+"""One actor that takes one action and SIGKILLs itself (driver and JVM) at a chosen point.
+
+``python -m tests.faults.kill_actor WARM_CONFIG`` (in its own session: the kill takes the
+whole process group) starts Spark on ``WARM_CONFIG``'s catalog, then reads one line from
+stdin, ``CONFIG POINT``, and runs the actor on ``CONFIG`` (same catalog; its own Redis
+keys and tables). Starting Spark ahead lets the tests warm every point's actor at once.
+
+The wiring is production's (:func:`service.actor.run_actor`: the Redis queue, intents
+under the lease, the orphan cleaner); only the rewrite's collaborators carry the kill
+switch. Points (:data:`POINTS`):
+
+* ``before-write``: the new files were recorded under the lease, none written yet;
+* ``mid-write``: the Arrow engine's files were recorded; the first one is half written;
+* ``spark-written``: Spark's writer wrote every group (under the attempt's prefix: the
+  Arrow engine is made to fail first, so its groups fall back to Spark), not verified;
+* ``before-commit``: every file written and verified, the commit not made;
+* ``after-commit``: the commit made, the queue not acked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+POINTS = ("before-write", "mid-write", "spark-written", "before-commit", "after-commit")
+
+
+def die(point: str) -> None:
+    print(f"kill -9 at {point}", flush=True)
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
+class KillingGuard:
+    """The lease's guard, then a kill after the record that ``point`` names."""
+
+    def __init__(self, inner: Any, point: str) -> None:
+        self.inner, self.point = inner, point
+
+    def before_write(self, paths: Sequence[str], prefixes: Sequence[str]) -> None:
+        self.inner.before_write(paths, prefixes)
+        if self.point == "before-write":
+            die(self.point)
+        if self.point == "mid-write" and paths:
+            with open(paths[0].removeprefix("file:"), "wb") as half:
+                half.write(b"PAR1" + os.urandom(2048))  # a Parquet file cut short
+            die(self.point)
+
+    def before_commit(self) -> None:
+        self.inner.before_commit()
+
+
+def main(warm_config: str) -> None:
+    from jobs.optimize import optimize_table
+    from jobs.rewrite.exact import Collaborators
+    from service.actor import run_actor
+    from service.config import load_config
+    from service.spark import build_spark
+
+    spark = build_spark(load_config(warm_config), app_name="icefloe-kill-actor")
+    print("ready", flush=True)
+    config, point = sys.stdin.readline().split()
+    if point not in POINTS:
+        raise SystemExit(f"unknown point {point!r}; one of {', '.join(POINTS)}")
+    cfg = load_config(config)
+
+    def fail_arrow(*args: Any) -> None:
+        raise RuntimeError("the Arrow engine is off for this attempt")
+
+    def after_spark_wrote(*args: Any) -> Any:
+        die(point)
+
+    def runner(item: Any, guard: Any) -> dict[str, Any]:
+        collaborators = Collaborators(guard=KillingGuard(guard, point))
+        if point == "spark-written":
+            collaborators = Collaborators(
+                guard=guard, write_arrow=fail_arrow, checksums=after_spark_wrote
+            )
+        elif point == "before-commit":
+            collaborators = Collaborators(guard=guard, before_commit=lambda *a: die(point))
+        partitions = [item.partition] if item.partition else None
+        report = optimize_table(
+            spark, cfg, item.table, partitions, item.action, collaborators=collaborators
+        )
+        if point == "after-commit":
+            die(point)
+        return report.to_dict()
+
+    run_actor(cfg, max_actions=1, idle_exit=30, spark=spark, runner=runner)
+    print("the actor finished without being killed", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,139 @@
+"""``kill -9`` of an actor (its Python driver and its JVM) at every point of an action.
+
+A real actor process (:mod:`tests.faults.kill_actor`) takes one merge off the queue and
+kills itself at one point; then its lease runs out, the decider reaps the item (and its
+sweep, or the retry's, deletes the dead attempt's files that no snapshot references), and
+an actor of this process runs the retry. Afterwards, for every point: no row lost or
+duplicated, no unreferenced data file, each partition rewritten exactly once, the queue
+empty and nothing dead-lettered, and no traceback or secret in any output.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobs.orphans import cleaner
+from service.actor import Actor, spark_runner
+from service.decider import Decider
+from service.intents import RedisIntents
+from service.queue import RedisQueue
+from tests.conftest import REPO
+from tests.faults.checks import operations, table_data_files
+from tests.faults.conftest import fault_raw
+from tests.faults.harness import cli_env, make_table
+from tests.faults.kill_actor import POINTS
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.redis]
+
+# which clean-up runs first after the kill: the decider's sweep (right after it reaps the
+# item) or, with the decider's sweep off, the retry's own (before it runs the action)
+CLEANED_BY = {
+    "before-write": "retry",
+    "mid-write": "reaper",
+    "spark-written": "reaper",
+    "before-commit": "retry",
+    "after-commit": "reaper",
+}
+
+
+@pytest.fixture(scope="module")
+def warm_actors(
+    lake_home: Path, redis_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[subprocess.Popen[str]]]:
+    """One killing actor per point, all started at once (Spark up, waiting for a config):
+    a JVM's start-up is most of a kill test's time, and this way they overlap."""
+    config = tmp_path_factory.mktemp("warm") / "icefloe.yaml"
+    config.write_text(yaml.safe_dump(fault_raw(lake_home, redis_session, "warm")))
+    pool = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.kill_actor", str(config)],
+            cwd=REPO,
+            env=cli_env(config),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in POINTS
+    ]
+    yield pool
+    for proc in pool:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def killed_actor(pool: list[subprocess.Popen[str]], config: Path, point: str) -> str:
+    """Give a warm actor ``config`` and ``point``; its whole output once it was killed."""
+    proc = pool.pop()
+    out, _ = proc.communicate(f"{config} {point}\n", timeout=300)
+    assert proc.returncode == -9, f"the actor was not killed at {point}:\n{out[-3000:]}"
+    assert f"kill -9 at {point}" in out
+    return out
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
+    point: str, fault_env: Any, ledger: Any, spark: Any, warm_actors: Any
+) -> None:
+    env = fault_env
+    name = f"{env.namespace}.kill"
+    table = make_table(env.catalog, name)
+    before = ledger.contents(table)
+    files_before = table_data_files(table)
+    client = env.client()
+    queue = RedisQueue(client, env.keys, env.cfg.decider.max_attempts)
+    intents = RedisIntents(client, env.keys)
+    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider.step(dispatch_all=True)
+    assert sum(queue.depth().values()) == 2  # a merge of each of the two days
+
+    ledger.clean(killed_actor(warm_actors, env.config_path, point))
+    ledger.fault(f"actor kill -9 at {point}")
+    [dead] = queue.inflight()  # its lease is still running: no one acked, no one nacked
+    [intent] = intents.all()
+    assert intent.item == dead.item.id  # what it was about to write is on record
+    left = table_data_files(env.catalog.load_table(name)) - files_before
+    if point == "before-write":
+        assert not left
+    else:  # written files (committed ones too, after the commit): the test proves something
+        assert left, f"the kill at {point} left no file"
+    if point == "spark-written":  # Spark's writer names files itself: found by prefix
+        assert all(p.split("/data/", 1)[1].startswith("icefloe-") for p in left), left
+
+    time.sleep(env.cfg.decider.lease_seconds + 0.5)  # the dead actor's lease runs out
+    if CLEANED_BY[point] == "retry":
+        decider.intents = None  # the decider reaps, but the retry must clean up itself
+    report = decider.step(dispatch_all=True)
+    assert report.reaped == 1
+    if CLEANED_BY[point] == "reaper":
+        assert intents.all() == []  # swept at once
+        deleted = report.orphans_deleted
+        assert deleted == (0 if point == "after-commit" else len(left)), (deleted, left)
+
+    actor = Actor(
+        queue,
+        spark_runner(env.cfg, spark),
+        lease_seconds=env.cfg.decider.lease_seconds,
+        intents=intents,
+        clean=cleaner(env.catalog),
+    )
+    done = actor.run(idle_exit=0.5)
+    assert done.failed == 0 and done.done == 2  # the killed item's retry and the other day
+
+    table = env.catalog.load_table(name)
+    ledger.assert_intact(table, before)
+    assert operations(table).count("replace") == 2  # each day merged exactly once
+    assert sum(queue.depth().values()) == 0 and not queue.dead()
+    assert intents.all() == []
