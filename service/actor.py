@@ -17,6 +17,7 @@ while the lease would hold. The pool's size and launchers: :mod:`service.pool`.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -214,22 +215,37 @@ class Actor:
             finished_at=self.clock(),
             renewals=renewer.renewals,
         )
-        _best_effort("record the action", self.recorder, entry)
+        recorded = self._settle(
+            "record the action",
+            lambda: self.recorder(entry) or True,
+            errors=(Exception,),  # the recorder talks to Redis directly (its own errors)
+            then="it is not in the recent actions",
+        )
+        if recorded is None:
+            log.info("unrecorded action: %s", json.dumps(entry, sort_keys=True, default=str))
 
-    def _settle(self, what: str, call: Callable[[], Any]) -> Any:
-        """Ack or nack through a Redis outage: retried with back-off while the lease would
-        still hold; None when Redis stayed away (the lease then expires, and the item comes
-        back: after an ack, its retry finds the work done)."""
+    def _settle(
+        self,
+        what: str,
+        call: Callable[[], Any],
+        errors: tuple[type[Exception], ...] = (ServiceUnavailable,),
+        then: str = "the item returns after its lease",
+    ) -> Any:
+        """Ack, nack or record through a Redis outage: retried with back-off while the
+        lease would still hold; None when Redis stayed away (after an ack or a nack the
+        lease then expires and the item comes back: after an ack, its retry finds the work
+        done)."""
         give_up = self.clock() + self.lease_seconds
         delay = min(1.0, self.lease_seconds / 10)
         while True:
             try:
                 return call()
-            except ServiceUnavailable as e:
+            except errors as e:
+                reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 if self.clock() + delay > give_up:
-                    log.error("could not %s: %s; the item returns after its lease", what, e)
+                    log.error("could not %s (%s); %s", what, reason, then)
                     return None
-                log.warning("could not %s (%s); retrying in %.1f s", what, e, delay)
+                log.warning("could not %s (%s); retrying in %.1f s", what, reason, delay)
                 self.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
