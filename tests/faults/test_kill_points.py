@@ -46,37 +46,60 @@ CLEANED_BY = {
 }
 
 
+class WarmActors:
+    """Killing actors started ahead (Spark up, waiting for a config): a JVM's start-up is
+    most of a kill test's time. Two are kept warming, so the next test's actor starts
+    while this one runs, without five JVMs fighting over two cores at once."""
+
+    AHEAD = 2
+
+    def __init__(self, config: Path, wanted: int) -> None:
+        self.config, self.left = config, wanted
+        self.warming: list[subprocess.Popen[str]] = []
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self.left > len(self.warming) and len(self.warming) < self.AHEAD:
+            self.warming.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "tests.faults.kill_actor", str(self.config)],
+                    cwd=REPO,
+                    env=cli_env(self.config),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
+
+    def take(self) -> subprocess.Popen[str]:
+        proc = self.warming.pop(0)
+        self.left -= 1
+        self._top_up()
+        return proc
+
+    def close(self) -> None:
+        for proc in self.warming:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 @pytest.fixture(scope="module")
 def warm_actors(
     lake_home: Path, redis_session: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[list[subprocess.Popen[str]]]:
-    """One killing actor per point, all started at once (Spark up, waiting for a config):
-    a JVM's start-up is most of a kill test's time, and this way they overlap."""
+) -> Iterator[WarmActors]:
     config = tmp_path_factory.mktemp("warm") / "icefloe.yaml"
     config.write_text(yaml.safe_dump(fault_raw(lake_home, redis_session, "warm")))
-    pool = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.faults.kill_actor", str(config)],
-            cwd=REPO,
-            env=cli_env(config),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        for _ in POINTS
-    ]
+    pool = WarmActors(config, len(POINTS))
     yield pool
-    for proc in pool:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    pool.close()
 
 
-def killed_actor(pool: list[subprocess.Popen[str]], config: Path, point: str) -> str:
+def killed_actor(pool: WarmActors, config: Path, point: str) -> str:
     """Give a warm actor ``config`` and ``point``; its whole output once it was killed."""
-    proc = pool.pop()
+    proc = pool.take()
     out, _ = proc.communicate(f"{config} {point}\n", timeout=300)
     assert proc.returncode == -9, f"the actor was not killed at {point}:\n{out[-3000:]}"
     assert f"kill -9 at {point}" in out
@@ -87,7 +110,7 @@ def killed_actor(pool: list[subprocess.Popen[str]], config: Path, point: str) ->
 def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
     point: str, fault_env: Any, ledger: Any, spark: Any, warm_actors: Any
 ) -> None:
-    env = fault_env
+    env = fault_env.with_decider(lease_seconds=2)  # the dead lease runs out sooner
     name = f"{env.namespace}.kill"
     table = make_table(env.catalog, name)
     before = ledger.contents(table)
