@@ -18,7 +18,10 @@ rewrite runners (``SparkBinPackFileRewriteRunner``: staged scan tasks, then ``Re
    snapshot (:mod:`jobs.rewrite.commit`).
 
 Files written by a rewrite that does not commit are deleted at once through the table's
-FileIO, never left for orphan cleanup (:mod:`jobs.rewrite.cleanup`).
+FileIO, never left for orphan cleanup (:mod:`jobs.rewrite.cleanup`). For a rewrite that
+dies before it can, the ``guard`` (an actor's lease, :mod:`jobs.rewrite.guard`) is told
+every new file before it is written: the Arrow engine's by name, Spark's writer's by the
+one prefix it writes this rewrite's files under (:func:`jobs.rewrite.locations.attempt_table`).
 """
 
 from __future__ import annotations
