@@ -16,12 +16,14 @@ import click
 
 from service.cli.common import Context, FiniteFloat, emit, pass_ctx
 from service.config import ACTIONS, DeciderSettings, parse_table_identifier
-from service.errors import UsageError
+from service.errors import ServiceUnavailable, UsageError
 from service.keys import Keys
 from service.queue import open_queue
 from service.redact import scrub_logs
-from service.redis_client import connect, connect_retrying
+from service.redis_client import connect, connect_retrying, translated
 from service.tablestats import key_value
+
+log = logging.getLogger("icefloe.decider")
 
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
 
@@ -94,14 +96,15 @@ def decide(
         serve(metrics, metrics_port)
 
     def on_step(report: StepReport) -> None:
-        depth = decider.queue.depth()
-        metrics.update(
-            counters(client, decider.k),
-            depth,
-            decider.events.lag(),
-            decider.live_actors(time.time()),
-            report.leader,
-        )
+        with translated("decider metrics"):  # Redis gone after the step: the loop backs off
+            depth = decider.queue.depth()
+            metrics.update(
+                counters(client, decider.k),
+                depth,
+                decider.events.lag(),
+                decider.live_actors(time.time()),
+                report.leader,
+            )
         if once:
             data = step_data(report, depth)
             emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))
@@ -109,7 +112,10 @@ def decide(
     try:
         decider.run(once=once, on_step=on_step)
     finally:  # --once too: the next decider (or the next --once) leads at once
-        decider.leader.release()
+        try:
+            decider.leader.release()
+        except ServiceUnavailable as e:  # never over the loop's own error; it expires
+            log.warning("could not hand the leader lease back: %s", e)
 
 
 def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
