@@ -112,10 +112,15 @@ def decide(
     try:
         decider.run(once=once, on_step=on_step)
     finally:  # --once too: the next decider (or the next --once) leads at once
-        try:
-            decider.leader.release()
-        except ServiceUnavailable as e:  # never over the loop's own error; it expires
-            log.warning("could not hand the leader lease back: %s", e)
+        _hand_back(decider)
+
+
+def _hand_back(decider: Any) -> None:
+    """Release the leader lease; never raised over the loop's own error (it expires)."""
+    try:
+        decider.leader.release()
+    except ServiceUnavailable as e:
+        log.warning("could not hand the leader lease back: %s", e)
 
 
 def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
