@@ -12,6 +12,7 @@ from service.actor import Actor, LeaseLost
 from service.intents import Intent, Intents, MemoryIntents, sweep
 from service.queue import ActionItem, PriorityQueue
 from service.queue.memory import MemoryQueue
+from tests.unit.service.test_actor import Clock
 
 pytestmark = [pytest.mark.unit]
 
@@ -82,17 +83,6 @@ class TestMemoryIntents(IntentsContract):
 
 
 # ---- the actor with intents -------------------------------------------------------------
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def actor_setup(runner: Any) -> tuple[MemoryQueue, MemoryIntents, Actor, list[Intent]]:
