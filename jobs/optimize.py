@@ -371,10 +371,9 @@ def _suite(rewrite: ExactRewrite, results: list[GroupResult], like: DataFrame) -
     total = Checksum()
     for r in results:
         total = total + r.input
-    paths = [p for r in results for p in r.new_paths]
-    if not paths:
+    if not any(r.new_paths for r in results):
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
-    written = conform(rewrite.read_files(paths, like), like)
+    written = conform(rewrite.read_new(results, like), like)
     result = rewrite.collaborators.run_suite(written, total.rows, total.null_free_columns())
     if not result.success:
         rewrite.discard(results)

@@ -32,6 +32,7 @@ __all__ = [
     "in_process_master",
     "local_jars",
     "python_workers_env",
+    "register_catalog",
     "spark_conf",
     "under_spark_submit",
 ]
@@ -113,6 +114,14 @@ def build_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def register_catalog(spark: SparkSession, cfg: Config) -> None:
+    """Register ``cfg``'s catalog on a running session (a catalog is instantiated on its
+    first use, so this works for a name the session has not used yet): one session can
+    then work on several catalogs, e.g. one per backend."""
+    for key, value in spark_catalog_conf(cfg.catalog).items():
+        spark.conf.set(key, value)
 
 
 def activate(spark: SparkSession) -> None:

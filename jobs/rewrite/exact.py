@@ -156,8 +156,12 @@ class ExactRewrite:
         """Position delete files that reference only files among ``paths``."""
         return self.scan.dangling_deletes(paths)
 
+    def read_new(self, results: Sequence[GroupResult], like: DataFrame | None = None) -> DataFrame:
+        """Every row of the groups' new files (:meth:`SparkEngine.read_new`)."""
+        return self.spark_engine.read_new(results, like)[0]
+
     def read_files(self, paths: Sequence[str], like: DataFrame | None = None) -> DataFrame:
-        """A plain read of new data files (:meth:`SparkEngine.read_files`)."""
+        """A plain read of local data files (:meth:`SparkEngine.read_files`)."""
         return self.spark_engine.read_files(paths, like)
 
     # ---------------------------------------------------------------- the run

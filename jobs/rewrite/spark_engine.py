@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,7 +32,7 @@ from jobs.verify import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
 """How the output's checksums are taken (:func:`jobs.verify.checksums_by_key`)."""
@@ -167,14 +168,56 @@ class SparkEngine:
         owner = {p.rsplit("/", 1)[-1]: r.group_id for r in results for p in r.new_paths}
         if not owner:
             return {}
-        paths = [p for r in results for p in r.new_paths]
         mapping = F.create_map(*[F.lit(x) for kv in owner.items() for x in kv])
-        written = self.read_files(paths, like)
-        named = written.withColumn(KEY, mapping[F.col("_metadata.file_name")])
+        written, file_name = self.read_new(results, like)
+        named = written.withColumn(KEY, mapping[file_name])
         return self.checksums(conform(named, like, keep=(KEY,)), like.columns)
 
+    def read_new(
+        self,
+        results: Sequence[GroupResult],
+        like: DataFrame | None = None,
+        through_table: bool | None = None,
+    ) -> tuple[DataFrame, Column]:
+        """Every row of the groups' new (uncommitted) files, and the column that names each
+        row's file (its last path segment).
+
+        Local files get a plain Parquet read (:meth:`read_files`). Files on object storage
+        are read by Iceberg's Spark reader, through the table's FileIO, as a staged scan of
+        the new ``DataFile`` objects: Spark's own file sources know only Hadoop file
+        systems, which need not reach the table's storage. ``through_table`` forces
+        either way (None: by the paths)."""
+        from pyspark.sql import functions as F
+
+        paths = [p for r in results for p in r.new_paths]
+        if through_table is None:
+            through_table = not all(local_path(p) is not None for p in paths)
+        if not through_table:
+            return self.read_files(paths, like), F.col("_metadata.file_name")
+        set_id = self._stage_new([f for r in results for f in r.new_files])
+        read = self.spark.read.format("iceberg").option("file-open-cost", "0").load(set_id)
+        return read.select("*", "_file"), F.substring_index(F.col("_file"), "/", -1)
+
+    def _stage_new(self, files: Sequence[Any]) -> str:
+        """Stage a scan of uncommitted Java ``DataFile``s (no deletes); its set id."""
+        iceberg = self.jvm.org.apache.iceberg
+        schema = str(iceberg.SchemaParser.toJson(self.table.schema()))
+        no_deletes = self.gateway.new_array(iceberg.DeleteFile, 0)
+        always = iceberg.expressions.Expressions.alwaysTrue()
+        tasks = self.jvm.java.util.ArrayList()
+        for data_file in files:
+            spec = self.table.specs().get(data_file.specId())
+            residual = iceberg.expressions.ResidualEvaluator.of(spec, always, True)
+            spec_json = str(iceberg.PartitionSpecParser.toJson(spec))
+            tasks.add(iceberg.BaseFileScanTask(data_file, no_deletes, schema, spec_json, residual))
+        set_id = f"icefloe-new-{uuid.uuid4()}"
+        self._table_cache().add(set_id, self.table)
+        iceberg.spark.ScanTaskSetManager.get().stageTasks(self.table, set_id, tasks)
+        self._staged.add(set_id)
+        return set_id
+
     def read_files(self, paths: Sequence[str], like: DataFrame | None = None) -> DataFrame:
-        """A plain read of new data files (no Iceberg metadata: they are not committed).
+        """A plain read of new local data files (no Iceberg metadata: they are not committed).
 
         ``like``: a DataFrame of the table (the staged read of a group). When every column
         of the table is of a primitive type that Spark's Parquet reader reads as Iceberg's
@@ -183,14 +226,12 @@ class SparkEngine:
         cast to ``like``'s types, :func:`jobs.verify.conform`).
 
         Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
-        Spark job of one task per path, ~1 s for a few hundred files on two cores; local
-        files are listed on the driver instead, in milliseconds. Paths on remote storage
-        keep the parallel listing (there each look is a request)."""
+        Spark job of one task per path, ~1 s for a few hundred files on two cores; they are
+        listed on the driver instead, in milliseconds. Files on object storage:
+        :meth:`read_new`."""
         reader = self.spark.read.format(self.file_format)
         if like is not None and self.plain_columns():
             reader = reader.schema(like.schema)
-        if not all(local_path(p) is not None for p in paths):
-            return reader.load(list(paths))
         with _LISTING:
             conf = self.spark.conf
             before = conf.get(LISTING_THRESHOLD, None)

@@ -15,9 +15,12 @@ from service.config.fields import ACTIONS, CATALOG_TYPES, ENGINES, MAINTENANCE_A
 from service.config.identifiers import NAMESPACE_RE, TABLE_RE, parse_table_identifier
 from service.config.load import (
     ENV_PREFIX,
+    PROFILES,
     apply_env,
+    apply_profile,
     build_config,
     config_path,
+    dev_root,
     load_config,
     read_config_file,
 )
@@ -45,6 +48,7 @@ __all__ = [
     "ENV_PREFIX",
     "MAINTENANCE_ACTIONS",
     "NAMESPACE_RE",
+    "PROFILES",
     "PROJECT_ROOT",
     "TABLE_RE",
     "Action",
@@ -57,8 +61,10 @@ __all__ = [
     "SparkConfig",
     "TablePolicy",
     "apply_env",
+    "apply_profile",
     "build_config",
     "config_path",
+    "dev_root",
     "load_config",
     "parse_table_identifier",
     "read_config_file",

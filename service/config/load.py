@@ -3,7 +3,10 @@
 Sources, later wins:
 1. the defaults of :mod:`service.config.model`;
 2. the YAML file: ``--config PATH``, else ``$ICEFLOE_CONFIG``, else ``conf/icefloe.yaml``;
-3. ``ICEFLOE_<SECTION>__<KEY>`` environment variables (values parsed as YAML scalars), e.g.
+3. with ``$ICEFLOE_PROFILE`` (``postgres``, ``rest-s3``; ``embedded`` is the file alone), the
+   overlay that ``icefloe dev up --profile NAME`` wrote for its local services
+   (``.dev/NAME/icefloe.yaml``, or under ``$ICEFLOE_DEV_ROOT``): their catalog section;
+4. ``ICEFLOE_<SECTION>__<KEY>`` environment variables (values parsed as YAML scalars), e.g.
    ``ICEFLOE_REDIS__URL=rediss://:secret@host:6380/0`` or
    ``ICEFLOE_DEFAULTS__TARGET_FILE_SIZE_BYTES=268435456``.
 
@@ -35,6 +38,8 @@ from service.errors import ConfigError
 from service.redact import register_secrets
 
 ENV_PREFIX = "ICEFLOE_"
+PROFILES = ("embedded", "postgres", "rest-s3")
+"""The backend profiles ``icefloe dev`` runs locally (:mod:`service.ops.dev`)."""
 
 
 def _resolve_paths(cfg: Config, home: Path) -> Config:
@@ -85,6 +90,37 @@ def apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
             node[path[-1]] = value
 
 
+def dev_root(env: Mapping[str, str]) -> Path:
+    """Where ``icefloe dev`` keeps its services' data, state and overlays."""
+    return Path(env.get("ICEFLOE_DEV_ROOT") or PROJECT_ROOT / ".dev")
+
+
+def apply_profile(raw: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Merge the ``$ICEFLOE_PROFILE`` overlay into ``raw`` (in place; the overlay wins)."""
+    profile = env.get("ICEFLOE_PROFILE", "").strip()
+    if not profile or profile == "embedded":
+        return
+    if profile not in PROFILES:
+        raise ConfigError(
+            f"ICEFLOE_PROFILE {profile!r} is not a profile: choose one of {', '.join(PROFILES)}"
+        )
+    overlay = dev_root(env) / profile / "icefloe.yaml"
+    if not overlay.is_file():
+        raise ConfigError(
+            f"ICEFLOE_PROFILE {profile!r}: its services are not set up ({overlay} is missing); "
+            f"run `icefloe dev up --profile {profile}`"
+        )
+    _merge(raw, read_config_file(overlay))
+
+
+def _merge(into: dict[str, Any], overlay: Mapping[str, Any]) -> None:
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 def config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
     if path:
         return Path(path)
@@ -123,6 +159,7 @@ def load_config(
     env = os.environ if env is None else env
     file = config_path(path, env)
     raw = read_config_file(file)
+    apply_profile(raw, env)
     apply_env(raw, env)
     cfg = build_config(raw, source=str(file), home=home_of(file))
     register_secrets(cfg.secret_values())  # scrubbed from every error and log line

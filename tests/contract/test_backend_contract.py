@@ -1,0 +1,214 @@
+"""The backend contract: what icefloe promises holds on every backend profile.
+
+Each test runs once per profile (``embedded``, ``postgres``, ``rest-s3``; see conftest)
+and ends with :func:`tests.contract.checks.assert_intact`: every row kept (count and a
+content digest), no file in storage (the bucket, on S3) that no snapshot references, and
+no referenced file missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType
+
+from jobs.optimize import optimize_table
+from jobs.rewrite.exact import Collaborators
+from jobs.verify import Checksum, checksums_by_key
+from service.actor import run_actor
+from service.catalog import spark_table_name
+from service.decider import Decider
+from service.errors import OperationFailed
+from service.rolling import full_stats
+from tests.contract.checks import Contents, assert_intact, table_contents
+
+pytestmark = [pytest.mark.contract, pytest.mark.spark, pytest.mark.integration]
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "day", StringType(), required=False),
+    NestedField(3, "payload", StringType(), required=False),
+)
+SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "day"))
+DAYS = ("d0", "d1")
+
+
+def rows(start: int, n: int, days: tuple[str, ...] = DAYS) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "day": pa.array([days[i % len(days)] for i in ids], pa.string()),
+            "payload": pa.array([f"payload-{i:08d}" * 4 for i in ids], pa.string()),
+        }
+    )
+
+
+def small_files_table(backend: Any, name: str, commits: int = 3) -> Any:
+    """A table of ``commits`` small files per day, appended by PyIceberg."""
+    table = backend.catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
+    for c in range(commits):
+        table.append(rows(c * 40, 40))
+    return backend.catalog.load_table(name)
+
+
+def operations(table: Any) -> list[str]:
+    return [s.summary.operation.value for s in table.snapshots()]
+
+
+def test_optimize_a_table_with_deletes_and_an_evolved_schema(backend: Any, spark: Any) -> None:
+    cfg = backend.cfg
+    name = f"{backend.namespace()}.events"
+    fq = spark_table_name(cfg, name)
+    spark.sql(
+        f"CREATE TABLE {fq} (id BIGINT, day STRING, payload STRING) USING iceberg "
+        "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2', "
+        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
+    )
+    for c in range(3):
+        spark.createDataFrame(rows(c * 40, 40).to_pandas()).writeTo(fq).append()
+    spark.sql(f"ALTER TABLE {fq} ADD COLUMN score DOUBLE")
+    spark.sql(f"ALTER TABLE {fq} RENAME COLUMN payload TO body")
+    for c in range(3, 5):
+        frame = rows(c * 40, 40).to_pandas().rename(columns={"payload": "body"})
+        frame["score"] = frame["id"] * 0.5
+        spark.createDataFrame(frame).writeTo(fq).append()
+    spark.sql(f"DELETE FROM {fq} WHERE id % 7 = 0")
+    table = backend.catalog.load_table(name)
+    assert any(
+        e.data_file.content.name == "POSITION_DELETES"
+        for m in table.current_snapshot().manifests(table.io)
+        for e in m.fetch_manifest_entry(table.io)
+    ), "the DELETE should write position delete files"
+    before = table_contents(table)
+
+    report = optimize_table(spark, cfg, name, tolerance=0)
+
+    assert report.partitions_rewritten == len(DAYS) and report.partitions_failed == 0
+    table = backend.catalog.load_table(name)
+    assert operations(table)[-1] == "replace"
+    assert len(table.inspect.files()) == len(DAYS)  # one data file per day, no deletes left
+    assert_intact(table, before)
+
+
+def test_the_decider_and_two_actors(backend: Any, spark: Any, redis_client: Any) -> None:
+    ns = backend.namespace()
+    cfg = backend.with_managed(ns)
+    name = f"{ns}.events"
+    table = small_files_table(backend, name)
+    before = table_contents(table)
+    decider = Decider(cfg, redis_client, backend.catalog, cfg.decider)
+    report = decider.step(block_ms=None, dispatch_all=True)
+    assert report.enqueued == len(DAYS) and report.dispatched == len(DAYS)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(run_actor, cfg, None, 1.0, spark) for _ in range(2)]
+        reports = [r.result(timeout=600) for r in runs]
+
+    assert sum(r.done for r in reports) == len(DAYS), reports
+    assert all(r.failed == 0 and r.lost == 0 for r in reports), reports
+    table = backend.catalog.load_table(name)
+    assert operations(table).count("replace") == len(DAYS)  # each action committed once
+    step = decider.step(block_ms=None)
+    assert step.enqueued == 0
+    assert decider.stats.partitions(name) == full_stats(table, cfg.policy_for(name).target)
+    assert_intact(table, before)
+
+
+def test_a_concurrent_append_and_a_concurrent_delete_during_rewrites(
+    backend: Any, spark: Any
+) -> None:
+    cfg = backend.cfg
+    name = f"{backend.namespace()}.events"
+    table = small_files_table(backend, name)
+    expected = table_contents(table)
+    appended: list[pa.Table] = []
+
+    def append_once(rewrite: Any, results: Any) -> None:
+        if not appended:  # a streaming writer's commit lands right before ours
+            appended.append(rows(5000, 20))
+            backend.catalog.load_table(name).append(appended[0])
+
+    report = optimize_table(
+        spark, cfg, name, collaborators=Collaborators(before_commit=append_once)
+    )
+    assert appended and report.partitions_rewritten == len(DAYS)
+    expected = expected + Contents.of_arrow(appended[0])
+    assert_intact(backend.catalog.load_table(name), expected)
+
+    for c in range(2):  # small files again, then a delete of a row in a replaced file
+        backend.catalog.load_table(name).append(rows(6000 + c * 10, 10))
+    deleted: list[int] = []
+
+    def delete_once(rewrite: Any, results: Any) -> None:
+        if not deleted:
+            deleted.append(6000)
+            spark.sql(f"DELETE FROM {spark_table_name(cfg, name)} WHERE id = 6000")
+
+    table = backend.catalog.load_table(name)
+    gone = Contents.of_rows(r for r in table.scan().to_arrow().to_pylist() if r["id"] == 6000)
+    report = optimize_table(
+        spark, cfg, name, collaborators=Collaborators(before_commit=delete_once)
+    )
+    assert deleted and report.partitions_failed == 0
+    expected = Contents(expected.rows + 20 - gone.rows, 0)
+    table = backend.catalog.load_table(name)
+    after = table_contents(table)
+    assert after.rows == expected.rows
+    assert 6000 not in table.scan().to_arrow().column("id").to_pylist()
+    assert_intact(table, after)
+
+
+def test_a_rejected_rewrite_is_cleaned_up(backend: Any, spark: Any) -> None:
+    cfg = dataclasses.replace(
+        backend.cfg, defaults=dataclasses.replace(backend.cfg.defaults, engine="spark")
+    )
+    name = f"{backend.namespace()}.events"
+    table = small_files_table(backend, name)
+    before, snapshot = table_contents(table), table.current_snapshot().snapshot_id
+
+    def one_row_short(df: Any, columns: Any) -> dict[str, Checksum]:
+        sums = checksums_by_key(df, columns)
+        return {k: Checksum(v.rows - 1, v.checksum, v.non_null) for k, v in sums.items()}
+
+    with pytest.raises(OperationFailed, match="verification failed"):
+        optimize_table(spark, cfg, name, collaborators=Collaborators(checksums=one_row_short))
+    table = backend.catalog.load_table(name)
+    assert table.current_snapshot().snapshot_id == snapshot
+    assert_intact(table, before)  # the written files are gone from storage
+
+
+def test_skew_detect_stores_its_report(backend: Any, spark: Any) -> None:
+    from jobs.skew import detect
+
+    cfg = backend.cfg
+    ns = backend.namespace()
+    facts, dims = f"{ns}.facts", f"{ns}.dims"
+    keys = [7] * 400 + [k % 50 for k in range(600)]
+    spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "k int, v int").writeTo(
+        spark_table_name(cfg, facts)
+    ).create()
+    spark.createDataFrame([(k, k) for k in range(50)], "k int, w int").writeTo(
+        spark_table_name(cfg, dims)
+    ).create()
+    before = table_contents(backend.catalog.load_table(facts))
+
+    report = detect.detect_table(
+        spark, cfg, backend.catalog, facts, ["k"], dims, "k", reports_namespace=ns
+    )
+
+    assert report["rows"] == len(keys) and not report["cached"]
+    assert report["keys"]["k"]["hot_keys"][0]["key"] == 7
+    again = detect.detect_table(
+        spark, cfg, backend.catalog, facts, ["k"], dims, "k", reports_namespace=ns
+    )
+    assert again["cached"] and again["keys"] == report["keys"]
+    assert detect.stored_hot_keys(backend.catalog, facts, "k", ns)[0] == 7
+    assert_intact(backend.catalog.load_table(facts), before)
