@@ -4,7 +4,10 @@
 bootstrap:
 	@scripts/bootstrap.sh
 
+# ICEFLOE_PROFILE=postgres|rest-s3 make demo: the same demo on that backend's local services
 demo: bootstrap
+	@if [ -n "$$ICEFLOE_PROFILE" ] && [ "$$ICEFLOE_PROFILE" != embedded ]; then \
+	  .venv/bin/icefloe dev up --profile "$$ICEFLOE_PROFILE"; fi
 	@.venv/bin/icefloe demo
 
 test: bootstrap

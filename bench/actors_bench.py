@@ -6,6 +6,7 @@
                                            [--mild 2] [--healthy 2] [--files 20]
                                            [--small 0.02,0.15] [--late-share 0]
                                            [--target-kb 1024] [--repeats 3]
+                                           [--profile embedded|postgres|rest-s3]
 
 Two warehouse shapes, each of ``--tables`` tables:
 
@@ -41,6 +42,11 @@ files, one group after another, compressed with the table's codec so that both w
 same kind of file (no verification, no commit); the figure against pyarrow's default
 (snappy) is printed beside it.
 
+``--profile``: the backend the tables live on (``icefloe dev``'s profiles; the bench starts
+that profile's local services in its own temporary root on free ports and stops them at
+the end): ``rest-s3`` puts every copy in an S3 bucket behind Iceberg's REST catalog, and
+both tools read and write there.
+
 Figures are medians over ``--repeats``. The last line is the machine-readable summary:
 ``*_bytes_*`` = bytes rewritten, ``*_files_*`` = data files rewritten (replaced),
 ``*_mse_*`` = mean partition MSE after; each icefloe / iceberg.
@@ -66,15 +72,18 @@ import pyarrow.parquet as pq  # noqa: E402
 from jobs.optimize import optimize_table, plan_table  # noqa: E402
 from optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
 from service.catalog import load_catalog  # noqa: E402
-from service.config import Config, build_config  # noqa: E402
+from service.config import PROFILES, Config, build_config  # noqa: E402
+from service.ops import dev  # noqa: E402
 from service.spark import build_spark  # noqa: E402
 from service.tablestats import current_partitions  # noqa: E402
 
 
-def bench_config(home: Path, target: int) -> Config:
+def bench_config(home: Path, target: int, catalog: dict[str, Any] | None = None) -> Config:
+    """The bench's config; ``catalog``: a profile's catalog section (None: embedded)."""
     return build_config(
         {
-            "catalog": {
+            "catalog": catalog
+            or {
                 "uri": f"sqlite:///{home}/catalog.db",
                 "warehouse": f"file://{home}/warehouse",
             },
@@ -248,15 +257,22 @@ def measure(catalog: Any, ident: str, target: int, start_snapshot: int) -> dict[
     }
 
 
-def pyarrow_rewrite(groups: list[list[str]], out_dir: Path, codec: str) -> tuple[int, float]:
-    """Raw read + write of the same file groups, one after another, compressed with
-    ``codec`` (the table's, so the files written are the same kind): bytes in, seconds."""
+def pyarrow_rewrite(
+    io: Any, groups: list[list[str]], out_dir: Path, codec: str
+) -> tuple[int, float]:
+    """Raw read (through the table's FileIO ``io``: local disk or the bucket) + local write
+    of the same file groups, one after another, compressed with ``codec`` (the table's, so
+    the files written are the same kind): bytes in, seconds."""
     out_dir.mkdir(parents=True, exist_ok=True)
     total, started = 0, time.perf_counter()
     for i, group in enumerate(groups):
-        paths = [p.removeprefix("file:").removeprefix("//") for p in group]
-        total += sum(Path(p).stat().st_size for p in paths)
-        merged = pa.concat_tables([pq.read_table(p) for p in paths])
+        tables = []
+        for path in group:
+            with io.new_input(path).open() as f:
+                data = f.read()
+            total += len(data)
+            tables.append(pq.read_table(pa.BufferReader(data)))
+        merged = pa.concat_tables(tables)
         pq.write_table(merged, out_dir / f"{codec}_{i}.parquet", compression=codec)
     return total, time.perf_counter() - started
 
@@ -311,7 +327,7 @@ def one_round(
         for ident in idents:
             if name == "iceberg":
                 spark.sql(
-                    f"CALL lake.system.rewrite_data_files(table => '{ident}', "
+                    f"CALL {cfg.catalog.name}.system.rewrite_data_files(table => '{ident}', "
                     f"options => map('target-file-size-bytes', '{target}'))"
                 ).collect()
             else:
@@ -326,9 +342,10 @@ def one_round(
             "wall": wall,
         }
         if name == "t0":
-            codec = table_codec(catalog.load_table(idents[0]))
-            in_bytes, secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", codec)
-            _, snappy_secs = pyarrow_rewrite(groups, work / f"pyarrow_{r}", "snappy")
+            first = catalog.load_table(idents[0])
+            codec, io = table_codec(first), first.io
+            in_bytes, secs = pyarrow_rewrite(io, groups, work / f"pyarrow_{r}", codec)
+            _, snappy_secs = pyarrow_rewrite(io, groups, work / f"pyarrow_{r}", "snappy")
             runs[name]["throughput"] = after["bytes_rewritten"] / wall if wall else 0.0
             runs["pyarrow"] = {
                 "throughput": in_bytes / secs if secs else 0.0,
@@ -408,20 +425,28 @@ def main() -> None:
     )
     parser.add_argument("--target-kb", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", choices=PROFILES, default="embedded")
     args = parser.parse_args()
     if args.tables < 1 or not 0 <= args.late_share < 1 or (args.late_share and not args.healthy):
         parser.error("need --tables >= 1, 0 <= --late-share < 1, and --healthy >= 1 for late data")
     if args.scale <= 0 or args.per_shape < 1:
         parser.error("need --scale > 0 and --per-shape >= 1")
     home = Path(tempfile.mkdtemp(prefix="icefloe-actors-bench-"))
-    cfg = bench_config(home, args.target_kb * 1024)
-    spark = build_spark(cfg, app_name="icefloe-actors-bench")
-    catalog = load_catalog(cfg)
+    overlay = None
+    if args.profile != "embedded":
+        overlay = dev.up(args.profile, home / "dev", free_ports=True).overlay["catalog"]
     try:
-        warm_up(spark, cfg, catalog, args)
-        rounds = [one_round(spark, cfg, catalog, args, r, home) for r in range(args.repeats)]
+        cfg = bench_config(home, args.target_kb * 1024, overlay)
+        spark = build_spark(cfg, app_name="icefloe-actors-bench")
+        catalog = load_catalog(cfg)
+        try:
+            warm_up(spark, cfg, catalog, args)
+            rounds = [one_round(spark, cfg, catalog, args, r, home) for r in range(args.repeats)]
+        finally:
+            spark.stop()
     finally:  # three copies of the warehouse per repeat: do not leave them behind
-        spark.stop()
+        if args.profile != "embedded":
+            dev.down(args.profile, home / "dev")
         shutil.rmtree(home, ignore_errors=True)
 
     def med(run: str, key: str) -> float:
@@ -441,7 +466,7 @@ def main() -> None:
         )
     print(
         f"\nwarehouse: {args.tables} table(s) of {shape}; target {args.target_kb} KiB; "
-        f"medians of {args.repeats}"
+        f"profile {args.profile}; medians of {args.repeats}"
     )
     head = f"{'':22}{'iceberg binpack':>18}{'icefloe t0':>18}{'icefloe tol':>18}"
     print(head + "\n" + "-" * len(head))
@@ -485,7 +510,10 @@ def main() -> None:
         "tol_files_vs_iceberg": vs("tol", "files"),
         "throughput_vs_pyarrow": _ratio(actor, raw),
     }
-    print("actors-summary " + " ".join(f"{k}={v:.3f}" for k, v in ratios.items()))
+    print(
+        f"actors-summary profile={args.profile} "
+        + " ".join(f"{k}={v:.3f}" for k, v in ratios.items())
+    )
 
 
 if __name__ == "__main__":

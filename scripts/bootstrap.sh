@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian machine (root, Python 3.11, Java 17):
 #   .venv/ with the pinned packages, the Iceberg/JDBC jars in .jars/, redis-server
-#   installed and a local Redis answering at the configured URL.
+#   installed and a local Redis answering at the configured URL; for `icefloe dev`, the
+#   local backend servers: s3proxy (.jars/servers/), the Iceberg REST catalog server
+#   (.jars/rest-catalog/, resolved by Maven, plus its launcher compiled) and PostgreSQL 15.
 # A second run checks each step in well under a minute and changes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
 say() { printf '[bootstrap] %s\n' "$*"; }
+APT_UPDATED=""
+need_pkg() {  # need_pkg COMMAND DEBIAN-PACKAGE: install the package when COMMAND is missing
+  if [ -x "$1" ] || command -v "$1" >/dev/null 2>&1; then return 0; fi
+  say "installing $2 (Debian)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  [ -n "$APT_UPDATED" ] || { $SUDO apt-get update -qq; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$2" >/dev/null
+}
 
 # --- Python environment ----------------------------------------------------------------
 stamp_of() { cat setup.cfg pyproject.toml | sha256sum | cut -d' ' -f1; }
@@ -29,29 +39,60 @@ fi
 
 # --- Jars from Maven Central -------------------------------------------------------------
 MAVEN=${ICEFLOE_MAVEN_REPO:-https://repo1.maven.org/maven2}
+fetch_jar() {  # fetch_jar MAVEN_PATH DIR: once, checked against Maven Central's sha1
+  local path=$1 file
+  file=$2/$(basename "$path")
+  [ -s "$file" ] && return 0
+  say "fetching $(basename "$path")"
+  sha1=$(curl -fsSL --retry 3 "$MAVEN/$path.sha1" | cut -c1-40)
+  curl -fsSL --retry 3 -o "$file.part" "$MAVEN/$path"
+  if [ "$(sha1sum "$file.part" | cut -c1-40)" != "$sha1" ]; then
+    rm -f "$file.part"; say "checksum mismatch for $path"; exit 1
+  fi
+  mv "$file.part" "$file"
+}
 # the one list of artifacts and versions: service/versions.py (importable after the pip install)
 mapfile -t JARS < <(.venv/bin/python -m service.versions maven-paths)
 [ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by service.versions"; exit 1; }
-mkdir -p .jars
-for path in "${JARS[@]}"; do
-  jar=.jars/$(basename "$path")
-  [ -s "$jar" ] && continue
-  say "fetching $(basename "$path")"
-  sha1=$(curl -fsSL --retry 3 "$MAVEN/$path.sha1" | cut -c1-40)
-  curl -fsSL --retry 3 -o "$jar.part" "$MAVEN/$path"
-  if [ "$(sha1sum "$jar.part" | cut -c1-40)" != "$sha1" ]; then
-    rm -f "$jar.part"; say "checksum mismatch for $path"; exit 1
+# .jars/*.jar is Spark's classpath: the servers' jars live in folders below it
+mapfile -t SERVER_JARS < <(.venv/bin/python -m service.versions server-maven-paths)
+mkdir -p .jars/servers
+for path in "${JARS[@]}"; do fetch_jar "$path" .jars; done
+for path in "${SERVER_JARS[@]}"; do fetch_jar "$path" .jars/servers; done
+
+# --- Iceberg REST catalog server (icefloe dev --profile rest-s3) -------------------------
+REST=.jars/rest-catalog
+POM=scripts/rest-catalog/pom.xml
+LAUNCHER=scripts/rest-catalog/IcefloeRestServer.java
+pom_sum=$(sha256sum "$POM" | cut -d' ' -f1)
+if [ "$(cat "$REST/.pom-sha256" 2>/dev/null)" != "$pom_sum" ]; then
+  need_pkg mvn maven
+  say "resolving the REST catalog server's classpath with Maven (first run: about a minute)"
+  log=$(mktemp)
+  rm -rf "$REST.part"
+  if ! mvn -q -B --strict-checksums -f "$POM" dependency:copy-dependencies \
+       -DincludeScope=runtime -DoutputDirectory="$ROOT/$REST.part" >"$log" 2>&1; then
+    tail -40 "$log"; rm -rf "$REST.part"; say "mvn failed for $POM"; exit 1
   fi
-  mv "$jar.part" "$jar"
-done
+  rm -f "$log"; rm -rf "$REST"; mv "$REST.part" "$REST"
+  echo "$pom_sum" > "$REST/.pom-sha256"
+fi
+src_sum=$(cat "$LAUNCHER" "$REST/.pom-sha256" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$REST/classes/.sha256" 2>/dev/null)" != "$src_sum" ]; then
+  need_pkg javac openjdk-17-jdk-headless
+  say "compiling $(basename "$LAUNCHER")"
+  rm -rf "$REST/classes"
+  javac -nowarn -d "$REST/classes" -cp "$REST/*" "$LAUNCHER"
+  echo "$src_sum" > "$REST/classes/.sha256"
+fi
+say "rest catalog server: ready ($(find "$REST" -maxdepth 1 -name '*.jar' | wc -l) jars)"
+
+# --- PostgreSQL 15 (icefloe dev --profile postgres) --------------------------------------
+need_pkg /usr/lib/postgresql/15/bin/initdb postgresql-15
+say "postgresql 15: installed"
 
 # --- Redis ---------------------------------------------------------------------------------
-if ! command -v redis-server >/dev/null 2>&1; then
-  say "installing redis-server (Debian)"
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
-fi
+need_pkg redis-server redis-server
 REDIS_URL=$(.venv/bin/python -c 'from service.config import load_config; print(load_config().redis.url)')
 if .venv/bin/python -m service.ops.redis_local ping "$REDIS_URL"; then
   say "redis: answering"

@@ -290,12 +290,14 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     done = [p for p in parts if p.get("status") == "rewritten"]
     before = [p["mse_before"] for p in done]
     after = [p.get("actual_mse_after") for p in done if p.get("actual_mse_after") is not None]
+    engines = {e for p in done for e in str(p.get("engine") or "").split("+") if e}
     return {
         "mse_before": result.get("mse_before", max(before, default=None)),
         "mse_after": result.get("mse_after", max(after, default=None)),
         "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
         "files_rewritten": int(result.get("files_rewritten") or 0),
         "snapshot_ids": list(result.get("snapshot_ids") or []),
+        "engine": "+".join(sorted(engines)),  # what wrote the new files: arrow, spark, both
     }
 
 

@@ -80,7 +80,7 @@ def spark_submit_kwargs(job: str, config_path: str | Path) -> dict[str, Any]:
     ``config_path``: the catalog's Spark conf and the jars (``service.versions``; cluster
     masters can override both through the connection/conf). Loads the config: call it at
     run time."""
-    from service.spark import spark_conf
+    from service.spark import submit_conf
     from service.submit import python_env
     from service.versions import jar_settings
 
@@ -88,7 +88,7 @@ def spark_submit_kwargs(job: str, config_path: str | Path) -> dict[str, Any]:
     jars = jar_settings()
     return {
         "application": str(SCRIPTS_DIR / f"{job}.py"),
-        "conf": spark_conf(cfg, under_submit=True),
+        "conf": submit_conf(cfg),  # no secret: the job's driver loads them from the config
         "jars": ",".join(jars.jars) or None,
         "packages": ",".join(jars.packages) or None,
         "name": f"icefloe-{job.replace('_', '-')}",

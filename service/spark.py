@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from service.catalog import SPARK_EXTENSIONS, spark_catalog_conf
 from service.config import Config
 from service.errors import ConfigError
+from service.redact import is_secret_name
 from service.versions import JARS_DIR, jar_settings, local_jars
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "python_workers_env",
     "register_catalog",
     "spark_conf",
+    "submit_conf",
     "under_spark_submit",
 ]
 
@@ -74,6 +76,19 @@ def spark_conf(cfg: Config, under_submit: bool = False) -> dict[str, str]:
     if cfg.spark.executor_deps and not in_process_master(cfg.spark.master):
         conf.update(executor_deps_conf(cfg.spark.executor_deps, conf))
     return conf
+
+
+def submit_conf(cfg: Config) -> dict[str, str]:
+    """:func:`spark_conf` for a ``spark-submit`` command line: without the entries that hold
+    a secret (S3 keys, a JDBC password, any secret-named catalog property). A command line
+    is seen by ``ps`` and logged by schedulers; the job's driver loads the config itself
+    and adds them to its session (:func:`build_spark`)."""
+    secrets = cfg.secret_values()
+    return {
+        key: value
+        for key, value in spark_conf(cfg, under_submit=True).items()
+        if not is_secret_name(key.rsplit(".", 1)[-1]) and not any(s in value for s in secrets)
+    }
 
 
 def under_spark_submit(env: Mapping[str, str] = os.environ) -> bool:

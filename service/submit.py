@@ -102,6 +102,20 @@ def python_env(master: str, deploy_mode: str | None = None) -> dict[str, str]:
     return env
 
 
+def driver_python_conf(conf: Mapping[str, str], deploy_mode: str | None = None) -> dict[str, str]:
+    """``spark.pyspark.driver.python``: this interpreter, for a client-mode driver whose conf
+    names a Python (``spark.pyspark.python``, e.g. the executors' on a cluster).
+
+    ``spark-submit`` starts the driver's Python with ``spark.pyspark.driver.python``, else
+    ``spark.pyspark.python``, and only then ``PYSPARK_DRIVER_PYTHON`` (:func:`python_env`):
+    without this the driver would run the executors' Python, which has no icefloe."""
+    if deploy_mode == "cluster" or "spark.pyspark.driver.python" in conf:
+        return {}
+    if "spark.pyspark.python" not in conf:
+        return {}
+    return {"spark.pyspark.driver.python": sys.executable}
+
+
 def submit_command_for(
     cfg: Config,
     job: str,
@@ -113,10 +127,12 @@ def submit_command_for(
 
     Not pure (it looks at ``.jars/``); everything it decides is in ``build_submit_command``.
     """
-    from service.spark import spark_conf
+    from service.spark import submit_conf
     from service.versions import jar_settings
 
     jars = jar_settings()
+    conf = submit_conf(cfg)  # no secret on a command line: the driver loads the config
+    conf.update(driver_python_conf(conf, deploy_mode))
     return build_submit_command(
         job,
         master=cfg.spark.master,
@@ -124,7 +140,7 @@ def submit_command_for(
         app_name=f"icefloe-{job.replace('_', '-')}" if not job.endswith(".py") else None,
         jars=jars.jars,
         packages=jars.packages,
-        conf=spark_conf(cfg, under_submit=True),
+        conf=conf,
         config_path=config_path if config_path is not None else cfg.source,
         args=args,
     )

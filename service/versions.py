@@ -4,6 +4,11 @@
 (``python -m service.versions maven-paths`` prints their Maven repository paths); Spark
 sessions and ``spark-submit`` command lines then take the local jars, or, where ``.jars/``
 is empty, the same coordinates as ``--packages`` (:func:`jar_settings`).
+
+The local backend servers of ``icefloe dev`` (:mod:`service.ops.dev`) never go on Spark's
+classpath: :data:`SERVER_ARTIFACTS` land in ``.jars/servers/`` (``server-maven-paths``), and
+the REST catalog server's classpath in ``.jars/rest-catalog/`` (Maven resolves it from
+``scripts/rest-catalog/pom.xml``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class Artifact:
     group: str
     name: str
     version: str
+    classifier: str = ""
 
     @property
     def coordinate(self) -> str:
@@ -33,7 +39,8 @@ class Artifact:
 
     @property
     def jar(self) -> str:
-        return f"{self.name}-{self.version}.jar"
+        suffix = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.name}-{self.version}{suffix}.jar"
 
     @property
     def maven_path(self) -> str:
@@ -44,10 +51,16 @@ class Artifact:
 ICEBERG = Artifact("org.apache.iceberg", "iceberg-spark-runtime-4.1_2.13", "1.12.0")
 SQLITE_JDBC = Artifact("org.xerial", "sqlite-jdbc", "3.50.3.0")
 POSTGRESQL = Artifact("org.postgresql", "postgresql", "42.7.8")
-ARTIFACTS: tuple[Artifact, ...] = (ICEBERG, SQLITE_JDBC, POSTGRESQL)
+ICEBERG_AWS = Artifact("org.apache.iceberg", "iceberg-aws-bundle", "1.12.0")  # S3FileIO
+ARTIFACTS: tuple[Artifact, ...] = (ICEBERG, SQLITE_JDBC, POSTGRESQL, ICEBERG_AWS)
 ICEBERG_RUNTIME = ICEBERG.coordinate
 
+S3PROXY = Artifact("org.gaul", "s3proxy", "4.1.0", "jar-with-dependencies")
+SERVER_ARTIFACTS: tuple[Artifact, ...] = (S3PROXY,)  # .jars/servers/, never on Spark's classpath
+
 JARS_DIR = Path(os.environ.get("ICEFLOE_JARS_DIR", PROJECT_ROOT / ".jars"))
+SERVERS_DIR = JARS_DIR / "servers"
+REST_CATALOG_DIR = JARS_DIR / "rest-catalog"  # its jars, and classes/ (IcefloeRestServer)
 
 
 def local_jars(jars_dir: Path = JARS_DIR) -> list[str]:
@@ -79,10 +92,16 @@ def main(argv: list[str]) -> int:
     if argv == ["maven-paths"]:
         print("\n".join(a.maven_path for a in ARTIFACTS))
         return 0
+    if argv == ["server-maven-paths"]:
+        print("\n".join(a.maven_path for a in SERVER_ARTIFACTS))
+        return 0
     if argv == ["coordinates"]:
         print("\n".join(a.coordinate for a in ARTIFACTS))
         return 0
-    print("usage: python -m service.versions maven-paths|coordinates", file=sys.stderr)
+    print(
+        "usage: python -m service.versions maven-paths|server-maven-paths|coordinates",
+        file=sys.stderr,
+    )
     return 2
 
 

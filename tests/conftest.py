@@ -66,6 +66,7 @@ def _no_default_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     had_lakehouse = (REPO / ".lakehouse").exists()
     before = os.environ.get("ICEFLOE_CONFIG")
     os.environ["ICEFLOE_CONFIG"] = str(path)
+    os.environ.pop("ICEFLOE_PROFILE", None)  # a profile is chosen per test (tests/contract)
     yield
     if before is None:
         os.environ.pop("ICEFLOE_CONFIG", None)

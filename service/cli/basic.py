@@ -24,7 +24,8 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def doctor(ctx: Context, as_json: bool) -> None:
-    """Check Java, the jars, the catalog and Redis; say how to fix what is missing."""
+    """Check the packages, Java, the jars, the catalog, the warehouse (a write-read-delete
+    probe), the Spark master and Redis; say how to fix what fails. Prints no secret."""
     from service.ops.doctor import run_checks
 
     checks = run_checks(ctx.cfg)
@@ -296,6 +297,8 @@ def submit(
         click.echo(" ".join(shlex.quote(a) for a in argv))
         return
     env = {**os.environ, **python_env(cfg.spark.master, deploy_mode)}
+    if master:  # the driver loads the config again: it must see the master it runs on
+        env["ICEFLOE_SPARK__MASTER"] = master
     raise SystemExit(subprocess.run(argv, env=env).returncode)
 
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.unit
 JARS = ",".join(
     str(PROJECT_ROOT / ".jars" / j)
     for j in (
+        "iceberg-aws-bundle-1.12.0.jar",
         "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
         "postgresql-42.7.8.jar",
         "sqlite-jdbc-3.50.3.0.jar",

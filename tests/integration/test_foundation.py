@@ -13,6 +13,7 @@ import pytest
 from service.config import PROJECT_ROOT
 from service.demo.ingest import TableSpec, ingest
 from service.tablestats import current_partitions
+from service.versions import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,7 @@ def test_bootstrap_second_run_changes_nothing() -> None:
     assert "fetching" not in out.stdout and "installing" not in out.stdout
     after = {p: p.stat().st_mtime_ns for p in before}
     assert after == before
-    assert len(jars) == 3
+    assert len(jars) == len(ARTIFACTS)  # .jars/*.jar is Spark's classpath: nothing else
 
 
 def test_doctor_is_green_json() -> None:
@@ -47,7 +48,15 @@ def test_doctor_is_green_json() -> None:
     report = json.loads(out.stdout)
     assert out.returncode == 0, report
     assert report["ok"] is True
-    assert {c["name"] for c in report["checks"]} == {"packages", "java", "jars", "catalog", "redis"}
+    assert [c["name"] for c in report["checks"]] == [
+        "packages",
+        "java",
+        "jars",
+        "catalog",
+        "warehouse",
+        "spark",
+        "redis",
+    ]
 
 
 def test_doctor_names_what_is_missing(tmp_path: Path) -> None:

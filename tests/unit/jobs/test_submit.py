@@ -208,3 +208,79 @@ def test_scripts_run_the_cli_and_return_its_exit_code(
     assert (
         salted_join.main(["a.b", "c.d", "--on", "k", "--into", "e.f", "--config", missing]) == 2
     )  # no such config
+
+
+def test_a_client_driver_runs_this_python_when_the_conf_names_the_executors() -> None:
+    """spark-submit starts the driver with spark.pyspark.python before PYSPARK_DRIVER_PYTHON:
+    a conf that names the executors' Python gets the driver's pinned to this one."""
+    import sys
+
+    from service.submit import driver_python_conf
+
+    executors = {"spark.pyspark.python": "/opt/py/bin/python3"}
+    pinned = {"spark.pyspark.driver.python": sys.executable}
+    assert driver_python_conf(executors) == pinned
+    assert driver_python_conf(executors, "client") == pinned
+    assert driver_python_conf(executors, "cluster") == {}  # the driver runs on the cluster
+    assert driver_python_conf({**executors, "spark.pyspark.driver.python": "/d/python"}) == {}
+    assert driver_python_conf({}) == {}  # PYSPARK_DRIVER_PYTHON (python_env) is enough
+
+
+def _cluster_config(tmp_path: Path, master: str) -> Path:
+    import yaml
+
+    path = tmp_path / "icefloe.yaml"
+    raw = {
+        "catalog": {"uri": f"sqlite:///{tmp_path}/c.db", "warehouse": f"file://{tmp_path}/wh"},
+        "redis": {"url": "redis://127.0.0.1:6379/15"},
+        "spark": {"master": master, "conf": {"spark.pyspark.python": "/opt/py/bin/python3"}},
+    }
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_submit_command_for_pins_the_driver_python(tmp_path: Path) -> None:
+    import sys
+
+    from service.config import load_config
+    from service.submit import submit_command_for
+
+    cfg = load_config(_cluster_config(tmp_path, "spark://m:7077"), env={})
+
+    def confs(cmd: list[str]) -> list[str]:
+        return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
+
+    client = confs(submit_command_for(cfg, "actor"))
+    assert f"spark.pyspark.driver.python={sys.executable}" in client
+    assert "spark.pyspark.python=/opt/py/bin/python3" in client
+    cluster = confs(submit_command_for(cfg, "actor", deploy_mode="cluster"))
+    assert not any(c.startswith("spark.pyspark.driver.python=") for c in cluster)
+
+
+def test_submit_master_reaches_the_driver_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver loads the config file again: ``--master`` must win there too, or it
+    decides for the file's master (a local one gives the executors this machine's Python)."""
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from service.cli import cli
+    from service.config import load_config
+
+    path = _cluster_config(tmp_path, "local[2]")
+    ran: list[tuple[list[str], dict[str, str]]] = []
+
+    def fake_run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        ran.append((argv, env))
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    argv = ["--config", str(path), "submit", "--master", "spark://m:7077", "actor"]
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    ((cmd, env),) = ran
+    assert cmd[cmd.index("--master") + 1] == "spark://m:7077"
+    assert load_config(path, env=env).spark.master == "spark://m:7077"
+    assert load_config(path, env={}).spark.master == "local[2]"

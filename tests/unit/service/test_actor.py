@@ -46,7 +46,12 @@ def test_runs_and_acks_each_item_and_records_it() -> None:
         return {
             "bytes_rewritten": 10,
             "files_rewritten": 2,
-            "partitions": [{"status": "rewritten", "mse_before": 9.0, "actual_mse_after": 1.0}],
+            "partitions": [
+                {"status": "rewritten", "mse_before": 9.0, "actual_mse_after": 1.0},
+                {"status": "rewritten", "mse_before": 4.0, "engine": "arrow+spark"},
+                {"status": "rewritten", "mse_before": 4.0, "engine": "arrow"},
+                {"status": "skipped", "mse_before": 0.0, "engine": ""},
+            ],
         }
 
     report = Actor(
@@ -58,6 +63,7 @@ def test_runs_and_acks_each_item_and_records_it() -> None:
     assert [r["ok"] for r in recorded] == [True] * 3
     assert recorded[0]["mse_before"] == 9.0 and recorded[0]["mse_after"] == 1.0
     assert recorded[0]["bytes_rewritten"] == 10
+    assert recorded[0]["engine"] == "arrow+spark"  # what wrote the files, from the report
 
 
 def test_failures_are_nacked_then_dead_lettered_with_the_error() -> None:
