@@ -8,7 +8,8 @@ after its tests. Its catalog is registered on the run's one Spark session under 
 its own, so the profiles never share a table.
 
 Every test of the suite is checked for secrets: nothing it prints (Python or the JVM) may
-hold an S3 key, the PostgreSQL password or the Redis password.
+hold an S3 key, the PostgreSQL password or the Redis password (the suite runs on a Redis
+of its own, with a password).
 """
 
 from __future__ import annotations
@@ -57,6 +58,29 @@ class Backend:
 
 
 @pytest.fixture(scope="session")
+def private_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Redis of the suite's own with a password, so that the secret check covers it."""
+    import secrets
+
+    from tests.faults.harness import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("contract-redis"), secrets.token_urlsafe(18))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(private_redis: Any) -> Iterator[Any]:
+    """The suite's Redis (instead of the run's shared one), flushed around each test."""
+    client = private_redis.client()
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(scope="session")
 def dev_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dev")
 
@@ -67,6 +91,7 @@ def backend(
     dev_root: Path,
     tmp_path_factory: pytest.TempPathFactory,
     spark: Any,
+    private_redis: Any,
 ) -> Iterator[Backend]:
     """Each profile in turn: its services up, its catalog on the shared Spark session."""
     from service.catalog import load_catalog
@@ -79,8 +104,10 @@ def backend(
         home = tmp_path_factory.mktemp(f"contract-{profile}")
         raw = config_raw(home)
         raw["catalog"] = {**raw["catalog"], **overlay, "name": CATALOG_NAMES[profile]}
+        raw["redis"] = {**raw["redis"], "url": private_redis.url(0)}
         cfg = build_config(raw, source=f"<contract {profile}>", home=home)
         secrets = cfg.secret_values()
+        assert private_redis.password in secrets
         register_secrets(secrets)
         register_catalog(spark, cfg)
         yield Backend(profile, raw, cfg, load_catalog(cfg), home, secrets)
