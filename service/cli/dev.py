@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from service.cli.common import emit
+from service.config import dev_root
 from service.ops.dev import DEFAULT_ROOT, PROFILES
 
 
@@ -42,7 +43,10 @@ def _options(command: Any) -> Any:
 
 
 def _root(root: Path | None) -> Path:
-    return root if root is not None else DEFAULT_ROOT
+    """``--root``, else ``$ICEFLOE_DEV_ROOT`` (where ``ICEFLOE_PROFILE`` looks), else .dev/."""
+    if root is not None:
+        return root
+    return dev_root(os.environ) if os.environ.get("ICEFLOE_DEV_ROOT") else DEFAULT_ROOT
 
 
 @click.group()

@@ -25,13 +25,14 @@ from typing import Any
 
 import yaml
 
+from service.config import PROFILES as CONFIG_PROFILES
 from service.errors import ServiceUnavailable, UsageError
 from service.ops import servers
 from service.ops.servers import LOOPBACK, PgCluster, Service
 from service.redact import register_secrets
 from service.versions import PROJECT_ROOT
 
-PROFILES: tuple[str, ...] = ("embedded", "postgres", "rest-s3")
+PROFILES: tuple[str, ...] = CONFIG_PROFILES  # the ones ICEFLOE_PROFILE accepts
 SERVICES: dict[str, tuple[str, ...]] = {
     "embedded": (),
     "postgres": ("postgres",),
