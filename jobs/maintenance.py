@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from jobs.rewrite.locations import local_path
 from service.catalog import load_catalog, load_table
 from service.config import Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
@@ -128,6 +129,11 @@ def remove_orphan_files(
         older_than, _now(now), DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, "remove_orphan_files"
     )
     args = f", older_than => {_sql_timestamp(cutoff)}, dry_run => {str(bool(dry_run)).lower()}"
+    location = load_table(load_catalog(cfg), table).location()
+    if local_path(location) is None:
+        # object storage: list through the table's FileIO (S3FileIO lists by prefix); the
+        # default listing goes through Hadoop's file systems, which need not reach it
+        args += ", prefix_listing => true"
     return _call(spark, cfg, table, "remove_orphan_files", args)
 
 
