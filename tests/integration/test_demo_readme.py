@@ -38,7 +38,8 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     raw["redis"]["key_prefix"] = "icefloe-readme"
     config = home / "icefloe.yaml"
     config.write_text(yaml.safe_dump(raw))
-    env = {**os.environ, "ICEFLOE_CONFIG": str(config)}
+    # the README's `icefloe dev` examples keep their services' data here, not in .dev/
+    env = {**os.environ, "ICEFLOE_CONFIG": str(config), "ICEFLOE_DEV_ROOT": str(home / "dev")}
     import redis
 
     client = redis.Redis.from_url(raw["redis"]["url"])
@@ -58,7 +59,11 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_quickstart_is_exactly_two_commands_and_ci_runs_the_second() -> None:
     assert bash_blocks()[0] == ["make demo", "make test"]
     makefile = (PROJECT_ROOT / "Makefile").read_text()
-    assert re.search(r"^demo: bootstrap\n\t@\.venv/bin/icefloe demo$", makefile, re.M)
+    demo = re.search(r"^demo: bootstrap\n((?:\t.*\n)+)", makefile, re.M)
+    assert demo, "make demo runs the bootstrap first"
+    recipe = demo.group(1).splitlines()
+    assert recipe[-1] == "\t@.venv/bin/icefloe demo"
+    assert all("ICEFLOE_PROFILE" in ln or "dev up" in ln for ln in recipe[:-1]), recipe
     assert re.search(r"^test: bootstrap\n\t@scripts/test\.sh$", makefile, re.M)
     assert "make test" in (PROJECT_ROOT / ".ci" / "run").read_text()
 
