@@ -1,13 +1,40 @@
 """Every Redis key the decider, the queue and the actors use, in one place, under one prefix.
 
 Why one module: a reader can see the whole Redis footprint at a glance, two processes can
-never disagree on a name, and a second deployment sharing a Redis only needs another
-``redis.key_prefix``. Table identifiers are validated (letters, digits, ``_`` and ``.``)
-before they reach a key name, so no user text can collide with another key.
+never disagree on a name, and a second deployment sharing a Redis (or a Redis Cluster)
+only needs another ``redis.key_prefix``. Table identifiers are validated (letters, digits,
+``_`` and ``.``) before they reach a key name, so no user text can collide with another key.
 
-The queue's Lua scripts build per-table pending keys from :attr:`Keys.pending_prefix`
-themselves (``reap`` and ``nack`` do not know the table in advance), so the layout assumes
-a single Redis instance, not Redis Cluster.
+Every key is ``<prefix>:{<tag>}:<name>``. On a Redis Cluster only the text between the
+braces (the *hash tag*) picks the key's slot, so the keys one Lua script or one
+MULTI/EXEC touches always share a tag, and the same code runs on a single Redis and on a
+cluster (``redis.cluster: true``):
+
+========================  ============================================  ====================
+tag                       keys                                          touched together by
+========================  ============================================  ====================
+``{q}``  the queue        item hashes, per-table pending sets, tables,  every queue script
+                          ready, seq, in-flight, leases, intents, dead  (``service/lua/``)
+``{t:<table>}`` a table   its partition stats and its state hash        the WATCH/MULTI of
+                                                                        ``service.rolling``
+``{d}``  the decider      events stream, leader lease, scheduler,       ``record_action``'s
+                          counters, recent list, actors, launch guard,  MULTI (recent and
+                          known tables                                  counters)
+========================  ============================================  ====================
+
+The queue is one shard (one slot): its scripts move items between sets of every table at
+once. Each table's stats are their own slot, so tables spread over the cluster's masters.
+The tag comes right after the prefix, before any data (an item id holds a partition value,
+which may hold braces), so no value can change a key's slot; a prefix with braces would,
+and ``redis.cluster: true`` rejects one. Scripts get every key they touch through
+``KEYS`` (never build a name from data they read), and
+``tests/unit/service/test_key_slots.py`` checks every script call and transaction for one
+slot on a single Redis too.
+
+The layout changed with Redis Cluster support (it was ``<prefix>:q:ready``,
+``<prefix>:stats:<table>``, ``<prefix>:events``, ...): state under the old names is
+simply not seen, and nothing migrates it. The decider rebuilds the stats with a full scan
+and the catalog re-enqueues whatever still needs work.
 """
 
 from __future__ import annotations
@@ -15,6 +42,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.config import Config
+
+QUEUE_TAG = "q"
+DECIDER_TAG = "d"
 
 
 @dataclass(frozen=True)
@@ -27,104 +57,100 @@ class Keys:
     def for_config(cls, cfg: Config) -> Keys:
         return cls(cfg.redis.key_prefix)
 
-    # ---- reliable priority queue ------------------------------------------------------
-    @property
-    def item_prefix(self) -> str:
-        return f"{self.prefix}:q:item:"
+    def _key(self, tag: str, name: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:{name}"
 
+    # ---- reliable priority queue: one slot ------------------------------------------------
     def item(self, item_id: str) -> str:
         """hash per item: json, table, class, score, enq (first enqueue), attempts, error."""
-        return f"{self.item_prefix}{item_id}"
-
-    @property
-    def pending_prefix(self) -> str:
-        return f"{self.prefix}:q:pending:"
+        return self._key(QUEUE_TAG, f"item:{item_id}")
 
     def pending(self, table: str) -> str:
         """zset: item id → ordering score (higher first), one per table."""
-        return f"{self.pending_prefix}{table}"
+        return self._key(QUEUE_TAG, f"pending:{table}")
 
     @property
     def tables(self) -> str:
         """zset: table with pending items → its priority class."""
-        return f"{self.prefix}:q:tables"
+        return self._key(QUEUE_TAG, "tables")
 
     @property
     def ready(self) -> str:
         """zset: item id → dispatch sequence (actors take the lowest)."""
-        return f"{self.prefix}:q:ready"
+        return self._key(QUEUE_TAG, "ready")
 
     @property
     def seq(self) -> str:
-        return f"{self.prefix}:q:seq"
+        return self._key(QUEUE_TAG, "seq")
 
     @property
     def inflight(self) -> str:
         """zset: item id → lease deadline (unix seconds)."""
-        return f"{self.prefix}:q:inflight"
+        return self._key(QUEUE_TAG, "inflight")
 
     @property
     def leases(self) -> str:
         """hash: item id → token of the actor holding the lease."""
-        return f"{self.prefix}:q:leases"
+        return self._key(QUEUE_TAG, "leases")
 
     @property
     def intents(self) -> str:
-        """hash: lease token → JSON of the files its attempt is writing (``service.intents``)."""
-        return f"{self.prefix}:q:intents"
+        """hash: lease token → JSON of the files its attempt is writing (``service.intents``);
+        in the queue's slot, since a record is checked against the lease in one script."""
+        return self._key(QUEUE_TAG, "intents")
 
     @property
     def dead(self) -> str:
         """zset: dead-lettered item id → time it died (its item hash keeps the last error)."""
-        return f"{self.prefix}:q:dead"
+        return self._key(QUEUE_TAG, "dead")
 
-    # ---- rolling statistics -----------------------------------------------------------
+    # ---- rolling statistics: one slot per table -------------------------------------------
     def stats(self, table: str) -> str:
         """hash: partition key → "n sse total_bytes undersized delete_files": five exact
         integers separated by spaces (``service.rolling.base.encode``)."""
-        return f"{self.prefix}:stats:{table}"
+        return self._key(f"t:{table}", "stats")
 
     def table_state(self, table: str) -> str:
         """hash of one table: last_snapshot (0: applied an empty table), decided_snapshot
         (its actions were enqueued), target, applied_at, full_scans."""
-        return f"{self.prefix}:table:{table}"
+        return self._key(f"t:{table}", "state")
 
-    # ---- decider ----------------------------------------------------------------------
+    # ---- decider: one slot ----------------------------------------------------------------
     @property
     def events(self) -> str:
         """stream of commit events: fields ``table``, ``snapshot_id``."""
-        return f"{self.prefix}:events"
+        return self._key(DECIDER_TAG, "events")
 
     @property
     def leader(self) -> str:
-        return f"{self.prefix}:leader"
+        return self._key(DECIDER_TAG, "leader")
 
     @property
     def scheduler(self) -> str:
         """string: JSON of the fair scheduler's state (deficits, rotation)."""
-        return f"{self.prefix}:scheduler"
+        return self._key(DECIDER_TAG, "scheduler")
 
     @property
     def counters(self) -> str:
         """hash: monotonically increasing counters (snapshots applied, scans avoided, ...)."""
-        return f"{self.prefix}:counters"
+        return self._key(DECIDER_TAG, "counters")
 
     @property
     def recent(self) -> str:
         """list: the latest action reports (JSON), newest first, capped."""
-        return f"{self.prefix}:recent"
+        return self._key(DECIDER_TAG, "recent")
 
     @property
     def actors(self) -> str:
         """hash: actor id → last heartbeat (unix seconds)."""
-        return f"{self.prefix}:actors"
+        return self._key(DECIDER_TAG, "actors")
 
     @property
     def launch_guard(self) -> str:
         """string with a TTL: set when actors were launched (no relaunch storm)."""
-        return f"{self.prefix}:launch-guard"
+        return self._key(DECIDER_TAG, "launch-guard")
 
     @property
     def known_tables(self) -> str:
         """set: tables the decider has applied stats for (for status and rebuilds)."""
-        return f"{self.prefix}:known"
+        return self._key(DECIDER_TAG, "known")

@@ -9,26 +9,61 @@ from contextlib import contextmanager
 from typing import Any
 
 from service.config import Config
-from service.errors import ServiceUnavailable
+from service.errors import ConfigError, ServiceUnavailable
 
 log = logging.getLogger("icefloe.redis")
 PROBE_SECONDS = 5.0
 
 
 def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
-    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords).
+    """A Redis client for ``cfg.redis.url`` (redis://, rediss:// with TLS, passwords): a
+    ``redis.Redis``, or with ``redis.cluster: true`` a ``redis.cluster.RedisCluster`` that
+    discovers the other nodes from the one the URL names. Both answer the same commands,
+    scripts and single-slot transactions, so every adapter takes either.
 
     ``block_seconds``: the longest blocking read the caller makes (the decider's XREADGROUP
     waits up to one poll interval); the socket timeout must outlast it. The server is
     probed first with a short timeout, so a wrong URL (a ``rediss://`` URL against a plain
-    server waits for a TLS handshake that never comes) fails in seconds, not half a minute.
+    server waits for a TLS handshake that never comes) fails in seconds, not half a minute,
+    and a ``redis.cluster`` setting that does not match the server is named at once.
     """
+    import redis
+
+    url = cfg.redis.url
+    enabled = _probe(cfg)
+    if enabled is not None and enabled != cfg.redis.cluster:
+        fix = (
+            "a Redis Cluster node: set redis.cluster: true"
+            if enabled
+            else "not a Redis Cluster node: leave redis.cluster out (false)"
+        )
+        raise ConfigError(f"redis at {cfg.redis.redacted_url()} is {fix}")
+    timeouts = {"socket_timeout": max(30.0, block_seconds + 10), "socket_connect_timeout": 5}
+    if not cfg.redis.cluster:
+        return redis.Redis.from_url(url, health_check_interval=30, **timeouts)
+    from redis.cluster import RedisCluster
+
+    try:
+        return RedisCluster.from_url(url, **timeouts)
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as e:
+        raise ServiceUnavailable(
+            f"redis cluster at {cfg.redis.redacted_url()} is unusable ({type(e).__name__})"
+        ) from None
+
+
+def _probe(cfg: Config) -> bool | None:
+    """Ping the node the URL names (a few seconds at most); whether it runs in cluster mode
+    (None: it would not say)."""
     import redis
 
     url = cfg.redis.url
     probe = redis.Redis.from_url(url, socket_timeout=PROBE_SECONDS, socket_connect_timeout=5)
     try:
         probe.ping()
+        try:
+            return bool(int(probe.info("cluster").get("cluster_enabled", 0)))
+        except redis.exceptions.ResponseError:  # INFO not allowed to this user
+            return None
     except redis.exceptions.RedisError as e:
         hint = " (a rediss:// URL needs a TLS server)" if url.startswith("rediss://") else ""
         raise ServiceUnavailable(
@@ -36,12 +71,6 @@ def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
         ) from None
     finally:
         probe.close()
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=max(30.0, block_seconds + 10),
-        socket_connect_timeout=5,
-        health_check_interval=30,
-    )
 
 
 def connect_retrying(
@@ -83,14 +112,17 @@ def translated(what: str) -> Iterator[None]:
     """
     import redis
 
+    unreachable = (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        redis.exceptions.ClusterDownError,
+        redis.exceptions.SlotNotCoveredError,
+    )
     try:
         yield
-    except redis.exceptions.RedisError as e:
-        kind = (
-            "unreachable"
-            if isinstance(e, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError))
-            else "failed"
-        )
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as e:
+        # RedisClusterException is no RedisError: a cluster whose nodes are all gone
+        kind = "unreachable" if isinstance(e, unreachable) else "failed"
         raise ServiceUnavailable(
             f"redis {kind} during {what} ({type(e).__name__}: {str(e)[:200]})"
         ) from e

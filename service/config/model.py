@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ConfigDict, model_validator
 from pydantic.dataclasses import dataclass
@@ -59,6 +60,24 @@ class CatalogConfig:
 class RedisConfig:
     url: RedisUrl = "redis://127.0.0.1:6379/0"
     key_prefix: NonEmptyStr = "icefloe"
+    cluster: Flag = False  # a Redis Cluster: ``url`` names any one node (db 0 only)
+
+    @model_validator(mode="after")
+    def _cluster_fits(self) -> RedisConfig:
+        if not self.cluster:
+            return self
+        if not self.url.startswith(("redis://", "rediss://")):
+            raise FieldProblem("must be a redis:// or rediss:// URL with cluster: true", key="url")
+        parts = urlsplit(self.url)
+        dbs = [parts.path.strip("/") or "0", *parse_qs(parts.query).get("db", [])]
+        if any(db != "0" for db in dbs):  # the value is not shown: a URL may hold a password
+            raise FieldProblem("must name db 0 (or none) with cluster: true", key="url")
+        if "{" in self.key_prefix or "}" in self.key_prefix:  # hash tags: service.keys
+            raise FieldProblem(
+                f"must not hold braces with cluster: true, got {show(self.key_prefix)}",
+                key="key_prefix",
+            )
+        return self
 
     def redacted_url(self) -> str:
         """The URL without credentials, for logs and status output (:mod:`service.redact`)."""

@@ -3,7 +3,7 @@
 Like the classic Redis reliable queue (LMOVE into a processing list), but on sorted sets so
 items carry a priority, and with leases so a dead actor's item comes back by itself::
 
-    enqueue ─▶ pending:{table} ──dispatch(table)──▶ ready ──dequeue──▶ in-flight ──ack──▶ gone
+    enqueue ─▶ pending[table]  ──dispatch(table)──▶ ready ──dequeue──▶ in-flight ──ack──▶ gone
                  ▲   (score: value with aging)      (FIFO)            (lease deadline)
                  └──────────── nack / lease expired (attempts + 1) ───────┘──▶ dead letters
 

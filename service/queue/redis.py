@@ -1,5 +1,12 @@
 """The RPQ on Redis: sorted sets and hashes, every state change one Lua script (atomic).
 
+Every key is in the queue's one hash-tag slot (``service.keys``), so this runs unchanged on
+a Redis Cluster. A script gets every key it touches through ``KEYS``: where it acts on an
+item it could not name in advance (the head of the ready set, an item's table), the caller
+reads that first and passes the keys, and the script re-checks, under the same slot, that
+nothing changed; if something did, it changes nothing and the call reads again
+(:meth:`RedisQueue._until_settled`).
+
 Every public method is an adapter boundary: a Redis library error leaves it as
 :class:`service.errors.ServiceUnavailable` (see :func:`service.redis_client.translated`).
 """
@@ -7,6 +14,7 @@ Every public method is an adapter boundary: a Redis library error leaves it as
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +22,11 @@ from service.errors import ServiceUnavailable
 from service.keys import Keys
 from service.queue import DEFAULT_AGING_SECONDS, LUA_DIR, ActionItem, InFlight, Lease
 from service.redis_client import text, translated
+
+# what a script returns when the state changed since its caller read it (it changed
+# nothing): the caller reads again; e.g. another actor leased the peeked head first
+RETRY = -1
+MAX_TRIES = 1000
 
 
 def _from_hash(raw: dict[str, str]) -> ActionItem | None:
@@ -96,13 +109,30 @@ class RedisQueue:
         got = self._run("dispatch", [k.pending(table), k.tables, k.ready, k.seq], [table])
         return None if got is None else text(got)
 
+    def _until_settled(self, what: str, attempt: Callable[[], Any]) -> Any:
+        """Run ``attempt`` (a read, then a script that re-checks it) until it is not RETRY."""
+        for _ in range(MAX_TRIES):
+            got = attempt()
+            if not (isinstance(got, int) and got == RETRY):
+                return got
+        raise ServiceUnavailable(f"queue {what}: the state kept changing ({MAX_TRIES} tries)")
+
     def dequeue(self, now: float, lease_seconds: float) -> Lease | None:
-        token = uuid.uuid4().hex
-        got = self._run(
-            "dequeue",
-            [self.k.ready, self.k.inflight, self.k.leases],
-            [repr(now), repr(lease_seconds), token, self.k.item_prefix],
-        )
+        token, k = uuid.uuid4().hex, self.k
+
+        def attempt() -> Any:
+            with translated("queue dequeue"):
+                head = self.r.zrange(k.ready, 0, 0)
+            if not head:
+                return None
+            item_id = text(head[0])
+            return self._run(
+                "dequeue",
+                [k.ready, k.inflight, k.leases, k.item(item_id)],
+                [repr(now), repr(lease_seconds), token, item_id],
+            )
+
+        got = self._until_settled("dequeue", attempt)
         if got is None:
             return None
         raw_id, flat = got
@@ -111,15 +141,28 @@ class RedisQueue:
             raise ServiceUnavailable(f"queue item {text(raw_id)!r} has no body")
         return Lease(item, token, now + lease_seconds)
 
+    def _tables_of(self, item_ids: list[str]) -> list[str]:
+        """Each item's table as stored in its hash ("" for an item without one)."""
+        with translated("queue item tables"):
+            pipe = self.r.pipeline(transaction=False)
+            for item_id in item_ids:
+                pipe.hget(self.k.item(item_id), "table")
+            return ["" if t is None else text(t) for t in pipe.execute()]
+
     def ack(self, item_id: str, token: str) -> int:
         k = self.k
-        return int(
-            self._run(
-                "ack",
-                [k.inflight, k.leases, k.item(item_id), k.tables],
-                [item_id, token, k.pending_prefix],
+
+        def attempt() -> int:
+            [table] = self._tables_of([item_id])
+            return int(
+                self._run(
+                    "ack",
+                    [k.inflight, k.leases, k.item(item_id), k.tables, k.pending(table)],
+                    [item_id, token, table],
+                )
             )
-        )
+
+        return int(self._until_settled("ack", attempt))
 
     def renew(self, item_id: str, token: str, now: float, lease_seconds: float) -> bool:
         return bool(
@@ -131,30 +174,35 @@ class RedisQueue:
         )
 
     def _release(
-        self, mode: str, now: float, error: str, item_id: str = "", token: str = ""
+        self, mode: str, item_ids: Callable[[], list[str]], now: float, error: str, token: str = ""
     ) -> dict[str, str]:
         k = self.k
-        flat = self._run(
-            "release",
-            [k.inflight, k.leases, k.tables, k.dead],
-            [
-                mode,
-                repr(now),
-                self.max_attempts,
-                k.item_prefix,
-                k.pending_prefix,
-                error,
-                item_id,
-                token,
-            ],
-        )
-        return _pairs(flat)
+
+        def attempt() -> Any:
+            ids = item_ids()
+            if not ids:
+                return []
+            keys = [k.inflight, k.leases, k.tables, k.dead]
+            args: list[Any] = [mode, repr(now), self.max_attempts, error, token]
+            for item_id, table in zip(ids, self._tables_of(ids), strict=True):
+                keys += [k.item(item_id), k.pending(table)]
+                args += [item_id, table]
+            return self._run("release", keys, args)
+
+        return _pairs(self._until_settled(mode, attempt))
 
     def nack(self, item_id: str, token: str, error: str, now: float) -> str | None:
-        return self._release("nack", now, error, item_id, token).get(item_id)
+        return self._release("nack", lambda: [item_id], now, error, token).get(item_id)
 
     def reap(self, now: float) -> dict[str, str]:
-        return self._release("reap", now, "lease expired")
+        """Expired leases back to pending (or dead), at most 500 per call."""
+
+        def expired() -> list[str]:
+            with translated("queue reap"):
+                ids = self.r.zrangebyscore(self.k.inflight, "-inf", repr(now), start=0, num=500)
+            return [text(i) for i in ids]
+
+        return self._release("reap", expired, now, "lease expired")
 
     @translated("queue get")
     def get(self, item_id: str) -> ActionItem | None:

@@ -2,8 +2,13 @@
 
 One MULTI/EXEC per snapshot writes the partition fields *and* the table's ``last_snapshot``,
 under WATCH of both keys: two deciders racing lose nothing (the loser's transaction aborts
-and it re-reads, then sees the snapshot applied). Every public method is an adapter
-boundary: Redis library errors leave it as :class:`service.errors.ServiceUnavailable`.
+and it re-reads, then sees the snapshot applied). A table's two keys share its hash tag
+(``service.keys``), so the transaction runs on a Redis Cluster too; the decider-wide
+bookkeeping it also touches (the known tables, the counters) is in another slot, so it is
+written outside the transaction: the table becomes known before its stats are written, and
+the counters count after the commit (a crash in between loses one count, never stats).
+Every public method is an adapter boundary: Redis library errors leave it as
+:class:`service.errors.ServiceUnavailable`.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ class RollingStats:
 
         state, stats_key = self.k.table_state(table), self.k.stats(table)
         keys = sorted(deltas)
-        with self.r.pipeline() as pipe:
+        with self.r.pipeline(transaction=True) as pipe:
             while True:
                 try:
                     pipe.watch(state, stats_key)
@@ -81,6 +86,7 @@ class RollingStats:
                         for k, raw in zip(keys, current, strict=True)
                     }
                     new = next_stats(before, target, deltas)
+                    self.r.sadd(self.k.known_tables, table)  # another slot: not in the MULTI
                     pipe.multi()
                     gone = [k for k, s in new.items() if s.is_empty]  # as the full scan
                     if gone:
@@ -89,9 +95,8 @@ class RollingStats:
                     if kept:
                         pipe.hset(stats_key, mapping=kept)
                     pipe.hset(state, mapping={"last_snapshot": snapshot_id, "applied_at": now})
-                    pipe.sadd(self.k.known_tables, table)
-                    pipe.hincrby(self.k.counters, "snapshots_applied", 1)
                     pipe.execute()
+                    self.r.hincrby(self.k.counters, "snapshots_applied", 1)
                     return new
                 except redis.WatchError:
                     continue
@@ -107,6 +112,7 @@ class RollingStats:
     ) -> None:
         """A full scan's result replaces the table's stats (and resets any drift)."""
         state, stats_key = self.k.table_state(table), self.k.stats(table)
+        self.r.sadd(self.k.known_tables, table)
         pipe = self.r.pipeline(transaction=True)
         pipe.delete(stats_key)
         if stats:
@@ -115,9 +121,8 @@ class RollingStats:
             state, mapping={"last_snapshot": snapshot_id or 0, "target": target, "applied_at": now}
         )
         pipe.hincrby(state, "full_scans", 1)
-        pipe.sadd(self.k.known_tables, table)
-        pipe.hincrby(self.k.counters, "full_scans", 1)
         pipe.execute()
+        self.r.hincrby(self.k.counters, "full_scans", 1)
 
     @translated("stats forget")
     def forget(self, table: str) -> None:

@@ -3,8 +3,9 @@
 The decider's behaviour is tested on the in-memory adapters (``tests/unit/service/
 test_decider.py``); each Redis adapter is proven equal to its in-memory twin by the contract
 suites (``test_queue_redis``, ``test_rolling_redis``, ``test_events_redis``,
-``test_leader_redis``). Here: the wiring, and what only Redis shows. No catalog here
-(``tests/integration/test_decider.py`` has the end-to-end runs)."""
+``test_leader_redis``). Here: the wiring, and what only Redis shows, on a single Redis and
+on a Redis Cluster. No catalog here (``tests/integration/test_decider.py`` has the
+end-to-end runs)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from service.status import gather, record_action
 from tests.conftest import TEST_REDIS_URL, make_config
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 T0 = 1_790_000_000.0
 KEYS = Keys("icefloe-test")
@@ -121,10 +123,12 @@ def test_metrics_endpoint_text() -> None:
         assert line in text
 
 
-def test_queue_backlog_for_the_airflow_dag(redis_client: Any, tmp_path: Path) -> None:
+def test_queue_backlog_for_the_airflow_dag(
+    redis_client: Any, redis_section: dict[str, Any], tmp_path: Path
+) -> None:
     from service.status import queue_backlog
 
-    cfg = make_config(tmp_path)
+    cfg = make_config(tmp_path, redis=redis_section)  # connects by itself
     q = RedisQueue(redis_client, Keys.for_config(cfg))
     for i in range(3):
         q.enqueue(ActionItem.new("db.t", f"p={i}", "merge", 1, 10, 1.0, T0), T0)
@@ -208,7 +212,9 @@ def test_status_uses_the_tables_own_target_like_the_decider(
     assert [p["partition"] for p in table["over_tolerance"]] == ["day=1"]
 
 
-def test_decide_once_releases_the_leader_lease(redis_client: Any, tmp_path: Path) -> None:
+def test_decide_once_releases_the_leader_lease(
+    redis_client: Any, redis_section: dict[str, Any], tmp_path: Path
+) -> None:
     """A second ``decide --once`` right after the first leads too: the first let go."""
     import json
 
@@ -219,7 +225,7 @@ def test_decide_once_releases_the_leader_lease(redis_client: Any, tmp_path: Path
     from tests.conftest import config_raw
 
     conf = tmp_path / "icefloe.yaml"
-    conf.write_text(yaml.safe_dump(config_raw(tmp_path)))
+    conf.write_text(yaml.safe_dump(config_raw(tmp_path, redis=redis_section)))
     for _ in range(2):
         result = CliRunner().invoke(cli, ["--config", str(conf), "decide", "--once", "--json"])
         assert result.exit_code == 0, result.output

@@ -1,4 +1,5 @@
-"""The commit-events contract suite against a Redis Stream (db 15, flushed per test)."""
+"""The commit-events contract suite against a Redis Stream, on a single Redis and on a Redis
+Cluster (flushed per test)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from service.keys import Keys
 from tests.unit.service.test_events import EventsContract
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 KEYS = Keys("icefloe-test")
 

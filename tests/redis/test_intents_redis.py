@@ -1,4 +1,5 @@
-"""The write-intent contract suite against a real Redis (flushed per test)."""
+"""The write-intent contract suite against a real Redis and a Redis Cluster (flushed per
+test)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from service.queue import PriorityQueue, RedisQueue
 from tests.unit.service.test_intents import IntentsContract
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 
 class TestRedisIntents(IntentsContract):

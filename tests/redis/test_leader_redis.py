@@ -1,4 +1,5 @@
-"""The leader-lease contract suite against Redis (db 15, flushed per test)."""
+"""The leader-lease contract suite against a single Redis and a Redis Cluster (flushed per
+test)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from service.leader import Leader, RedisLeader
 from tests.unit.service.test_leader import LeaderContract
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 KEYS = Keys("icefloe-test")
 

@@ -1,4 +1,4 @@
-"""The RPQ contract suite against a real Redis (db 15, flushed per test)."""
+"""The RPQ contract suite against a real Redis and a Redis Cluster (flushed per test)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import pytest
 
 from service.keys import Keys
 from service.queue import PriorityQueue, RedisQueue
+from tests.redis.cluster import all_keys
 from tests.unit.service.test_queue import QueueContract
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 
 class TestRedisQueue(QueueContract):
@@ -31,4 +33,74 @@ def test_keys_live_under_the_prefix(redis_client: Any) -> None:
     q.enqueue(item(), T0)
     q.dispatch("db.t")
     assert q.dequeue(T0, 30) is not None
-    assert all(k.decode().startswith("pfx:") for k in redis_client.keys("*"))
+    assert all(k.decode().startswith("pfx:{q}:") for k in all_keys(redis_client))
+
+
+# ---- a script re-checks what its caller read, and the caller reads again -----------------
+
+
+def stale_once(real: Any, stale: Any) -> Any:
+    """``real``, except that the first call answers ``stale`` (another actor moved first)."""
+    calls = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return stale if len(calls) == 1 else real(*args, **kwargs)
+
+    return call
+
+
+def test_dequeue_retries_when_the_peeked_head_was_taken(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    for p in ("a", "b"):
+        q.enqueue(item(partition=p), T0)
+        q.dispatch("db.t")
+    head = redis_client.zrange(q.k.ready, 0, 0)[0].decode()
+    # the first peek sees a head another actor has leased since
+    monkeypatch.setattr(redis_client, "zrange", stale_once(redis_client.zrange, [b"m:db.t:x"]))
+    lease = q.dequeue(T0, 30)
+    assert lease is not None and lease.item.id == head
+    assert q.depth() == {"pending": 0, "ready": 1, "inflight": 1, "dead": 0}
+    assert not redis_client.exists(q.k.item("m:db.t:x"))
+
+
+@pytest.mark.parametrize("call", ["ack", "nack", "reap"])
+def test_a_table_read_stale_changes_nothing_and_is_read_again(redis_client: Any, call: str) -> None:
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    q.enqueue(item(), T0)
+    q.dispatch("db.t")
+    lease = q.dequeue(T0, 30)
+    assert lease is not None
+    q.enqueue(item(benefit=99.0), T0 + 1)  # again while in flight: ack re-pends it
+    q._tables_of = stale_once(q._tables_of, ["db.elsewhere"])  # type: ignore[method-assign]
+    if call == "ack":
+        assert q.ack(lease.item.id, lease.token) == 2
+    elif call == "nack":
+        assert q.nack(lease.item.id, lease.token, "boom", T0 + 2) == "pending"
+    else:
+        assert q.reap(T0 + 31) == {lease.item.id: "pending"}
+    assert q.pending_by_table() == {"db.t": 1} and q.pending_tables() == {"db.t": 1}
+    assert not redis_client.exists(q.k.pending("db.elsewhere"))
+
+
+def test_reap_skips_a_lease_renewed_after_it_was_read(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    q.enqueue(item(), T0)
+    q.dispatch("db.t")
+    lease = q.dequeue(T0, 30)
+    assert lease is not None
+    expired = redis_client.zrangebyscore(q.k.inflight, "-inf", repr(T0 + 31))
+    assert q.renew(lease.item.id, lease.token, T0 + 30, 30)  # renewed after the reaper read
+    monkeypatch.setattr(redis_client, "zrangebyscore", lambda *args, **kwargs: expired)
+    assert q.reap(T0 + 31) == {}
+    assert [f.deadline for f in q.inflight()] == [T0 + 60]

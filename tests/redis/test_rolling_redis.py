@@ -1,7 +1,8 @@
-"""The stats-store contract suite against a real Redis (db 15, flushed per test)."""
+"""The stats-store contract suite against a real Redis and a Redis Cluster (flushed per test)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -9,10 +10,11 @@ import pytest
 from optimizer import stats_from_sizes
 from service.keys import Keys
 from service.rolling import PartitionDelta, RollingStats, StatsStore, encode
-from tests.conftest import TEST_REDIS_URL
+from tests.redis.cluster import all_keys
 from tests.unit.service.test_rolling import T0, TARGET, StatsContract, T
 
 pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
 
 KEYS = Keys("icefloe-test")
 
@@ -37,17 +39,17 @@ def test_stats_are_exact_decimal_strings_under_the_prefix(redis_client: Any) -> 
     assert want.sse > 2**64  # far beyond a Lua double / 64-bit counter: kept exact
     assert store.partitions(T) == {"a": want}
     assert redis_client.hget(KEYS.stats(T), "a").decode() == encode(want)
-    assert all(k.decode().startswith("icefloe-test:") for k in redis_client.keys("*"))
+    assert all(k.decode().startswith("icefloe-test:{") for k in all_keys(redis_client))
 
 
-def test_a_racing_writer_makes_apply_re_read(redis_client: Any) -> None:
+def test_a_racing_writer_makes_apply_re_read(
+    redis_client: Any, new_redis_client: Callable[[], Any]
+) -> None:
     """WATCH: a concurrent write between read and EXEC aborts the transaction; the retry
     then sees the snapshot applied and changes nothing."""
     store = RollingStats(redis_client, KEYS)
     store.replace(T, 1, TARGET, {}, T0)
-    import redis
-
-    second = redis.Redis.from_url(TEST_REDIS_URL)  # another decider's connection
+    second = new_redis_client()  # another decider's connection
     other = RollingStats(second, KEYS)
     real_pipeline = redis_client.pipeline
 

@@ -75,6 +75,19 @@ def test_env_overrides_single_values() -> None:
     assert cfg.spark.conf["spark.executor.memory"] == "4g"
 
 
+def test_redis_cluster_flag() -> None:
+    assert load_config(env={}).redis.cluster is False
+    cfg = load_config(
+        env={"ICEFLOE_REDIS__URL": "rediss://:s3cret@node1:7000", "ICEFLOE_REDIS__CLUSTER": "true"}
+    )
+    assert cfg.redis.cluster is True
+    with pytest.raises(ConfigError) as err:  # the URL is never shown: it holds the password
+        load_config(
+            env={"ICEFLOE_REDIS__URL": "redis://:s3cret@n:7000/1", "ICEFLOE_REDIS__CLUSTER": "true"}
+        )
+    assert "db 0" in str(err.value) and "s3cret" not in str(err.value)
+
+
 def test_config_path_from_env(tmp_path: Path) -> None:
     raw = base()
     raw["catalog"]["name"] = "other"
@@ -108,6 +121,23 @@ def test_config_path_from_env(tmp_path: Path) -> None:
         (lambda r: r["catalog"].update(type="oracle"), "'catalog.type' must be one of"),
         (lambda r: r["catalog"].update(name="my lake"), "'catalog.name' must be an identifier"),
         (lambda r: r["redis"].update(url="http://x"), "'redis.url' must start with"),
+        (lambda r: r["redis"].update(cluster="yes"), "'redis.cluster' must be true or false"),
+        (
+            lambda r: r["redis"].update(cluster=True, url="unix:///run/redis.sock"),
+            "'redis.url' must be a redis:// or rediss:// URL with cluster: true",
+        ),
+        (
+            lambda r: r["redis"].update(cluster=True, url="redis://:pw@h:7000/3"),
+            "'redis.url' must name db 0 (or none) with cluster: true",
+        ),
+        (
+            lambda r: r["redis"].update(cluster=True, url="redis://h:7000?db=2"),
+            "'redis.url' must name db 0 (or none) with cluster: true",
+        ),
+        (
+            lambda r: r["redis"].update(cluster=True, key_prefix="a{b}"),
+            "'redis.key_prefix' must not hold braces with cluster: true, got 'a{b}'",
+        ),
         (lambda r: r["spark"].update(conf=["a"]), "'spark.conf' must be a mapping"),
         (lambda r: r.update(tables={"no_namespace": {}}), "bad table identifier 'no_namespace'"),
         (lambda r: r.update(tables={"db.t; DROP": {}}), "bad table identifier 'db.t; DROP'"),

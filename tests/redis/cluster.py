@@ -1,0 +1,130 @@
+"""A real 3-master Redis Cluster on loopback, from Debian's ``redis-server`` and
+``redis-cli``, for the contract suites (``tests/redis/conftest.py`` starts one per run).
+
+Each node is ``redis-server --cluster-enabled yes`` on a free port (its cluster bus on the
+port + 10000 must be free too) in its own folder, without persistence; ``redis-cli
+--cluster create ... --cluster-replicas 0`` splits the 16384 slots over the three, and the
+cluster is ready once every node reports ``cluster_state:ok``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MASTERS = 3
+BUS_OFFSET = 10_000  # Redis Cluster's bus port is the client port + 10000
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` ports whose cluster bus ports are free as well."""
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port + BUS_OFFSET < 65536 and port not in ports and _free(port + BUS_OFFSET):
+            ports.append(port)
+    return ports
+
+
+@dataclass
+class LocalCluster:
+    """The nodes of one loopback cluster; :meth:`start`, then :meth:`stop`."""
+
+    workdir: Path
+    ports: list[int] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """A URL of one node: the client discovers the others from it."""
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.ports = free_ports(MASTERS)
+        for port in self.ports:
+            node = self.workdir / str(port)
+            node.mkdir(parents=True, exist_ok=True)
+            self.procs.append(
+                subprocess.Popen(
+                    ["redis-server", "--port", str(port), "--cluster-enabled", "yes"]
+                    + ["--cluster-config-file", f"nodes-{port}.conf", "--bind", "127.0.0.1"]
+                    + ["--save", "", "--appendonly", "no", "--daemonize", "no"]
+                    + ["--dir", str(node), "--logfile", str(node / "redis.log")],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        deadline = time.monotonic() + timeout
+        for port in self.ports:
+            self._wait(port, "PING", "PONG", deadline)
+        create = subprocess.run(
+            ["redis-cli", "--cluster", "create"]
+            + [f"127.0.0.1:{p}" for p in self.ports]
+            + ["--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if create.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout[-2000:]}")
+        for port in self.ports:
+            self._wait(port, "CLUSTER INFO", "cluster_state:ok", deadline)
+
+    def _wait(self, port: int, command: str, expect: str, deadline: float) -> None:
+        while True:
+            out = subprocess.run(
+                ["redis-cli", "-p", str(port), *command.split()],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout
+            if expect in out:
+                return
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                logs = self.workdir / str(port) / "redis.log"
+                raise RuntimeError(f"cluster node {port} never answered {expect} (see {logs})")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self.procs.clear()
+
+
+def primaries(client: Any) -> list[Any]:
+    """One plain client per master of a ``RedisCluster``; ``[client]`` for a single Redis."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, RedisCluster):
+        return [node.redis_connection for node in client.get_primaries()]
+    return [client]
+
+
+def all_keys(client: Any) -> list[bytes]:
+    """Every key, on every master (``KEYS`` on a cluster client asks one node only)."""
+    return sorted(k for node in primaries(client) for k in node.keys("*"))

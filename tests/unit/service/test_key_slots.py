@@ -1,0 +1,179 @@
+"""Every Lua script call and every MULTI/EXEC stays in one Redis Cluster hash slot.
+
+The Redis adapters run here on a recording stand-in for the client (no Redis): it keeps the
+keys of each script call and of each transaction and answers reads with canned replies.
+Each must touch keys of one slot (``redis.cluster.key_slot``), so a script or transaction
+that breaks the layout of :mod:`service.keys` fails here, on any machine, long before it
+would fail on a real cluster (``tests/redis`` runs the contract suites on one). Every
+``.lua`` file must be exercised, so a new script cannot slip past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redis.cluster import key_slot
+
+from optimizer import stats_from_sizes
+from service.intents import RedisIntents
+from service.keys import Keys
+from service.leader import RedisLeader
+from service.queue import LUA_DIR, ActionItem, RedisQueue
+from service.rolling import PartitionDelta, RollingStats
+from service.status import record_action
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+SCRIPTS = {p.read_text(): p.stem for p in sorted(LUA_DIR.glob("*.lua"))}
+PREFIXES = ["icefloe", "team-a:prod.v2"]
+TABLES = ["db.t", "ns.other_table", "a.b"]
+PARTITIONS = [None, "day=2026-11-02", "p={x}:y"]  # braces in data never move a key
+
+
+def slots(keys: list[str]) -> set[int]:
+    return {key_slot(k.encode()) for k in keys}
+
+
+def table_of(key: str) -> bytes:
+    """An item hash's ``table`` field, read from its id (``action:table:partition``)."""
+    return key.split(":item:", 1)[1].split(":")[1].encode()
+
+
+class FakePipeline:
+    """Queues commands; a transaction's keys are recorded when it executes."""
+
+    def __init__(self, client: FakeRedis, transaction: bool):
+        self.client, self.transaction = client, transaction
+        self.keys: list[str] = []
+        self.replies: list[Any] = []
+
+    def __enter__(self) -> FakePipeline:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def watch(self, *names: str) -> None:
+        self.keys += names
+
+    def multi(self) -> None:
+        return None
+
+    def reset(self) -> None:
+        self.keys, self.replies = [], []
+
+    def hmget(self, key: str, *fields: Any) -> list[Any]:
+        self.keys.append(key)
+        if fields == ("last_snapshot", "target"):  # the state apply compares and sets
+            return [b"1", b"1000"]
+        names = fields[0] if len(fields) == 1 and isinstance(fields[0], list) else fields
+        return [None] * len(names)
+
+    def hget(self, key: str, name: str) -> FakePipeline:
+        self.keys.append(key)
+        self.replies.append(table_of(key) if name == "table" else None)
+        return self
+
+    def __getattr__(self, command: str) -> Any:
+        def queue(key: str, *args: Any, **kwargs: Any) -> FakePipeline:
+            self.keys.append(key)
+            self.replies.append(None)
+            return self
+
+        return queue
+
+    def execute(self) -> list[Any]:
+        if self.transaction:
+            self.client.transactions.append(list(self.keys))
+        replies = self.replies
+        self.reset()
+        return replies
+
+
+class FakeRedis:
+    """Records script calls; the ready set and the in-flight set hold ``ids``."""
+
+    def __init__(self, ids: list[str]):
+        self.ids = ids
+        self.scripts: list[tuple[str, list[str]]] = []
+        self.transactions: list[list[str]] = []
+
+    def register_script(self, source: str) -> Any:
+        name = SCRIPTS[source]
+
+        def run(keys: list[str], args: list[Any]) -> Any:
+            self.scripts.append((name, list(keys)))
+            return {"dequeue": None, "release": [], "dispatch": None}.get(name, 1)
+
+        return run
+
+    def pipeline(self, transaction: bool = True) -> FakePipeline:
+        return FakePipeline(self, transaction)
+
+    def zrange(self, key: str, start: int, end: int, **kwargs: Any) -> list[bytes]:
+        return [i.encode() for i in self.ids[: end + 1 if end >= 0 else None]]
+
+    def zrangebyscore(self, key: str, *args: Any, **kwargs: Any) -> list[bytes]:
+        return [i.encode() for i in self.ids]
+
+    def __getattr__(self, command: str) -> Any:
+        return lambda *args, **kwargs: None  # writes outside a transaction, and SET NX
+
+
+def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
+    """Every adapter call that runs a script or a transaction."""
+    q = RedisQueue(client, keys)
+    for item in items:
+        q.enqueue(item, T0)
+        q.dispatch(item.table)
+        q.ack(item.id, "token")
+        q.nack(item.id, "token", "boom", T0)
+        q.renew(item.id, "token", T0, 30)
+        RedisIntents(client, keys).record(item.id, "token", item.table, T0, ["/a"], ["/p/"])
+    q.dequeue(T0, 30)
+    q.reap(T0)
+    leader = RedisLeader(client, keys, 30, token="a")
+    leader.acquire()
+    leader.release()
+    store = RollingStats(client, keys)
+    for table in {item.table for item in items}:
+        store.replace(table, 1, 1000, {"p=1": stats_from_sizes([1, 2], 1000)}, T0)
+        store.apply(table, 1, 2, 1000, {"p=1": PartitionDelta(added=[3])}, T0)
+    record_action(client, keys, {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2})
+
+
+@pytest.fixture(params=PREFIXES)
+def recorded(request: pytest.FixtureRequest) -> Iterator[FakeRedis]:
+    items = [ActionItem.new(t, p, "merge", 1, 100, 1.0, T0) for t in TABLES for p in PARTITIONS]
+    client = FakeRedis([i.id for i in items])
+    drive(client, Keys(request.param), items)
+    yield client
+
+
+def test_every_script_call_touches_one_slot(recorded: FakeRedis) -> None:
+    assert {name for name, _ in recorded.scripts} == set(SCRIPTS.values())  # all exercised
+    crossing = [(name, keys) for name, keys in recorded.scripts if len(slots(keys)) != 1]
+    assert crossing == []
+
+
+def test_every_transaction_touches_one_slot(recorded: FakeRedis) -> None:
+    # apply and replace per table, and record_action
+    assert len(recorded.transactions) == 2 * len(TABLES) + 1
+    assert [keys for keys in recorded.transactions if len(slots(keys)) != 1] == []
+
+
+def test_the_slot_groups_of_the_key_layout() -> None:
+    k = Keys("icefloe")
+    queue = [k.item("merge:db.t:p={x}"), k.pending("db.t"), k.pending("db.u"), k.tables]
+    queue += [k.ready, k.seq, k.inflight, k.leases, k.intents, k.dead]
+    decider = [k.events, k.leader, k.scheduler, k.counters, k.recent, k.actors]
+    decider += [k.launch_guard, k.known_tables]
+    assert len(slots(queue)) == 1 and len(slots(decider)) == 1
+    assert all(len(slots([k.stats(t), k.table_state(t)])) == 1 for t in TABLES)
+    # each table its own slot: tables spread over the masters
+    assert len(slots([k.stats(f"db.t{i}") for i in range(20)])) == 20
+    assert k.ready == "icefloe:{q}:ready" and k.stats("db.t") == "icefloe:{t:db.t}:stats"
+    assert all(key.startswith("icefloe:{") for key in queue + decider + [k.stats("db.t")])
