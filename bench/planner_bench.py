@@ -1,6 +1,6 @@
 """Planner benchmark: our minimum-replacement planner against models of Iceberg and Amoro.
 
-Run as ``python bench/planner_bench.py`` (about half a minute). Not a test: nothing here
+Run as ``python bench/planner_bench.py`` (under a minute). Not a test: nothing here
 asserts on time. For a fixed, seeded mix of generated partitions it prints, per shape,
 bytes rewritten, predicted files after and entropy after for
 
@@ -19,8 +19,11 @@ bytes rewritten, predicted files after and entropy after for
   (tasks of one segment dropped), fragments packed first-fit unsorted into tasks of T
   (all kept); each task written by a rolling writer.
 
-Then plan time, rolling-update throughput and scheduler throughput, and one final
-``planner-summary`` line (ratios are ours / Iceberg model over the whole mix).
+Then plan time, plan time at scale (#21's shape: 100,000 files of 1 KB-40 MB, 128 MiB
+target, tolerance 0) beside the pre-#21 planner kept as the tests' reference
+(``tests/unit/optimizer/reference_planner.py``), rolling-update throughput and scheduler
+throughput, and one final ``planner-summary`` line (ratios are ours / Iceberg model over
+the whole mix; ``scale_ratio`` is now / before #21).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from optimizer import (  # noqa: E402
     predict_output_sizes,
     stats_from_sizes,
 )
+from tests.unit.optimizer.reference_planner import reference_plan  # noqa: E402
 
 MB = 1 << 20
 GB = 1 << 30
@@ -227,15 +231,17 @@ def tolerance_sweep(mix: dict[str, list[list[int]]]) -> None:
         )
 
 
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    """Median CPU time of ``fn`` in ms: process time, so that other jobs on a shared
+def cpu_ms(fn: Callable[[], object]) -> float:
+    """CPU time of one call of ``fn`` in ms: process time, so that other jobs on a shared
     machine do not count (on an idle machine it equals wall time: all of it is Python)."""
-    times = []
-    for _ in range(runs):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times) * 1000
+    start = time.process_time()
+    fn()
+    return (time.process_time() - start) * 1000
+
+
+def median_ms(fn: Callable[[], object], runs: int) -> float:
+    """Median ``cpu_ms`` of ``fn`` over ``runs`` calls."""
+    return statistics.median(cpu_ms(fn) for _ in range(runs))
 
 
 def plan_times() -> dict[tuple[str, int], float]:
@@ -251,6 +257,32 @@ def plan_times() -> dict[tuple[str, int], float]:
         out[("ffd", n)], out[("kp", n)] = ffd, kp
         print(f"  {n:>7} files  FFD {ffd:9.1f}  Knuth-Plass {kp:9.1f}  essential FFD {tol:9.1f}")
     return out
+
+
+def scale_times(runs: int = 5) -> tuple[float, float]:
+    """#21's shape, now and before #21: median CPU ms of each, runs alternating.
+
+    Alternating runs let a busy machine slow both alike; the ratio is the number to read.
+    The two plans are checked equal (the tests check it on many more inputs).
+    """
+    rng = random.Random(21)
+    sizes = [rng.randint(1_000, 40_000_000) for _ in range(100_000)]
+    target = 128 * MB
+    now, before = [], []
+    for _ in range(runs):
+        now.append(cpu_ms(partial(plan_partition, sizes, target, 0)))
+        before.append(cpu_ms(partial(reference_plan, sizes, target, 0)))
+    assert plan_partition(sizes, target, 0) == reference_plan(sizes, target, 0)
+    now_ms, before_ms = statistics.median(now), statistics.median(before)
+    print(
+        f"\nplan time at scale: 100,000 files of 1 KB-40 MB (uniform), 128 MiB target, "
+        f"tolerance 0 (median CPU ms of {runs})"
+    )
+    print(
+        f"  now {now_ms:9.1f}  before #21 {before_ms:9.1f}  "
+        f"now/before {ratio(now_ms, before_ms):.3f}"
+    )
+    return now_ms, before_ms
 
 
 def rolling_throughput() -> float:
@@ -309,6 +341,7 @@ def main() -> None:
     results = compare(mix)
     tolerance_sweep(mix)
     times = plan_times()
+    scale_now, scale_before = scale_times()
     rolling = rolling_throughput()
     scheduler_throughput()
     ice, t0, tol = results["iceberg"], results["ours-t0"], results["ours-tol"]
@@ -329,6 +362,9 @@ def main() -> None:
     fields = [f"{k}={v:.3f}" for k, v in summary.items()] + [
         f"ffd_100k_ms={times[('ffd', 100_000)]:.0f}",
         f"kp_10k_ms={times[('kp', 10_000)]:.0f}",
+        f"scale_100k_ms={scale_now:.0f}",
+        f"scale_100k_before_ms={scale_before:.0f}",
+        f"scale_ratio={ratio(scale_now, scale_before):.3f}",
         f"rolling_events_per_s={rolling:.0f}",
     ]
     print("planner-summary " + " ".join(fields))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import mul
 
-from optimizer.binpack import balance, first_fit_decreasing
+from optimizer.binpack import ffd_packing, lpt_spread
 from optimizer.entropy import output_sse
 from optimizer.linebreak import best_runs
 
@@ -45,8 +46,9 @@ def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Gro
     for i in members:
         s = sizes[i]
         total += s
-        e = target - s if s < target else 0
-        before += e * e
+        if s < target:
+            e = target - s
+            before += e * e
     outputs = -(-total // target)
     return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
 
@@ -86,14 +88,19 @@ def ffd_groups(
     movable: Sequence[int], sizes: Sequence[int], target: int
 ) -> tuple[list[Group], list[int]]:
     """FFD bins of 2+ files as groups, and the files left alone in their bins."""
-    bins = first_fit_decreasing([sizes[i] for i in movable], target)
+    packing = ffd_packing(sizes, target, movable)
     groups: list[Group] = []
     lone: list[int] = []
-    for b in bins:
-        if len(b) >= 2:
-            groups.append(make_group([movable[k] for k in b], sizes, target))
+    full = target * target
+    for b, total, square in zip(packing.bins, packing.loads, packing.squares, strict=True):
+        if len(b) >= 2:  # make_group's Σ (T - s)², expanded: every packed s is <= T
+            before = len(b) * full - 2 * target * total + square
+            b.sort()
+            members = tuple(b)
+            gain = before - output_sse(total, target)
+            groups.append(Group(members, total, gain, -(-total // target)))
         else:
-            lone.append(movable[b[0]])
+            lone.append(b[0])
     return groups, lone
 
 
@@ -135,18 +142,26 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
 
     The one-output groups' files are spread over as many bins by LPT; the spread is kept
     only if every bin still fits in ``T`` with 2+ files and the SSE is lower. Groups
-    with several outputs (spill groups) are left as they are.
+    with several outputs (spill groups) are left as they are. The spread is judged from
+    the sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which of equal
+    files is which), and the files are dealt out into groups only when it is kept.
     """
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
         return list(groups)
-    members = [i for g in bins for i in g.members]
-    spread = [
-        make_group([members[k] for k in b], sizes, target)
-        for b in balance([sizes[i] for i in members], len(bins))
-    ]
-    if any(len(g.members) < 2 or g.outputs != 1 for g in spread) or sum(
-        g.gain for g in spread
-    ) <= sum(g.gain for g in bins):
+    heaviest = [sizes[i] for g in bins for i in g.members]
+    heaviest.sort(reverse=True)
+    spread = lpt_spread(heaviest, len(bins), target)
+    if spread is None or min(spread.counts) < 2 or 0 in spread.loads:
+        return list(groups)  # a bin over T, a lone file, or a bin with no output file
+    if heaviest[0] <= target:  # Σ (T - s)², expanded
+        total, squares = sum(heaviest), sum(map(mul, heaviest, heaviest))
+        before = len(heaviest) * target * target - 2 * target * total + squares
+    else:
+        before = sum((target - s) ** 2 for s in heaviest if s < target)
+    gain = before - sum(output_sse(x, target) for x in spread.loads)
+    if gain <= sum(g.gain for g in bins):
         return list(groups)
-    return [g for g in groups if g.outputs != 1] + spread
+    members = [i for g in bins for i in g.members]
+    dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
+    return [g for g in groups if g.outputs != 1] + [make_group(b, sizes, target) for b in dealt]

@@ -1,4 +1,7 @@
-"""First Fit Decreasing: hand-worked packings, a naive reference, the 11/9 bound; LPT."""
+"""First Fit Decreasing: hand-worked packings, a naive reference, the 11/9 bound; LPT.
+
+(``test_planner_reference.py`` checks both against the pre-#21 implementations.)
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optimizer import first_fit_decreasing
-from optimizer.binpack import balance
+from optimizer.binpack import Spread, balance, ffd_packing, lpt_spread
 
 pytestmark = pytest.mark.unit
 
@@ -87,6 +90,18 @@ def test_oversized_and_zero_weights() -> None:
         first_fit_decreasing([-1], 5)
 
 
+def test_packing_sums_and_a_subset_of_items() -> None:
+    weights = [5, 7, 5, 2, 4, 2, 5, 1, 6]
+    packing = ffd_packing(weights, 10)
+    assert packing.bins == [[1, 3, 7], [8, 4], [0, 2], [6, 5]]
+    assert packing.loads == [10, 10, 10, 7]
+    assert packing.squares == [49 + 4 + 1, 36 + 16, 25 + 25, 25 + 4]
+    # items 8, 0, 6 (weights 6, 5, 5): 6 opens a bin, 5 does not fit beside it, 5 does
+    assert ffd_packing(weights, 10, [8, 0, 6]).bins == [[8], [0, 6]]
+    with pytest.raises(ValueError, match="at index 1"):  # the position in items
+        ffd_packing([5, -1, 3], 10, [2, 1])
+
+
 def test_many_tiny_items_fill_bins_completely() -> None:
     bins = first_fit_decreasing([1] * 10_000, 512)
     assert [len(b) for b in bins] == [512] * 19 + [10_000 - 19 * 512]
@@ -118,6 +133,20 @@ def test_balance_by_hand() -> None:
         balance([1], 0)
     with pytest.raises(ValueError):
         balance([-1], 1)
+
+
+def test_lpt_spread_by_hand() -> None:
+    # balance([3, 5, 2, 4, 3], 2): 5 -> b0, 4 -> b1, 3 -> b1, 3 -> b0, 2 -> b1
+    assert lpt_spread([5, 4, 3, 3, 2], 2, 9) == Spread([0, 1, 1, 0, 1], [8, 9], [2, 3])
+    assert lpt_spread([5, 4, 3, 3, 2], 2, 8) is None  # bin 1 would pass 8
+    spread = lpt_spread([5, 4, 3, 3, 2], 2)
+    assert spread is not None
+    assert spread.deal([1, 3, 0, 4, 2]) == [[1, 4], [3, 0, 2]]  # the items, heaviest first
+    assert lpt_spread([], 2, 0) == Spread([], [0, 0], [0, 0])
+    with pytest.raises(ValueError):
+        lpt_spread([1], 0)
+    with pytest.raises(ValueError):
+        lpt_spread([2, -1], 1)
 
 
 @settings(max_examples=300, deadline=None, database=None)
