@@ -1,9 +1,9 @@
 """``icefloe optimize`` and ``icefloe plan``: the actors, by hand; ``icefloe pack``.
 
 ``plan`` reads PyIceberg metadata only (no Spark, no data read, nothing written), so it
-answers in a second and is safe on any table. ``optimize`` validates the table with
-PyIceberg first, then starts Spark in-process (``build_spark``) and runs the same
-``jobs.optimize.optimize_table`` the decider's actors run.
+answers in a second and is safe on any table. ``optimize`` validates its tables with
+PyIceberg first, then starts Spark in-process (``build_spark``) once and runs the same
+``jobs.optimize.optimize_table`` the decider's actors run, table after table.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rich.table import Table as RichTable
 
 from service.cli.common import Context, emit, pass_ctx
 from service.config import ACTIONS
+from service.errors import IcefloeError, UsageError
 
 console = Console()
 MIB = 1 << 20
@@ -122,7 +123,8 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
 
 
 @click.command()
-@click.argument("table")
+@click.argument("tables", nargs=-1, metavar="[TABLE]...")
+@click.option("--all", "all_managed", is_flag=True, help="Every managed table.")
 @_partition_option
 @_action_option
 @click.option("--dry-run", is_flag=True, help="Plan and report; write and commit nothing.")
@@ -130,28 +132,57 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
 @pass_ctx
 def optimize(
     ctx: Context,
-    table: str,
+    tables: tuple[str, ...],
+    all_managed: bool,
     partitions: tuple[str, ...],
     action: str,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Merge (or sort) TABLE's small files: exact planned groups, one `replace` commit per
-    partition, verified before commit."""
-    from service.catalog import load_catalog, load_table
+    """Merge (or sort) each TABLE's small files (or every managed table's, with --all):
+    exact planned groups, one `replace` commit per partition, verified before commit. The
+    tables share one Spark session; a table that fails does not stop the others."""
+    from service.catalog import load_catalog, load_table, managed_tables
     from service.config import parse_table_identifier
 
     cfg = ctx.cfg
-    parse_table_identifier(table)
-    load_table(load_catalog(cfg), table)  # a typo fails here, before a JVM starts
+    if bool(tables) == all_managed:
+        raise UsageError("name one or more TABLEs, or --all for every managed table")
+    catalog = load_catalog(cfg)
+    names = managed_tables(cfg, catalog) if all_managed else list(dict.fromkeys(tables))
+    if partitions and (all_managed or len(names) != 1):
+        raise UsageError("--partition needs exactly one TABLE")
+    for name in names:  # a typo fails here, before a JVM starts
+        parse_table_identifier(name)
+        load_table(catalog, name)
     from jobs.optimize import optimize_table
     from service.spark import build_spark
 
     spark = build_spark(cfg, app_name="icefloe-optimize")
-    report = optimize_table(spark, cfg, table, list(partitions) or None, action, dry_run)
-    emit(report.to_dict(), as_json, _render_report)
-    if report.partitions_failed:
-        raise SystemExit(1)  # some partitions could not be committed (see the report)
+    if len(names) == 1 and not all_managed:  # one table: its report, its errors as they are
+        report = optimize_table(spark, cfg, names[0], list(partitions) or None, action, dry_run)
+        emit(report.to_dict(), as_json, _render_report)
+        if report.partitions_failed:
+            raise SystemExit(1)  # some partitions could not be committed (see the report)
+        return
+    reports, failed = [], []
+    for name in names:
+        try:
+            reports.append(optimize_table(spark, cfg, name, None, action, dry_run).to_dict())
+        except IcefloeError as e:
+            failed.append({"table": name, "error": str(e)})
+    emit({"tables": reports, "failed": failed}, as_json, _render_reports)
+    if failed or any(r["partitions_failed"] for r in reports):
+        raise SystemExit(1)
+
+
+def _render_reports(d: dict[str, Any]) -> None:
+    for report in d["tables"]:
+        _render_report(report)
+    for f in d["failed"]:
+        console.print(f"[red]{f['table']}: {f['error']}[/]")
+    if not d["tables"] and not d["failed"]:
+        console.print("no managed tables")
 
 
 def _render_report(d: dict[str, Any]) -> None:

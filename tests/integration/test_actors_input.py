@@ -223,3 +223,44 @@ def test_actor_optimize_entry_point(spark, catalog, events, config_file, capsys)
     assert actor_optimize.main([events, "--partition", "x=1", "--config", config_file]) == 2
     assert "is not a partition field" in capsys.readouterr().err
     assert _snapshot(catalog, events) == snap
+
+
+def test_cli_optimizes_several_tables_and_all_managed_ones_in_one_call(
+    spark, catalog, namespace, config_file, capsys
+):
+    """``optimize T1 T2`` and ``optimize --all`` (the managed namespace's tables): one
+    report per table, each table rewritten once; usage errors before any work."""
+    first, second = (create(spark, namespace, n, inserts=3) for n in ("a", "b"))
+    rows = {t: spark.table(f"lake.{t}").count() for t in (first, second)}
+    code, out, err = run_cli(
+        ["--config", config_file, "optimize", first, second, first, "--json"], capsys
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert [r["table"] for r in result["tables"]] == [first, second] and not result["failed"]
+    assert all(r["partitions_rewritten"] == 2 for r in result["tables"])
+    for table in (first, second):
+        assert load_table(catalog, table).current_snapshot().summary.operation.value == "replace"
+        assert spark.table(f"lake.{table}").count() == rows[table]
+
+    third = create(spark, namespace, "c", inserts=2)
+    managed = Path(config_file).read_text() + f"managed:\n  namespaces: [{namespace}]\n"
+    Path(config_file).write_text(managed)
+    code, out, err = run_cli(["--config", config_file, "optimize", "--all", "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    by_table = {r["table"]: r for r in result["tables"]}
+    assert set(by_table) == {first, second, third}
+    assert by_table[third]["partitions_rewritten"] == 2
+    assert by_table[first]["partitions_rewritten"] == 0  # nothing left to do
+
+    for argv, message in (
+        ([], "name one or more TABLEs, or --all"),
+        ([first, "--all"], "name one or more TABLEs, or --all"),
+        ([first, second, "--partition", "day=d0"], "--partition needs exactly one TABLE"),
+        ([first, f"{namespace}.missing"], "not found"),
+    ):
+        snap = _snapshot(catalog, first)
+        code, out, err = run_cli(["--config", config_file, "optimize", *argv], capsys)
+        assert code in (1, 2) and message in err and err.count("\n") == 1, (argv, err)
+        assert _snapshot(catalog, first) == snap
