@@ -318,7 +318,7 @@ def parsed_by_the_cli(command: tuple[str, ...], args: list[str]) -> dict[str, An
 def test_adhoc_args_parse_as_icefloe_optimize() -> None:
     conf = {"table": "demo.events", "partitions": ["day=1"], "dry_run": True}
     parsed = parsed_by_the_cli(("optimize",), ds.adhoc_args(conf, "/c.yaml"))
-    assert parsed["table"] == "demo.events" and parsed["dry_run"] and parsed["as_json"]
+    assert parsed["tables"] == ("demo.events",) and parsed["dry_run"] and parsed["as_json"]
     assert parsed["partitions"] == ("day=1",)
     runs = ds.actor_runs(5, 2, 10, "/c.yaml")
     assert parsed_by_the_cli(("actor",), runs[0])["max_actions"] == 10
