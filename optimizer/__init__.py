@@ -8,6 +8,7 @@ from optimizer.binpack import first_fit_decreasing
 from optimizer.entropy import (
     PartitionStats,
     apply_delta,
+    estimate,
     file_error,
     merge_stats,
     output_sse,
@@ -42,6 +43,7 @@ __all__ = [
     "Scheduler",
     "WeightedRoundRobin",
     "apply_delta",
+    "estimate",
     "best_runs",
     "default_tolerance",
     "fair_priority_scheduler",

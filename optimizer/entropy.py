@@ -18,6 +18,7 @@ the benchmark and the Spark actors all use (or must match) it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -173,3 +174,22 @@ def output_sse(total: int, target: int) -> int:
     _check_target(target)
     rest = total % target
     return (target - rest) ** 2 if rest else 0
+
+
+def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
+    """(bytes to rewrite, expected MSE reduction) if the partition's small files are merged.
+
+    The rolling stats hold N, SSE, bytes and the count ``k`` of undersized files, not their
+    sizes, so the undersized bytes are estimated: by Cauchy–Schwarz ``Σe <= sqrt(k·SSE)``,
+    exact when the small files are equal, so ``bytes ≈ k·T - sqrt(k·SSE)``. The merged
+    output is :func:`predict_output_sizes` of those bytes. The ordering value of an
+    item is ``reduction / bytes``: entropy removed per byte rewritten. The partition scan of
+    the actor (``optimizer.plan_partition``) then finds the exact minimum replacement.
+    """
+    k = stats.undersized
+    if k < 2 or stats.n == 0:
+        return 0, 0.0
+    under_bytes = max(0, min(stats.total_bytes, k * target - math.isqrt(k * stats.sse)))
+    n_after = stats.n - k + max(1, -(-under_bytes // target))
+    mse_after = output_sse(under_bytes, target) / n_after
+    return under_bytes, max(0.0, stats.mse - mse_after)

@@ -11,14 +11,24 @@
   ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
   one noisy table never starves the others.
 
-Only the leader decides. Several deciders may run against one Redis: the leader holds a
-lease (``SET NX PX``; renewed by a compare-and-extend Lua script) and the others stand by;
-if the leader dies its lease lapses within ``leader_ttl_seconds`` and another takes over.
-Even two leaders at once (a paused process whose lease lapsed) do no harm: stats updates
-are compare-and-set on the last applied snapshot and queue items are idempotent.
+Several deciders may run against one Redis and share the warehouse. The tables are split
+into ``decider.shards`` shards, and each live decider holds leases on its fair share of
+them (``service.shards``): it observes, and reads the commit events of, only the tables of
+its shards, so no table is observed by two at once. A decider that joins gets its share
+at the next claims; one that dies stops renewing and its shards pass to the others within
+``leader_ttl_seconds``. The warehouse-wide duties (reaping expired leases, sweeping
+abandoned files, fair dispatch, sizing the actor pool) belong to the one decider holding
+the leader lease (``SET NX PX``; renewed by a compare-and-extend Lua script). Even two
+observers or two leaders at once (a paused process whose lease lapsed) do no harm: stats
+updates are compare-and-set on the last applied snapshot and queue items are idempotent.
 
-The decider talks to Redis only through its four adapters, injected (``queue``, ``stats``,
-``events``, ``leader``; by default the Redis ones on ``client``): behaviour tests run it on
+A step waiting on the event stream handles the evented tables at once; all the decider's
+tables are polled when nothing arrived within ``poll_seconds`` (or a pass is one-shot, or it
+gained shards), so a commit without an event is still found, and a steady flow of events
+never waits behind a poll of every table.
+
+The decider talks to Redis only through its adapters, injected (``queue``, ``stats``,
+``events``, ``leader``, ``shards``; by default the Redis ones on ``client``): tests run it on
 the in-memory ones, and every failure of a backing service reaches it as
 :class:`ServiceUnavailable` (the adapters translate library errors at their boundary).
 """
@@ -26,44 +36,26 @@ the in-memory ones, and every failure of a backing service reaches it as
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer import FlowView, PartitionStats, fair_priority_scheduler, output_sse
+from optimizer import PartitionStats, estimate
 from service.config import Config, DeciderSettings, parse_table_identifier
+from service.duties import LeaderDuties
 from service.errors import IcefloeError, ServiceUnavailable
 from service.events import CommitEvent, CommitEvents, RedisEvents
-from service.intents import Intent, Intents, RedisIntents, sweep
-from service.keys import Keys
+from service.intents import Intent, Intents, RedisIntents
+from service.keys import Keys, shard_of
 from service.leader import Leader, RedisLeader
-from service.pool import Launcher, LogLauncher, desired_actors
+from service.pool import Launcher, LogLauncher
 from service.queue import ActionItem, PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
+from service.shards import Claim, MemoryShards, RedisShards, Shards
 
 log = logging.getLogger("icefloe.decider")
-
-
-def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
-    """(bytes to rewrite, expected MSE reduction) if the partition's small files are merged.
-
-    The rolling stats hold N, SSE, bytes and the count ``k`` of undersized files, not their
-    sizes, so the undersized bytes are estimated: by Cauchy–Schwarz ``Σe <= sqrt(k·SSE)``,
-    exact when the small files are equal, so ``bytes ≈ k·T - sqrt(k·SSE)``. The merged
-    output is ``optimizer.predict_output_sizes`` of those bytes. The ordering value of an
-    item is ``reduction / bytes``: entropy removed per byte rewritten. The partition scan of
-    the actor (``optimizer.plan_partition``) then finds the exact minimum replacement.
-    """
-    k = stats.undersized
-    if k < 2 or stats.n == 0:
-        return 0, 0.0
-    under_bytes = max(0, min(stats.total_bytes, k * target - math.isqrt(k * stats.sse)))
-    n_after = stats.n - k + max(1, -(-under_bytes // target))
-    mse_after = output_sse(under_bytes, target) / n_after
-    return under_bytes, max(0.0, stats.mse - mse_after)
 
 
 @dataclass
@@ -80,9 +72,12 @@ class StepReport:
     orphans_deleted: int = 0  # files of abandoned attempts (service.intents)
     desired_actors: int = 0
     holder: str | None = None  # who holds the leader lease, when it is not this decider
+    shards: list[int] = field(default_factory=list)  # the shards this decider observes
+    polled: bool = False  # every table of its shards was polled (not only evented ones)
+    next_lapse: float | None = None  # seconds until another decider's shard lease lapses
 
 
-class Decider:
+class Decider(LeaderDuties):
     """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff."""
 
     def __init__(
@@ -101,6 +96,7 @@ class Decider:
         stats: StatsStore | None = None,
         events: CommitEvents | None = None,
         leader: Leader | None = None,
+        shards: Shards | None = None,
         intents: Intents | None = None,
         clean: Callable[[Intent], int] | None = None,
     ):
@@ -123,13 +119,24 @@ class Decider:
         self.events: CommitEvents = (
             events
             if events is not None
-            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms)
+            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms, s.shards)
         )
         self.leader: Leader = (
             leader
             if leader is not None
             else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
         )
+        if shards is None:  # no Redis: a lone decider holding every shard
+            ttl = s.leader_ttl_seconds
+            shards = (
+                MemoryShards(None, s.shards, ttl, self.consumer)
+                if client is None
+                else RedisShards(client, self.k, s.shards, ttl, self.consumer)
+            )
+        self.shards: Shards = shards
+        self._claim = Claim(frozenset())
+        self._claimed_at = 0.0  # time.monotonic() of the last claim
+        self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
         self.intents: Intents | None = (
             intents if intents is not None or client is None else RedisIntents(client, self.k)
         )
@@ -153,19 +160,48 @@ class Decider:
             return f"table {ev.table!r} is not managed (or does not exist)"
         return None
 
+    def _mine(self, name: str) -> bool:
+        return shard_of(name, self.shards.count) in self._claim.owned
+
+    def _claim_shards(self) -> None:
+        """Renew this decider's shard leases and take or hand back its fair share."""
+        before = self._claim.owned
+        self._claim, self._claimed_at = self.shards.claim(), time.monotonic()
+        if self._claim.owned != before:
+            log.info("observing shards %s of %d", sorted(self._claim.owned), self.shards.count)
+
+    def _still_mine(self, name: str) -> bool:
+        """Renew the leases during a long pass (every third of their TTL); False once the
+        table's shard passed to another decider."""
+        if time.monotonic() - self._claimed_at > self.s.leader_ttl_seconds / 3:
+            self._claim_shards()
+        return self._mine(name)
+
+    def _poll_due(self, block_ms: int | None, events: list[CommitEvent]) -> bool:
+        """Poll every table of this decider's shards, or only the evented ones?"""
+        if block_ms is None or not events or self._polled is None:
+            return True  # one-shot, or the wait ended without an event, or the first pass
+        shards, at = self._polled
+        return not self._claim.owned <= shards or self.clock() - at >= self.s.poll_seconds
+
     def observe(
         self, block_ms: int | None = None
     ) -> tuple[set[str], list[CommitEvent], StepReport]:
-        """Managed tables (all are polled) and the commit events to ack after processing."""
-        report = StepReport(leader=True)
+        """The tables to refresh (the evented ones of this decider's shards; all of its
+        shards' tables when a poll is due) and the commit events to ack after processing."""
+        owned = self._claim.owned
+        report = StepReport(shards=sorted(owned), next_lapse=self._claim.next_lapse)
         try:
             managed = set(self._tables())
         except IcefloeError:
             raise
         except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
             raise ServiceUnavailable(f"catalog unreachable ({type(e).__name__})") from e
-        report.tables = len(managed)
-        events = self.events.read(block_ms=block_ms)
+        mine = {t for t in managed if self._mine(t)}
+        report.tables = len(mine)
+        if block_ms is not None and report.next_lapse is not None:  # look again when it lapses
+            block_ms = min(block_ms, int(report.next_lapse * 1000) + 50)
+        events = self.events.read(block_ms=block_ms, shards=owned)
         report.events = len(events)
         changed = set()
         for ev in events:
@@ -173,9 +209,12 @@ class Decider:
             if reason:
                 log.warning("rejected commit event %s: %s", ev.id, reason)
                 report.rejected.append(ev.id)
-            else:
+            elif ev.table in mine:  # else the shard count changed: its owner polls it
                 changed.add(ev.table)
-        return changed | managed, events, report
+        report.polled = self._poll_due(block_ms, events)
+        if report.polled:
+            self._polled = (owned, self.clock())
+        return changed | (mine if report.polled else set()), events, report
 
     # ---- orient + decide ----------------------------------------------------------------
     def refresh(self, name: str, now: float, report: StepReport) -> None:
@@ -255,88 +294,24 @@ class Decider:
             report.coalesced += outcome == 0
         return candidates
 
-    def dispatch(self, now: float, everything: bool = False) -> int:
-        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state.
-
-        ``everything``: move the whole backlog, still in fair order (the ready set is FIFO).
-        A one-shot pass (``decide --once``, the Airflow DAG) does this, since no later pass
-        will top the ready set up while its actors run.
-        """
-        depth = self.queue.depth()
-        room = depth["pending"] if everything else self.s.ready_depth - depth["ready"]
-        if room <= 0:
-            return 0
-        sched = fair_priority_scheduler(
-            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
-        )
-        sent = 0
-        while sent < room:
-            heads = self.queue.heads()
-            views = {
-                t: FlowView(
-                    max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority), self._weight(t)
-                )
-                for t, it in heads.items()
-            }
-            chosen = sched.choose(views, now)
-            if chosen is None or self.queue.dispatch(chosen) is None:
-                break
-            sent += 1
-        self.stats.save_scheduler_state(sched.to_state())
-        self.stats.count({"dispatches": sent})
-        return sent
-
-    def _weight(self, table: str) -> int:
-        if table not in self._weights:
-            self._weights[table] = self.cfg.policy_for(table).weight
-        return self._weights[table]
-
-    def live_actors(self, now: float) -> int:
-        beats = self.stats.actors()
-        return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
-
-    def scale(self, now: float) -> int:
-        d = self.queue.depth()
-        want = desired_actors(
-            d["pending"] + d["ready"] + d["inflight"],
-            self.s.actors_min,
-            self.s.actors_max,
-            self.s.backlog_per_actor,
-        )
-        live = self.live_actors(now)
-        # one launch per lease period at most: new actors need time to show a heartbeat
-        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
-            self.launcher.launch(want - live)
-        return want
-
     # ---- the loop -----------------------------------------------------------------------
-    def sweep(self) -> int:
-        """Delete the files of abandoned attempts (an actor killed, a lease expired) that
-        no snapshot references; returns how many (:func:`service.intents.sweep`)."""
-        if self.intents is None:
-            return 0
-        if self._clean is None:
-            from jobs.orphans import cleaner
-
-            self._clean = cleaner(self.catalog)
-        deleted = sweep(self.intents, self._clean)
-        if deleted:
-            log.info("deleted %d file(s) left by abandoned attempts", deleted)
-            self.stats.count({"orphans_deleted": deleted})
-        return deleted
-
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
-        if not self.leader.acquire():
+        self._claim_shards()
+        leader = self.leader.acquire()
+        if not leader and not self._claim.owned:
             holder = self.leader.holder()
             if holder != self._standing_by_for:
-                log.info("standing by: decider %s holds the leader lease", holder)
+                log.info("standing by: no shard free; decider %s holds the leader lease", holder)
                 self._standing_by_for = holder
-            return StepReport(leader=False, holder=holder)
+            return StepReport(leader=False, holder=holder, next_lapse=self._claim.next_lapse)
         self._standing_by_for = None
         tables, events, report = self.observe(block_ms)
+        report.leader = leader
         now = self.clock()
         failed = set()
         for name in sorted(tables):
+            if not self._still_mine(name):
+                continue  # its shard passed to another decider during a long pass
             try:
                 self.refresh(name, now, report)
             except ServiceUnavailable:
@@ -345,7 +320,10 @@ class Decider:
                 failed.add(name)
                 log.warning("skipped %s this pass: %s: %s", name, type(e).__name__, e)
         # ack only now, and not for tables that failed: a crash before this leaves them pending
-        self.events.ack([e.id for e in events if e.table not in failed])
+        self.events.ack([e for e in events if e.table not in failed])
+        if not leader:
+            report.holder = self.leader.holder()
+            return report
         report.reaped = len(self.queue.reap(now))
         report.orphans_deleted = self.sweep()
         report.dispatched = self.dispatch(now, everything=dispatch_all)
@@ -359,8 +337,10 @@ class Decider:
         max_steps: int | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> None:
-        """Loop (or one pass). An unreachable Redis or catalog → exponential backoff with one
-        clear log line per attempt: no crash loop, no busy spin. The adapters and
+        """Loop (or one pass); a step with shards blocks on their events, one without waits a
+        poll (or until another decider's shard lease lapses). An unreachable Redis or catalog
+        → exponential backoff with one clear log line per attempt: no crash loop, no busy
+        spin. The adapters and
         :meth:`observe` say in the error which service failed ("redis unreachable during
         leader acquire", "catalog unreachable"): the loop never inspects an exception."""
         delay = self.s.backoff_initial_seconds
@@ -375,7 +355,9 @@ class Decider:
                 delay = self.s.backoff_initial_seconds
                 if on_step:
                     on_step(report)
-                wait = 0.0 if report.leader else self.s.poll_seconds
+                wait = 0.0 if report.shards else self.s.poll_seconds  # it blocked on events
+                if not report.leader and report.next_lapse is not None:
+                    wait = min(wait, report.next_lapse + 0.05)  # a dead decider's shards
             except ServiceUnavailable as e:
                 log.error(
                     "decider: %s (redis %s); retrying in %.1fs",

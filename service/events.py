@@ -7,6 +7,11 @@ events pending; the next one takes them over with XAUTOCLAIM once they have been
 ``claim_idle_ms``. So an event is never lost, at the price of being processed at least once,
 which is harmless: applying a snapshot twice changes nothing (see ``service.rolling``).
 
+There is one stream per decider shard (``service.keys.shard_of`` of the table; ``shards``
+of them, ``decider.shards``): a decider reads only the streams of the shards it holds
+(``service.shards``), so an event reaches the decider that observes its table. All streams
+share one Redis Cluster slot, so one XREADGROUP blocks on all of a decider's streams.
+
 Polling the catalog finds every commit anyway; the stream makes the decider react sooner
 (it blocks on XREADGROUP instead of sleeping). Events naming malformed identifiers or tables
 that are not managed are rejected by the decider, logged and acked, so one bad message can
@@ -21,11 +26,12 @@ call is an adapter boundary: library errors leave as :class:`ServiceUnavailable`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from service.keys import Keys
+from service.config import DEFAULT_SHARDS
+from service.keys import Keys, shard_of
 from service.redis_client import text, translated
 
 GROUP = "decider"
@@ -37,6 +43,7 @@ class CommitEvent:
     id: str
     table: str
     snapshot_id: str  # raw text; validated by the decider
+    shard: int = 0  # whose stream it came from
 
 
 class CommitEvents(Protocol):
@@ -50,13 +57,16 @@ class CommitEvents(Protocol):
         """Append an event; its id."""
         ...
 
-    def read(self, count: int = 100, block_ms: int | None = None) -> list[CommitEvent]:
-        """Events left pending for ``claim_idle_ms`` (a dead consumer's, or ones we could not
-        process yet) first, then new ones; blocks up to ``block_ms`` only when there are
-        neither. An event stays pending until acked."""
+    def read(
+        self, count: int = 100, block_ms: int | None = None, shards: Iterable[int] | None = None
+    ) -> list[CommitEvent]:
+        """Events of the tables in ``shards`` (default: all): those left pending for
+        ``claim_idle_ms`` (a dead consumer's, or ones we could not process yet) first, then
+        new ones; blocks up to ``block_ms`` only when there are neither. An event stays
+        pending until acked."""
         ...
 
-    def ack(self, ids: list[str]) -> None: ...
+    def ack(self, events: list[CommitEvent]) -> None: ...
 
     def lag(self) -> int:
         """Events not yet delivered to the group plus delivered but not acked."""
@@ -66,94 +76,139 @@ class CommitEvents(Protocol):
 class RedisEvents:
     """Commit events on a Redis Stream with the consumer group ``decider``."""
 
-    def __init__(self, client: Any, keys: Keys, consumer: str, claim_idle_ms: int = 60_000):
+    def __init__(
+        self,
+        client: Any,
+        keys: Keys,
+        consumer: str,
+        claim_idle_ms: int = 60_000,
+        shards: int = DEFAULT_SHARDS,
+    ):
         self.r = client
         self.k = keys
         self.consumer = consumer
         self.claim_idle_ms = claim_idle_ms
+        self.shards = shards
+        self._grouped: set[int] = set()  # shards whose group this process has made sure of
 
     @translated("events ensure_group")
-    def ensure_group(self) -> None:
-        """Create the group (reading from the stream's start) unless it exists."""
+    def ensure_group(self, shards: Iterable[int] | None = None) -> None:
+        """Create the group of each shard's stream (reading from its start) unless it exists."""
         import redis
 
-        try:
-            self.r.xgroup_create(self.k.events, GROUP, id="0", mkstream=True)
-        except redis.exceptions.ResponseError as e:
-            if "BUSYGROUP" not in str(e):  # Redis's documented error code, not prose
-                raise
+        for shard in range(self.shards) if shards is None else shards:
+            try:
+                self.r.xgroup_create(self.k.events(shard), GROUP, id="0", mkstream=True)
+            except redis.exceptions.ResponseError as e:
+                if "BUSYGROUP" not in str(e):  # Redis's documented error code, not prose
+                    raise
+            self._grouped.add(shard)
 
     @translated("events publish")
     def publish(self, table: str, snapshot_id: int | None = None) -> str:
         fields = {"table": table, "snapshot_id": "" if snapshot_id is None else str(snapshot_id)}
-        return text(self.r.xadd(self.k.events, fields, maxlen=MAX_LEN, approximate=True))
+        stream = self.k.events(shard_of(table, self.shards))
+        return text(self.r.xadd(stream, fields, maxlen=MAX_LEN, approximate=True))
 
     @staticmethod
-    def _parse(rows: Any) -> list[CommitEvent]:
+    def _parse(shard: int, rows: Any) -> list[CommitEvent]:
         out = []
         for raw_id, fields in rows or []:
             if fields is None:  # deleted from the stream while pending
-                out.append(CommitEvent(text(raw_id), "", ""))
+                out.append(CommitEvent(text(raw_id), "", "", shard))
                 continue
             f = {text(k): text(v) for k, v in fields.items()}
-            out.append(CommitEvent(text(raw_id), f.get("table", ""), f.get("snapshot_id", "")))
+            row = CommitEvent(text(raw_id), f.get("table", ""), f.get("snapshot_id", ""), shard)
+            out.append(row)
         return out
 
-    @translated("events read")
-    def read(self, count: int = 100, block_ms: int | None = None) -> list[CommitEvent]:
-        import redis
-
-        try:
-            claimed = self.r.xautoclaim(
-                self.k.events, GROUP, self.consumer, self.claim_idle_ms, start_id="0-0", count=count
+    def _claim(self, shards: list[int], count: int) -> list[CommitEvent]:
+        """Idle pending events of these shards (XAUTOCLAIM per stream, one round trip)."""
+        pipe = self.r.pipeline(transaction=False)
+        for shard in shards:
+            pipe.xautoclaim(
+                self.k.events(shard),
+                GROUP,
+                self.consumer,
+                self.claim_idle_ms,
+                start_id="0-0",
+                count=count,
             )
-        except redis.exceptions.ResponseError as e:
-            if "NOGROUP" not in str(e):  # Redis's documented error code, not prose
-                raise
-            self.ensure_group()  # Redis restarted empty, or the stream was deleted
-            claimed = [None, []]
-        events = self._parse(claimed[1])
+        events = []
+        for shard, claimed in zip(shards, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(claimed, Exception):
+                if "NOGROUP" not in str(claimed):  # Redis's documented error code
+                    raise claimed
+                self._grouped.discard(shard)  # Redis restarted empty, or stream deleted
+                continue
+            events += self._parse(shard, claimed[1])
+        return events
+
+    @translated("events read")
+    def read(
+        self, count: int = 100, block_ms: int | None = None, shards: Iterable[int] | None = None
+    ) -> list[CommitEvent]:
+        wanted = sorted(range(self.shards) if shards is None else shards)
+        if not wanted:
+            return []
+        events = self._claim(wanted, count)
+        missing = [s for s in wanted if s not in self._grouped]
+        if missing:
+            self.ensure_group(missing)
         new = self.r.xreadgroup(
             GROUP,
             self.consumer,
-            {self.k.events: ">"},
+            {self.k.events(s): ">" for s in wanted},
             count=count,
             block=None if events else block_ms,
         )
-        return events + self._parse(new[0][1] if new else [])
+        streams = {self.k.events(s): s for s in wanted}
+        for stream, rows in new or []:
+            events += self._parse(streams[text(stream)], rows)
+        return events
 
     @translated("events ack")
-    def ack(self, ids: list[str]) -> None:
-        if ids:
-            self.r.xack(self.k.events, GROUP, *ids)
+    def ack(self, events: list[CommitEvent]) -> None:
+        by_shard: dict[int, list[str]] = {}
+        for e in events:
+            by_shard.setdefault(e.shard, []).append(e.id)
+        for shard, ids in by_shard.items():
+            self.r.xack(self.k.events(shard), GROUP, *ids)
 
     @translated("events lag")
     def lag(self) -> int:
+        """Summed over every shard's stream."""
         import redis
 
-        try:
-            groups = self.r.xinfo_groups(self.k.events)
-        except redis.exceptions.ResponseError:  # no stream yet: nothing waits
-            return 0
-        for g in groups:
-            if text(g.get("name")) == GROUP:
-                return int(g.get("lag") or 0) + int(g.get("pending") or 0)
-        return 0
+        pipe = self.r.pipeline(transaction=False)
+        for shard in range(self.shards):
+            pipe.xinfo_groups(self.k.events(shard))
+        total = 0
+        for groups in pipe.execute(raise_on_error=False):
+            if isinstance(groups, redis.exceptions.ResponseError):
+                continue  # no stream yet: nothing waits
+            if isinstance(groups, Exception):
+                raise groups
+            for g in groups:
+                if text(g.get("name")) == GROUP:
+                    total += int(g.get("lag") or 0) + int(g.get("pending") or 0)
+        return total
 
 
 @dataclass
 class MemoryStream:
-    """The shared state of :class:`MemoryEvents` (one per "Redis"): entries, the group's
-    delivery cursor and its pending entries (id → consumer, last delivery time)."""
+    """The shared state of :class:`MemoryEvents` (one per "Redis"): entries (each tagged with
+    its shard), the ids the group has delivered and its pending entries (id → consumer, last
+    delivery time)."""
 
     entries: list[CommitEvent] = field(default_factory=list)
-    delivered: int = 0
+    delivered: set[str] = field(default_factory=set)
     pending: dict[str, tuple[str, float]] = field(default_factory=dict)
     seq: int = 0
 
 
 class MemoryEvents:
-    """Commit events in memory, with the stream's consumer-group semantics (never blocks)."""
+    """Commit events in memory, with the streams' consumer-group semantics (never blocks)."""
 
     def __init__(
         self,
@@ -161,40 +216,44 @@ class MemoryEvents:
         consumer: str = "c",
         claim_idle_ms: int = 60_000,
         clock: Callable[[], float] = time.monotonic,
+        shards: int = DEFAULT_SHARDS,
     ):
         self.stream = stream if stream is not None else MemoryStream()
         self.consumer = consumer
         self.claim_idle_ms = claim_idle_ms
         self.clock = clock
+        self.shards = shards
 
-    def ensure_group(self) -> None:
+    def ensure_group(self, shards: Iterable[int] | None = None) -> None:
         return None
 
     def publish(self, table: str, snapshot_id: int | None = None) -> str:
         s = self.stream
         s.seq += 1
         event_id = f"{s.seq}-0"
-        s.entries.append(
-            CommitEvent(event_id, table, "" if snapshot_id is None else str(snapshot_id))
-        )
+        snap = "" if snapshot_id is None else str(snapshot_id)
+        s.entries.append(CommitEvent(event_id, table, snap, shard_of(table, self.shards)))
         return event_id
 
-    def read(self, count: int = 100, block_ms: int | None = None) -> list[CommitEvent]:
+    def read(
+        self, count: int = 100, block_ms: int | None = None, shards: Iterable[int] | None = None
+    ) -> list[CommitEvent]:
         s, now = self.stream, self.clock()
-        by_id = {e.id: e for e in s.entries}
-        idle = [i for i, (_, at) in s.pending.items() if (now - at) * 1000 >= self.claim_idle_ms]
-        claimed = sorted(idle, key=lambda i: tuple(int(p) for p in i.split("-")))[:count]
-        new = s.entries[s.delivered : s.delivered + count]
-        s.delivered += len(new)
-        out = [by_id.get(i, CommitEvent(i, "", "")) for i in claimed] + new
+        wanted = set(range(self.shards) if shards is None else shards)
+        mine = [e for e in s.entries if e.shard in wanted]
+        idle = {i for i, (_, at) in s.pending.items() if (now - at) * 1000 >= self.claim_idle_ms}
+        claimed = [e for e in mine if e.id in idle][:count]
+        new = [e for e in mine if e.id not in s.delivered][:count]
+        s.delivered.update(e.id for e in new)
+        out = claimed + new
         for e in out:
             s.pending[e.id] = (self.consumer, now)
         return out
 
-    def ack(self, ids: list[str]) -> None:
-        for i in ids:
-            self.stream.pending.pop(i, None)
+    def ack(self, events: list[CommitEvent]) -> None:
+        for e in events:
+            self.stream.pending.pop(e.id, None)
 
     def lag(self) -> int:
         s = self.stream
-        return len(s.entries) - s.delivered + len(s.pending)
+        return len(s.entries) - len(s.delivered) + len(s.pending)

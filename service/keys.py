@@ -17,9 +17,9 @@ tag                       keys                                          touched 
                           ready, seq, in-flight, leases, intents, dead  (``service/lua/``)
 ``{t:<table>}`` a table   its partition stats and its state hash        the WATCH/MULTI of
                                                                         ``service.rolling``
-``{d}``  the decider      events stream, leader lease, scheduler,       ``record_action``'s
-                          counters, recent list, actors, launch guard,  MULTI (recent and
-                          known tables                                  counters)
+``{d}``  the decider      event streams, leader lease, deciders,        ``record_action``'s
+                          shard leases, scheduler, counters, recent,    MULTI, the shard
+                          actors, launch guard, known tables            script, XREADGROUP
 ========================  ============================================  ====================
 
 The queue is one shard (one slot): its scripts move items between sets of every table at
@@ -39,12 +39,19 @@ and the catalog re-enqueues whatever still needs work.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from service.config import Config
 
 QUEUE_TAG = "q"
 DECIDER_TAG = "d"
+
+
+def shard_of(table: str, shards: int) -> int:
+    """The decider shard a table belongs to (``decider.shards`` of them): CRC-32 of its
+    identifier, stable across processes and machines (Python's ``hash`` is salted)."""
+    return zlib.crc32(table.encode()) % max(1, shards)
 
 
 @dataclass(frozen=True)
@@ -116,14 +123,25 @@ class Keys:
         return self._key(f"t:{table}", "state")
 
     # ---- decider: one slot ----------------------------------------------------------------
-    @property
-    def events(self) -> str:
-        """stream of commit events: fields ``table``, ``snapshot_id``."""
-        return self._key(DECIDER_TAG, "events")
+    def events(self, shard: int) -> str:
+        """stream of one shard's commit events (:func:`shard_of`): fields ``table``,
+        ``snapshot_id``. All shards share the ``{d}`` slot, so one XREADGROUP reads many."""
+        return self._key(DECIDER_TAG, f"events:{shard}")
 
     @property
     def leader(self) -> str:
+        """string with a TTL: the token of the decider doing the warehouse-wide duties."""
         return self._key(DECIDER_TAG, "leader")
+
+    @property
+    def deciders(self) -> str:
+        """zset: decider token → membership deadline (unix ms); live deciders share shards."""
+        return self._key(DECIDER_TAG, "deciders")
+
+    @property
+    def shard_leases(self) -> str:
+        """hash: shard → "<deadline ms> <token>" of the decider observing its tables."""
+        return self._key(DECIDER_TAG, "shards")
 
     @property
     def scheduler(self) -> str:

@@ -46,11 +46,17 @@ class DeciderMetrics(Collector):
         events_lag: int,
         actors: int,
         leader: bool,
+        shards: int = 0,
     ) -> None:
         with self._lock:
             self._counters = dict(counters)
             self._depth = dict(depth)
-            self._gauges = {"events_lag": events_lag, "actors": actors, "leader": int(leader)}
+            self._gauges = {
+                "events_lag": events_lag,
+                "actors": actors,
+                "leader": int(leader),
+                "shards": shards,
+            }
 
     def collect(self) -> Iterator[Any]:
         with self._lock:
@@ -69,6 +75,11 @@ class DeciderMetrics(Collector):
         )
         yield GaugeMetricFamily(
             "icefloe_leader", "1 when this decider holds the lease", value=gauges.get("leader", 0)
+        )
+        yield GaugeMetricFamily(
+            "icefloe_shards",
+            "Shards whose tables this decider observes",
+            value=gauges.get("shards", 0),
         )
 
 

@@ -19,6 +19,7 @@ from service.keys import Keys
 from service.queue import ActionItem, PriorityQueue, open_queue
 from service.redis_client import connect, text
 from service.rolling import RollingStats
+from service.shards import RedisShards
 
 RECENT_SHOWN = 20
 
@@ -88,9 +89,13 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
         cls = str(classes.get(table, 0))
         by_class[cls] = by_class.get(cls, 0) + count
     leader = client.get(keys.leader)
+    shards: dict[str, int] = {}  # decider → shards it observes
+    for token in RedisShards(client, keys, cfg.decider.shards, 1).holders().values():
+        shards[token] = shards.get(token, 0) + 1
     return {
         "redis": cfg.redis.redacted_url(),
         "leader": None if leader is None else text(leader),
+        "deciders": dict(sorted(shards.items())),
         "tables": tables,
         "queue": {
             "depth": queue.depth(),
@@ -122,6 +127,7 @@ def render(data: dict[str, Any]) -> None:
     console = Console()
     console.print(
         f"redis {data['redis']}  leader {data['leader'] or '-'}  "
+        f"deciders {' '.join(f'{d}:{n}' for d, n in data['deciders'].items()) or '-'}  "
         f"scans avoided {data['scans_avoided_pct']}%"
     )
     t = Table(title="tables")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -66,10 +67,9 @@ def decide(
 ) -> None:
     """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
     from service.catalog import load_catalog
-    from service.decider import Decider, StepReport
+    from service.decider import Decider
     from service.metrics import DeciderMetrics, serve
     from service.pool import SubmitLauncher
-    from service.status import counters
 
     _logging()
     cfg = ctx.cfg
@@ -95,7 +95,19 @@ def decide(
     if metrics_port:
         serve(metrics, metrics_port)
 
-    def on_step(report: StepReport) -> None:
+    try:
+        decider.run(once=once, on_step=_on_step(decider, client, metrics, once, as_json))
+    finally:  # --once too: the next decider (or the next --once) leads at once
+        _hand_back(decider)
+
+
+def _on_step(
+    decider: Any, client: Any, metrics: Any, once: bool, as_json: bool
+) -> Callable[[Any], None]:
+    """After each step: update the metrics; with ``--once``, print the step."""
+    from service.status import counters
+
+    def on_step(report: Any) -> None:
         with translated("decider metrics"):  # Redis gone after the step: the loop backs off
             depth = decider.queue.depth()
             metrics.update(
@@ -104,23 +116,23 @@ def decide(
                 decider.events.lag(),
                 decider.live_actors(time.time()),
                 report.leader,
+                len(report.shards),
             )
         if once:
             data = step_data(report, depth)
             emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))
 
-    try:
-        decider.run(once=once, on_step=on_step)
-    finally:  # --once too: the next decider (or the next --once) leads at once
-        _hand_back(decider)
+    return on_step
 
 
 def _hand_back(decider: Any) -> None:
-    """Release the leader lease; never raised over the loop's own error (it expires)."""
+    """Release the leader and shard leases, so the other deciders take over at once; never
+    raised over the loop's own error (they expire)."""
     try:
         decider.leader.release()
+        decider.shards.release()
     except ServiceUnavailable as e:
-        log.warning("could not hand the leader lease back: %s", e)
+        log.warning("could not hand the leases back: %s", e)
 
 
 def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +140,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
     return {
         "leader": report.leader,
         "leader_holder": report.holder,
+        "shards": report.shards,
         "tables": report.tables,
         "events": report.events,
         "rejected": report.rejected,

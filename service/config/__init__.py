@@ -25,6 +25,7 @@ from service.config.load import (
     read_config_file,
 )
 from service.config.model import (
+    DEFAULT_SHARDS,
     DEFAULT_SPARK_CONF,
     DEFAULT_TARGET,
     CatalogConfig,
@@ -43,6 +44,7 @@ __all__ = [
     "CATALOG_TYPES",
     "DEFAULT_CONFIG",
     "DEFAULT_SPARK_CONF",
+    "DEFAULT_SHARDS",
     "DEFAULT_TARGET",
     "ENGINES",
     "ENV_PREFIX",

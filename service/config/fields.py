@@ -32,6 +32,7 @@ ENGINES = ("auto", "spark")
 
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+ShardCount = Annotated[int, Strict(), Field(ge=1, le=1024)]
 Port = Annotated[int, Strict(), Field(ge=0, le=65535)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 Flag = Annotated[bool, Strict()]

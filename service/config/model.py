@@ -33,6 +33,7 @@ from service.config.fields import (
     PositiveInt,
     RedisUrl,
     ScalarMap,
+    ShardCount,
     Tables,
 )
 from service.config.identifiers import is_table
@@ -44,6 +45,7 @@ from service.redact import display_url, is_secret_name, url_password
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 DEFAULT_TARGET = 128 << 20  # 128 MiB
+DEFAULT_SHARDS = 16  # decider.shards
 DEFAULT_SPARK_CONF = {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
 
 
@@ -145,7 +147,8 @@ class DeciderSettings:
     ready_depth: NonNegativeInt = 8  # 0: enqueue only, never dispatch (benchmarks)
     aging_seconds: PositiveFloat = 3600.0
     quantum_bytes: PositiveInt = 1 << 30
-    leader_ttl_seconds: PositiveFloat = 30.0
+    leader_ttl_seconds: PositiveFloat = 30.0  # the leader lease and each shard lease
+    shards: ShardCount = DEFAULT_SHARDS  # tables split among live deciders
     claim_idle_ms: PositiveInt = 60_000
     backoff_initial_seconds: PositiveFloat = 1.0
     backoff_max_seconds: PositiveFloat = 60.0

@@ -17,7 +17,7 @@ import pytest
 from service.config import DeciderSettings
 from service.decider import Decider
 from service.errors import ServiceUnavailable
-from service.keys import Keys
+from service.keys import Keys, shard_of
 from service.queue import ActionItem, RedisQueue
 from service.status import gather, record_action
 from tests.conftest import TEST_REDIS_URL, make_config
@@ -164,7 +164,8 @@ def test_bad_events_written_by_hand_are_rejected_and_acked(
     d = _decider(redis_client, tmp_path)
     d.events.ensure_group()
     for table, snap in [("not an identifier", "1"), ("db.unknown", "2"), ("db.t", "x1")]:
-        redis_client.xadd(KEYS.events, {"table": table, "snapshot_id": snap})
+        stream = KEYS.events(shard_of(table, d.shards.count))  # where a writer would put it
+        redis_client.xadd(stream, {"table": table, "snapshot_id": snap})
     report = d.step()
     assert report.leader and len(report.rejected) == 3
     assert d.events.lag() == 0  # acked: no poison loop

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from service.events import CommitEvents, RedisEvents
-from service.keys import Keys
+from service.keys import Keys, shard_of
 from tests.unit.service.test_events import EventsContract
 
 pytestmark = [pytest.mark.redis]
@@ -24,8 +24,10 @@ class TestRedisEvents(EventsContract):
     def _redis(self, redis_client: Any) -> None:
         self.client = redis_client
 
-    def make_events(self, consumer: str, claim_idle_ms: int = 60_000) -> CommitEvents:
-        return RedisEvents(self.client, KEYS, consumer, claim_idle_ms)
+    def make_events(
+        self, consumer: str, claim_idle_ms: int = 60_000, shards: int = 1
+    ) -> CommitEvents:
+        return RedisEvents(self.client, KEYS, consumer, claim_idle_ms, shards=shards)
 
 
 def test_events_survive_a_redis_restarted_empty(redis_client: Any) -> None:
@@ -42,6 +44,6 @@ def test_an_event_deleted_while_pending_comes_back_empty(redis_client: Any) -> N
     ev.ensure_group()
     first = ev.publish("db.t", 1)
     assert len(ev.read()) == 1
-    redis_client.xdel(KEYS.events, first)
+    redis_client.xdel(KEYS.events(shard_of("db.t", ev.shards)), first)
     got = ev.read()
     assert [(e.id, e.table) for e in got] in ([(first, "")], [])  # Redis 7 drops it

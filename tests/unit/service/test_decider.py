@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from optimizer import PartitionStats, stats_from_sizes
+from optimizer import PartitionStats, estimate, stats_from_sizes
 from service.cli.decider import partition_selector
 from service.config import DeciderSettings
-from service.decider import Decider, estimate
+from service.decider import Decider
 from service.errors import ServiceUnavailable, UsageError
 from service.pool import desired_actors
 from service.queue import ActionItem

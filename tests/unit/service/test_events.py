@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from service.events import CommitEvents, MemoryEvents, MemoryStream
+from service.keys import shard_of
 
 pytestmark = [pytest.mark.unit]
 
@@ -16,8 +17,10 @@ pytestmark = [pytest.mark.unit]
 class EventsContract:
     __test__ = False
 
-    def make_events(self, consumer: str, claim_idle_ms: int = 60_000) -> CommitEvents:
-        """A consumer of the one decider group on this test's one stream."""
+    def make_events(
+        self, consumer: str, claim_idle_ms: int = 60_000, shards: int = 1
+    ) -> CommitEvents:
+        """A consumer of the decider group on this test's ``shards`` streams."""
         raise NotImplementedError
 
     def test_publish_read_ack(self) -> None:
@@ -33,9 +36,9 @@ class EventsContract:
         assert [(e.table, e.snapshot_id) for e in got] == [("db.t", "42"), ("db.u", "")]
         assert ev.lag() == 2  # delivered but not acked
         assert ev.read() == []  # pending, not yet idle long enough to be claimed again
-        ev.ack([got[0].id])
+        ev.ack([got[0]])
         assert ev.lag() == 1
-        ev.ack([e.id for e in got])
+        ev.ack(got)
         ev.ack([])
         assert ev.lag() == 0
 
@@ -58,7 +61,7 @@ class EventsContract:
         assert [e.id for e in again] == [e.id for e in got]
         assert [e.table for e in again] == ["db.t", "db.u"]
         assert alive.lag() == 2
-        alive.ack([e.id for e in again])
+        alive.ack(again)
         assert alive.lag() == 0 and alive.read(block_ms=None) == []
 
     def test_events_are_not_claimed_before_they_are_idle(self) -> None:
@@ -77,6 +80,42 @@ class EventsContract:
         second = ev.publish("db.t", 2)
         assert [e.id for e in ev.read()] == [first, second]
 
+    def test_a_reader_gets_only_the_events_of_its_shards(self) -> None:
+        tables = [f"db.t{i}" for i in range(12)]
+        by_shard: dict[int, set[str]] = {}
+        for t in tables:
+            by_shard.setdefault(shard_of(t, 4), set()).add(t)
+        assert len(by_shard) > 1  # the fixture spreads over several shards
+        a = self.make_events("a", shards=4)
+        b = self.make_events("b", shards=4)
+        a.ensure_group()
+        for t in tables:
+            a.publish(t, 1)
+        assert a.lag() == 12  # over every shard's stream
+        first, *rest = sorted(by_shard)
+        got_a = a.read(shards=[first])
+        assert {e.table for e in got_a} == by_shard[first]
+        assert {e.shard for e in got_a} == {first}
+        got_b = b.read(shards=rest)
+        assert {e.table for e in got_b} == set(tables) - by_shard[first]
+        assert a.read(shards=[first]) == [] and b.read(shards=[]) == []
+        a.ack(got_a)
+        b.ack(got_b)
+        assert a.lag() == 0
+
+    def test_a_new_owner_claims_a_dead_readers_events_of_the_shard(self) -> None:
+        dead = self.make_events("dead", claim_idle_ms=0, shards=4)
+        dead.ensure_group()
+        dead.publish("db.t", 1)
+        shard = shard_of("db.t", 4)
+        assert [e.table for e in dead.read(shards=[shard])] == ["db.t"]
+        heir = self.make_events("heir", claim_idle_ms=0, shards=4)
+        assert heir.read(shards=[s for s in range(4) if s != shard]) == []
+        got = heir.read(shards=[shard])
+        assert [(e.table, e.shard) for e in got] == [("db.t", shard)]
+        heir.ack(got)
+        assert heir.lag() == 0
+
 
 class TestMemoryEvents(EventsContract):
     __test__ = True
@@ -85,5 +124,7 @@ class TestMemoryEvents(EventsContract):
     def _stream(self) -> None:
         self.stream = MemoryStream()
 
-    def make_events(self, consumer: str, claim_idle_ms: int = 60_000) -> CommitEvents:
-        return MemoryEvents(self.stream, consumer, claim_idle_ms)
+    def make_events(
+        self, consumer: str, claim_idle_ms: int = 60_000, shards: int = 1
+    ) -> CommitEvents:
+        return MemoryEvents(self.stream, consumer, claim_idle_ms, shards=shards)

@@ -22,6 +22,7 @@ from service.keys import Keys
 from service.leader import RedisLeader
 from service.queue import LUA_DIR, ActionItem, RedisQueue
 from service.rolling import PartitionDelta, RollingStats
+from service.shards import RedisShards
 from service.status import record_action
 
 pytestmark = [pytest.mark.unit]
@@ -106,7 +107,9 @@ class FakeRedis:
 
         def run(keys: list[str], args: list[Any]) -> Any:
             self.scripts.append((name, list(keys)))
-            return {"dequeue": None, "release": [], "dispatch": None}.get(name, 1)
+            return {"dequeue": None, "release": [], "dispatch": None, "shards_claim": [-1, 0]}.get(
+                name, 1
+            )
 
         return run
 
@@ -138,6 +141,9 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
     leader = RedisLeader(client, keys, 30, token="a")
     leader.acquire()
     leader.release()
+    shards = RedisShards(client, keys, 16, 30, token="a")
+    shards.claim()
+    shards.release()
     store = RollingStats(client, keys)
     for table in {item.table for item in items}:
         store.replace(table, 1, 1000, {"p=1": stats_from_sizes([1, 2], 1000)}, T0)
@@ -169,8 +175,8 @@ def test_the_slot_groups_of_the_key_layout() -> None:
     k = Keys("icefloe")
     queue = [k.item("merge:db.t:p={x}"), k.pending("db.t"), k.pending("db.u"), k.tables]
     queue += [k.ready, k.seq, k.inflight, k.leases, k.intents, k.dead]
-    decider = [k.events, k.leader, k.scheduler, k.counters, k.recent, k.actors]
-    decider += [k.launch_guard, k.known_tables]
+    decider = [k.events(0), k.events(15), k.leader, k.scheduler, k.counters, k.recent]
+    decider += [k.actors, k.launch_guard, k.known_tables, k.deciders, k.shard_leases]
     assert len(slots(queue)) == 1 and len(slots(decider)) == 1
     assert all(len(slots([k.stats(t), k.table_state(t)])) == 1 for t in TABLES)
     # each table its own slot: tables spread over the masters

@@ -1,0 +1,105 @@
+"""The leader's warehouse-wide duties, a part of :class:`service.decider.Decider`.
+
+Whatever concerns the whole queue rather than one table is done by the one decider holding
+the leader lease, once per step: fair dispatch from the pending sets to the actors' ready
+set, sizing the actor pool, and sweeping the files of abandoned attempts (reaping expired
+leases is one queue call in the step itself).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from optimizer import FlowView, fair_priority_scheduler
+from service.config import Config, DeciderSettings
+from service.intents import Intent, Intents, sweep
+from service.pool import Launcher, desired_actors
+from service.queue import PriorityQueue
+from service.rolling import StatsStore
+
+log = logging.getLogger("icefloe.decider")
+
+
+class LeaderDuties:
+    """Mixed into :class:`service.decider.Decider`, which sets these attributes."""
+
+    cfg: Config
+    s: DeciderSettings
+    catalog: Any
+    queue: PriorityQueue
+    stats: StatsStore
+    launcher: Launcher
+    intents: Intents | None
+    _clean: Callable[[Intent], int] | None
+    _weights: dict[str, int]
+
+    def dispatch(self, now: float, everything: bool = False) -> int:
+        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state.
+
+        ``everything``: move the whole backlog, still in fair order (the ready set is FIFO).
+        A one-shot pass (``decide --once``, the Airflow DAG) does this, since no later pass
+        will top the ready set up while its actors run.
+        """
+        depth = self.queue.depth()
+        room = depth["pending"] if everything else self.s.ready_depth - depth["ready"]
+        if room <= 0:
+            return 0
+        sched = fair_priority_scheduler(
+            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
+        )
+        sent = 0
+        while sent < room:
+            heads = self.queue.heads()
+            views = {
+                t: FlowView(
+                    max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority), self._weight(t)
+                )
+                for t, it in heads.items()
+            }
+            chosen = sched.choose(views, now)
+            if chosen is None or self.queue.dispatch(chosen) is None:
+                break
+            sent += 1
+        self.stats.save_scheduler_state(sched.to_state())
+        self.stats.count({"dispatches": sent})
+        return sent
+
+    def _weight(self, table: str) -> int:
+        if table not in self._weights:
+            self._weights[table] = self.cfg.policy_for(table).weight
+        return self._weights[table]
+
+    def live_actors(self, now: float) -> int:
+        beats = self.stats.actors()
+        return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
+
+    def scale(self, now: float) -> int:
+        d = self.queue.depth()
+        want = desired_actors(
+            d["pending"] + d["ready"] + d["inflight"],
+            self.s.actors_min,
+            self.s.actors_max,
+            self.s.backlog_per_actor,
+        )
+        live = self.live_actors(now)
+        # one launch per lease period at most: new actors need time to show a heartbeat
+        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
+            self.launcher.launch(want - live)
+        return want
+
+    def sweep(self) -> int:
+        """Delete the files of abandoned attempts (an actor killed, a lease expired) that
+        no snapshot references; returns how many (:func:`service.intents.sweep`)."""
+        if self.intents is None:
+            return 0
+        if self._clean is None:
+            from jobs.orphans import cleaner
+
+            self._clean = cleaner(self.catalog)
+        deleted = sweep(self.intents, self._clean)
+        if deleted:
+            log.info("deleted %d file(s) left by abandoned attempts", deleted)
+            self.stats.count({"orphans_deleted": deleted})
+        return deleted

@@ -1,0 +1,160 @@
+"""Three deciders share a warehouse of 10,000 tables through shard leases on a real Redis
+(single and cluster); one is killed mid-run and the others take its shards.
+
+Each decider runs its own loop in a thread with its own Redis connection, as separate
+processes would; ``refresh`` is replaced by a recorder (this is about who observes what, not
+about stats: ``tests/integration/test_decider.py`` runs the real thing). A step's window
+runs from the moment its claim returned to the moment the step returned: no shard may be in
+two deciders' windows at once, and every table a step observed belongs to a shard of that
+step's claim.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.config import DeciderSettings
+from service.decider import Decider
+from service.keys import Keys, shard_of
+from tests.conftest import make_config
+
+pytestmark = [pytest.mark.redis]
+TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
+
+TABLES = [f"db.t{i:05d}" for i in range(10_000)]
+SHARDS = 16
+TTL = 1.5
+POLL = 0.25
+
+
+@dataclass(frozen=True)
+class Window:
+    decider: str
+    shards: frozenset[int]
+    start: float  # the claim returned
+    end: float  # the step returned
+    tables: frozenset[str]
+
+
+class Runner:
+    """One decider's loop in a thread; ``kill`` stops it dead (no release, as SIGKILL)."""
+
+    def __init__(self, decider: Decider, windows: list[Window], lock: threading.Lock):
+        self.d, self.windows, self.lock = decider, windows, lock
+        self.claimed_at = 0.0
+        self.seen: set[str] = set()
+        self.stop = threading.Event()
+        claim = decider.shards.claim
+
+        def timed_claim() -> Any:
+            result = claim()
+            self.claimed_at = time.monotonic()
+            return result
+
+        decider.shards.claim = timed_claim  # type: ignore[method-assign]
+        decider.refresh = lambda name, now, report: self.seen.add(name)  # type: ignore[method-assign]
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.last_end = 0.0
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self.seen = set()
+            report = self.d.step(block_ms=int(POLL * 1000))
+            end = time.monotonic()
+            window = Window(
+                self.d.consumer,
+                frozenset(report.shards),
+                self.claimed_at,
+                end,
+                frozenset(self.seen),
+            )
+            with self.lock:
+                self.windows.append(window)
+            self.last_end = end
+            if not report.shards:
+                time.sleep(min(POLL, report.next_lapse or POLL))
+
+
+def _until(check: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def test_three_deciders_share_the_tables_and_survive_a_kill(
+    new_redis_client: Callable[[], Any], redis_section: dict[str, Any], tmp_path: Path
+) -> None:
+    cfg = make_config(tmp_path, redis=redis_section)
+    settings = DeciderSettings(
+        poll_seconds=POLL, leader_ttl_seconds=TTL, shards=SHARDS, ready_depth=0
+    )
+    windows: list[Window] = []
+    lock = threading.Lock()
+    runners = [
+        Runner(
+            Decider(cfg, new_redis_client(), None, settings, consumer=name, tables=lambda: TABLES),
+            windows,
+            lock,
+        )
+        for name in ("a", "b", "c")
+    ]
+    for r in runners:
+        r.thread.start()
+
+    def latest(names: set[str]) -> dict[str, Window]:
+        with lock:
+            last = {w.decider: w for w in windows if w.decider in names}
+        return last
+
+    def settled(names: set[str]) -> bool:
+        """Every shard held once, and each decider holds its fair share."""
+        owned = [w.shards for w in latest(names).values()]
+        fair = [SHARDS // len(names) + (i < SHARDS % len(names)) for i in range(len(names))]
+        return sorted(map(len, owned)) == sorted(fair) and len(set().union(*owned)) == SHARDS
+
+    try:
+        assert _until(lambda: settled({"a", "b", "c"}), 20 * TTL), latest({"a", "b", "c"})
+        victim = runners[2]
+        victim.stop.set()
+        victim.thread.join(timeout=30)
+        killed_at = victim.last_end
+        assert _until(lambda: settled({"a", "b"}), 20 * TTL), latest({"a", "b"})
+        for r in runners[:2]:  # a poll of every table after the handover
+            r.seen = set()
+        time.sleep(3 * POLL)
+    finally:
+        for r in runners:
+            r.stop.set()
+        for r in runners:
+            r.thread.join(timeout=30)
+
+    # every table observed only inside its shard's window, and each shard by one at a time
+    for w in windows:
+        assert all(shard_of(t, SHARDS) in w.shards for t in w.tables), w.decider
+    by_shard: dict[int, list[Window]] = {}
+    for w in windows:
+        for s in w.shards:
+            by_shard.setdefault(s, []).append(w)
+    for s, ws in by_shard.items():
+        ws.sort(key=lambda w: w.start)
+        for before, after in zip(ws, ws[1:], strict=False):
+            if before.decider != after.decider:
+                assert before.end <= after.start, f"shard {s} observed by two at once"
+    # the survivors observe the victim's tables again, but none before its lease lapsed
+    after_kill = [w for w in windows if w.decider != "c" and w.start > killed_at]
+    victims = {s for w in windows if w.decider == "c" for s in w.shards}
+    taken = [w.start for w in after_kill if w.shards & victims]
+    assert taken and min(taken) - killed_at >= TTL - 2 * POLL  # a lease, not a steal
+    polled = set().union(*(w.tables for w in after_kill if w.shards & victims))
+    assert {t for t in TABLES if shard_of(t, SHARDS) in victims} <= polled
+    assert not Keys.for_config(cfg).prefix.startswith("{")
