@@ -189,19 +189,22 @@ class Decider(LeaderDuties):
     ) -> tuple[set[str], list[CommitEvent], StepReport]:
         """The tables to refresh (the evented ones of this decider's shards; all of its
         shards' tables when a poll is due) and the commit events to ack after processing."""
-        owned = self._claim.owned
-        report = StepReport(shards=sorted(owned), next_lapse=self._claim.next_lapse)
+        lapse = self._claim.next_lapse
         try:
             managed = set(self._tables())
         except IcefloeError:
             raise
         except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
             raise ServiceUnavailable(f"catalog unreachable ({type(e).__name__})") from e
+        if block_ms is not None and lapse is not None:  # wake when another's lease lapses
+            block_ms = min(block_ms, int(lapse * 1000) + 50)
+        events = self.events.read(block_ms=block_ms, shards=self._claim.owned)
+        if lapse is not None and time.monotonic() - self._claimed_at >= lapse:
+            self._claim_shards()  # a dead decider's shards: take them now, not a step later
+        owned = self._claim.owned
+        report = StepReport(shards=sorted(owned), next_lapse=self._claim.next_lapse)
         mine = {t for t in managed if self._mine(t)}
         report.tables = len(mine)
-        if block_ms is not None and report.next_lapse is not None:  # look again when it lapses
-            block_ms = min(block_ms, int(report.next_lapse * 1000) + 50)
-        events = self.events.read(block_ms=block_ms, shards=owned)
         report.events = len(events)
         changed = set()
         for ev in events:

@@ -9,9 +9,11 @@ Every step a decider *claims*: it renews its membership among the live deciders 
 leases, and takes its fair share of the free shards, ``shards // live deciders`` (one more
 for the first ``shards % live`` tokens in sorted order), or hands its highest shards back
 when a decider joined and it holds more. A decider that dies
-stops renewing: its membership and its leases lapse together after ``leader_ttl_seconds``
-and the survivors take its shards at their next claim; a claim says how long until the
-first foreign lease lapses, so a survivor looks again then rather than a poll later. A
+stops renewing: its membership and its leases lapse together (after
+:data:`LEASE_FRACTION` of ``leader_ttl_seconds``), and the survivors take its shards: a
+claim says how long until the first foreign lease lapses, and a survivor claims again then
+rather than a poll later, so the tables are observed again within one
+``leader_ttl_seconds``. A
 clean shutdown hands its shards back at once (:meth:`Shards.release`).
 
 On Redis (:class:`RedisShards`) one Lua script does a claim atomically against the server's
@@ -33,6 +35,10 @@ from service.keys import Keys
 from service.redis_client import text, translated
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
+# a shard lease lasts this share of ``leader_ttl_seconds``: the survivors' reaction (they wake
+# when the lease lapses, ~50 ms) fits in the rest, so a dead decider's tables are observed
+# again within one ``leader_ttl_seconds`` of its death
+LEASE_FRACTION = 0.9
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ class RedisShards:
         self.r = client
         self.k = keys
         self.count = count
-        self.ttl_ms = max(1, int(ttl_seconds * 1000))
+        self.ttl_ms = max(1, int(ttl_seconds * 1000 * LEASE_FRACTION))
         self.token = token or uuid.uuid4().hex
         self._claim = client.register_script((LUA_DIR / "shards_claim.lua").read_text())
         self._release = client.register_script((LUA_DIR / "shards_release.lua").read_text())
@@ -125,7 +131,7 @@ class MemoryShards:
     ):
         self.board = board if board is not None else ShardBoard()
         self.count = count
-        self.ttl = ttl_seconds
+        self.ttl = ttl_seconds * LEASE_FRACTION
         self.token = token or uuid.uuid4().hex
         self.clock = clock
 

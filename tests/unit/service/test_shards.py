@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from service.shards import MemoryShards, ShardBoard, Shards
+from service.shards import LEASE_FRACTION, MemoryShards, ShardBoard, Shards
 
 pytestmark = [pytest.mark.unit]
 
@@ -51,7 +51,7 @@ class ShardsContract:
         a.claim()
         assert b.claim().owned == frozenset(range(4, 8))
         claim = b.claim()
-        assert claim.next_lapse is not None and 0 < claim.next_lapse <= 0.5
+        assert claim.next_lapse is not None and 0 < claim.next_lapse <= 0.5 * LEASE_FRACTION
         time.sleep(0.3)
         b.claim()  # a is silent, but its lease has not lapsed
         assert b.claim().owned == frozenset(range(4, 8))
@@ -95,8 +95,9 @@ def test_memory_shards_follow_their_clock() -> None:
     a = MemoryShards(board, 4, 10, "a", clock=lambda: now[0])
     b = MemoryShards(board, 4, 10, "b", clock=lambda: now[0])
     a.claim()
-    assert b.claim().owned == frozenset() and b.claim().next_lapse == 10
-    now[0] = 9.9
+    lease = 10 * LEASE_FRACTION  # the survivors' reaction fits in the rest of the TTL
+    assert b.claim().owned == frozenset() and b.claim().next_lapse == pytest.approx(lease)
+    now[0] = lease - 0.1
     assert b.claim().owned == frozenset()
-    now[0] = 10.0
+    now[0] = lease
     assert b.claim().owned == frozenset(range(4))
