@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
+from optimizer.maintenance import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.config import Config
 from service.errors import OperationFailed, ServiceUnavailable
 from service.intents import Intent, Intents, RedisIntents, sweep
@@ -291,7 +292,11 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     before = [p["mse_before"] for p in done]
     after = [p.get("actual_mse_after") for p in done if p.get("actual_mse_after") is not None]
     engines = {e for p in done for e in str(p.get("engine") or "").split("+") if e}
-    return {
+    extra = {}
+    if "verified" in result:  # a maintenance action: its counts and what was verified
+        counts = {k: v for k, v in (result.get("result") or {}).items() if isinstance(v, int)}
+        extra = {"procedure": counts, "verified": result["verified"]}
+    return extra | {
         "mse_before": result.get("mse_before", max(before, default=None)),
         "mse_after": result.get("mse_after", max(after, default=None)),
         "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
@@ -302,7 +307,9 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def spark_runner(cfg: Any, spark: Any = None) -> Runner:
-    """The production runner: one SparkSession, ``jobs.optimize.optimize_table`` per item."""
+    """The production runner: one SparkSession; ``jobs.optimize.optimize_table`` per data
+    item, ``jobs.upkeep.run_table_action`` (the procedure, verified) per table-level
+    maintenance item."""
     state: dict[str, Any] = {"spark": spark}
 
     def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
@@ -314,6 +321,10 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
             from service.spark import build_spark
 
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
+        if item.action in TABLE_MAINTENANCE:
+            from jobs.upkeep import run_table_action
+
+            return run_table_action(state["spark"], cfg, item.table, item.action)
         partitions = [item.partition] if item.partition else None
         report = optimize_table(
             state["spark"],

@@ -47,6 +47,7 @@ from service.config import Config, DeciderSettings, parse_table_identifier
 from service.duties import LeaderDuties
 from service.errors import IcefloeError, ServiceUnavailable
 from service.events import CommitEvent, CommitEvents, RedisEvents
+from service.health import HealthStore, MemoryHealth, RedisHealth
 from service.intents import Intent, Intents, RedisIntents
 from service.keys import Keys, shard_of
 from service.leader import Leader, RedisLeader
@@ -54,6 +55,7 @@ from service.pool import Launcher, LogLauncher
 from service.queue import ActionItem, PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
+from service.upkeep import check_table
 
 log = logging.getLogger("icefloe.decider")
 
@@ -97,6 +99,7 @@ class Decider(LeaderDuties):
         events: CommitEvents | None = None,
         leader: Leader | None = None,
         shards: Shards | None = None,
+        health: HealthStore | None = None,
         intents: Intents | None = None,
         clean: Callable[[Intent], int] | None = None,
     ):
@@ -134,6 +137,13 @@ class Decider(LeaderDuties):
                 else RedisShards(client, self.k, s.shards, ttl, self.consumer)
             )
         self.shards: Shards = shards
+        self.health: HealthStore = (
+            health
+            if health is not None
+            else MemoryHealth()
+            if client is None
+            else RedisHealth(client, self.k)
+        )
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
@@ -227,6 +237,9 @@ class Decider(LeaderDuties):
         table = load_table(self.catalog, name)
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
+        for outcome in check_table(name, table, policy, now, self.queue, self.health):
+            report.enqueued += outcome == 1
+            report.coalesced += outcome == 0
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last = self.stats.last_applied(name)

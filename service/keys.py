@@ -15,7 +15,7 @@ tag                       keys                                          touched 
 ========================  ============================================  ====================
 ``{q}``  the queue        item hashes, per-table pending sets, tables,  every queue script
                           ready, seq, in-flight, leases, intents, dead  (``service/lua/``)
-``{t:<table>}`` a table   its partition stats and its state hash        the WATCH/MULTI of
+``{t:<table>}`` a table   its partition stats, state and health hashes  the WATCH/MULTI of
                                                                         ``service.rolling``
 ``{d}``  the decider      event streams, leader lease, deciders,        ``record_action``'s
                           shard leases, scheduler, counters, recent,    MULTI, the shard
@@ -121,6 +121,11 @@ class Keys:
         """hash of one table: last_snapshot (0: applied an empty table), decided_snapshot
         (its actions were enqueued), target, applied_at, full_scans."""
         return self._key(f"t:{table}", "state")
+
+    def health(self, table: str) -> str:
+        """hash of one table's metadata health (``service.health``: manifests, snapshots,
+        metadata bytes) and ``run:<action>`` → when each maintenance action last ran."""
+        return self._key(f"t:{table}", "health")
 
     # ---- decider: one slot ----------------------------------------------------------------
     def events(self, shard: int) -> str:

@@ -11,30 +11,46 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, Strict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict
 
 from service.config.identifiers import is_identifier, is_namespace, is_table
 from service.config.messages import FieldProblem, show
 
 
 class Action(StrEnum):
-    """What the decider enqueues and the actors run on a partition."""
+    """What the decider enqueues and the actors run: a partition's data files rewritten
+    (merge, sort, compact_deletes) or a table's metadata maintained."""
 
     MERGE = "merge"
     SORT = "sort"
+    COMPACT_DELETES = "compact_deletes"
+    REWRITE_MANIFESTS = "rewrite_manifests"
+    EXPIRE_SNAPSHOTS = "expire_snapshots"
+    REMOVE_ORPHAN_FILES = "remove_orphan_files"
 
 
-ACTIONS = tuple(a.value for a in Action)
-# Iceberg procedures icefloe can call (jobs.maintenance) but does not decide on by itself.
-MAINTENANCE_ACTIONS = ("expire_snapshots", "rewrite_manifests", "remove_orphan_files")
+# the data-file rewrites `optimize` and `request` take
+ACTIONS = (Action.MERGE.value, Action.SORT.value)
+# metadata maintenance (jobs.maintenance), decided per ``maintenance`` policy
+MAINTENANCE_ACTIONS = (
+    Action.COMPACT_DELETES.value,
+    Action.REWRITE_MANIFESTS.value,
+    Action.EXPIRE_SNAPSHOTS.value,
+    Action.REMOVE_ORPHAN_FILES.value,
+)
+POLICY_ACTIONS = ACTIONS + MAINTENANCE_ACTIONS
+NOT_DECIDED_YET = (Action.COMPACT_DELETES.value,)  # rejected rather than silently ignored
 CATALOG_TYPES = ("sql", "rest", "hive", "glue")
 ENGINES = ("auto", "spark")
+
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)  # every config model's
 
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 ShardCount = Annotated[int, Strict(), Field(ge=1, le=1024)]
 Port = Annotated[int, Strict(), Field(ge=0, le=65535)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Strict(), Field(gt=0, le=1, allow_inf_nan=False)]
 Flag = Annotated[bool, Strict()]
 NonEmptyStr = Annotated[str, Strict(), Field(min_length=1)]
 
@@ -79,17 +95,14 @@ def _scalar_map(raw: Any) -> Any:
 
 
 def _actions(raw: Any) -> tuple[Action, ...]:
-    known = f"(known: {', '.join(ACTIONS)})"
+    known = f"(known: {', '.join(POLICY_ACTIONS)})"
     if not isinstance(raw, (list, tuple)):
         raise FieldProblem(f"must be a list of actions {known}, got {show(raw)}")
     actions = []
     for action in raw:
-        if action in MAINTENANCE_ACTIONS:
-            raise FieldProblem(
-                f"has action {action!r}, which is not decided by icefloe yet; "
-                "run it with jobs.maintenance"
-            )
-        if not isinstance(action, str) or action not in ACTIONS:
+        if action in NOT_DECIDED_YET:
+            raise FieldProblem(f"has action {action!r}, which icefloe does not decide yet")
+        if not isinstance(action, str) or action not in POLICY_ACTIONS:
             raise FieldProblem(f"has unknown action {show(action)} {known}")
         actions.append(Action(action))
     return tuple(actions)

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import ConfigDict, model_validator
+from pydantic import model_validator
 from pydantic.dataclasses import dataclass
 
 from service.config.fields import (
+    STRICT,
     Action,
     Actions,
     ArchivePath,
@@ -37,12 +38,11 @@ from service.config.fields import (
     Tables,
 )
 from service.config.identifiers import is_table
+from service.config.maintenance import MaintenancePolicy
 from service.config.messages import FieldProblem, show
 from service.config.paths import PROJECT_ROOT
 from service.config.validate import validate_section
 from service.redact import display_url, is_secret_name, url_password
-
-STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 DEFAULT_TARGET = 128 << 20  # 128 MiB
 DEFAULT_SHARDS = 16  # decider.shards
@@ -109,10 +109,11 @@ class TablePolicy:
     sort_order: Columns = ()
     enabled: Flag = True
     engine: Engine = "auto"  # the actors' data engine: auto (Arrow where exact) | spark
+    maintenance: MaintenancePolicy = dataclasses.field(default_factory=MaintenancePolicy)
 
     @model_validator(mode="after")
     def _something_runs(self) -> TablePolicy:
-        if Action.MERGE not in self.actions and self.actions and not self.sort_order:
+        if Action.SORT in self.actions and Action.MERGE not in self.actions and not self.sort_order:
             raise FieldProblem(
                 f"is {[str(a) for a in self.actions]} but sort_order is empty: the decider "
                 "would never act (add merge, or set sort_order)",
@@ -204,7 +205,11 @@ def _layer_policies(data: dict[str, Any]) -> None:
         override = _without_none(override if override is not None else {})
         if isinstance(override, Mapping):
             # the per-table target stays None unless set: the table's own property comes next
-            override = {**inherited, "target_file_size_bytes": None, **override}
+            merged = {**inherited, "target_file_size_bytes": None, **override}
+            below, above = inherited.get("maintenance"), override.get("maintenance")
+            if isinstance(below, Mapping) and isinstance(above, Mapping):
+                merged["maintenance"] = {**below, **_without_none(above)}  # key by key
+            override = merged
         layered[ident] = override
     data["tables"] = layered
 

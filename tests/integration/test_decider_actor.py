@@ -70,3 +70,43 @@ def test_actor_fixes_what_the_decider_found(
     recent = data["recent"][0]
     assert recent["ok"] and recent["bytes_rewritten"] > 0 and recent["mse_before"] > 0
     assert data["queue"]["depth"] == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+
+
+def test_the_decider_schedules_manifest_rewrites_and_the_actor_runs_them(
+    spark: Any, lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    name = f"{namespace}.stream"
+    cfg = make_config(
+        lake_home,
+        managed={"namespaces": [namespace]},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 0},
+        tables={name: {"actions": ["rewrite_manifests"], "maintenance": {"min_manifests": 6}}},
+    )
+    table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
+
+    def commit(i: int) -> None:
+        ids = pa.array([i], pa.int64())
+        table.append(pa.table({"id": ids, "region": pa.array(["eu"], pa.string())}))
+
+    for i in range(5):
+        commit(i)
+    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    report = decider.step(block_ms=None)
+    assert report.enqueued == 0  # five small manifests: not yet worth a rewrite
+    assert decider.health.load(name)["manifests"] == 5  # type: ignore[index]
+    commit(5)
+    report = decider.step(block_ms=None)
+    assert report.enqueued == 1 and report.dispatched == 1  # merges are not enabled here
+
+    done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
+    assert done.done == 1 and done.failed == 0
+    table = catalog.load_table(name)
+    assert len(table.current_snapshot().manifests(table.io)) == 1
+    assert table.scan().to_arrow().num_rows == 6
+    recent = gather(cfg, redis_client, decider.queue, 0.0)["recent"][0]
+    assert recent["action"] == "rewrite_manifests" and recent["partition"] is None
+    assert recent["ok"] is True
+    assert recent["verified"] == {"manifest_rewrites_checked": 1, "referenced_files_present": True}
+    decider.step(block_ms=None)  # the decider sees one manifest now: nothing due
+    assert decider.health.load(name)["manifests"] == 1  # type: ignore[index]
+    assert decider.queue.depth()["pending"] == 0

@@ -373,13 +373,45 @@ def test_a_non_utf8_file_is_one_config_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("action", ["expire_snapshots", "rewrite_manifests", "remove_orphan_files"])
-def test_maintenance_actions_are_rejected_not_ignored(action: str) -> None:
-    with pytest.raises(ConfigError) as err:
-        build_config({"tables": {"db.t": {"actions": ["merge", action]}}})
-    text = str(err.value)
-    assert "'tables.db.t.actions'" in text and repr(action) in text
-    assert "not decided by icefloe" in text and "jobs.maintenance" in text
-    assert "\n" not in text
+def test_maintenance_actions_are_accepted_alone_or_beside_merges(action: str) -> None:
+    cfg = build_config(
+        {"tables": {"db.t": {"actions": [action]}, "db.u": {"actions": ["merge", action]}}}
+    )
+    assert cfg.policy_for("db.t").actions == (action,)
+    assert cfg.policy_for("db.u").actions == ("merge", action)
+
+
+def test_a_tables_maintenance_keys_layer_over_the_defaults_key_by_key() -> None:
+    cfg = build_config(
+        {
+            "defaults": {"maintenance": {"min_manifests": 8, "retain_last": 9}},
+            "tables": {"db.t": {"maintenance": {"retain_last": 3}}, "db.u": {}},
+        }
+    )
+    t, u = cfg.policy_for("db.t").maintenance, cfg.policy_for("db.u").maintenance
+    assert (t.min_manifests, t.retain_last) == (8, 3) and (u.min_manifests, u.retain_last) == (8, 9)
+    assert t.manifest_target({}) == 8 << 20
+    assert t.manifest_target({"commit.manifest.target-size-bytes": "1048576"}) == 1 << 20
+    assert t.rules(9000).manifest_tolerance == 3000 and t.rules(9000).retain_last == 3
+
+
+@pytest.mark.parametrize(
+    ("section", "match"),
+    [
+        ({"orphan_min_age_hours": 2}, "'defaults.maintenance.orphan_min_age_hours' must be >= 24"),
+        (
+            {"snapshot_max_age_hours": 0.5},
+            "'defaults.maintenance.snapshot_max_age_hours' must be >= 1",
+        ),
+        ({"delete_ratio": 1.5}, "'defaults.maintenance.delete_ratio' must be <= 1"),
+        ({"retain_last": 0}, "'defaults.maintenance.retain_last'"),
+        ({"bogus": 1}, "unknown config key 'defaults.maintenance.bogus'"),
+    ],
+)
+def test_bad_maintenance_values_are_one_line_naming_the_key(section: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as err:
+        build_config({"defaults": {"maintenance": section}})
+    assert "\n" not in str(err.value)
 
 
 def test_actions_are_the_action_enum_and_sort_needs_a_sort_order() -> None:
