@@ -129,7 +129,8 @@ def orphans_due(rules: MaintenanceRules, now_ms: int, last_run_ms: int) -> Need 
     if now_ms - last_run_ms < rules.orphan_interval_ms:
         return None
     hours = (now_ms - last_run_ms) / 3_600_000
-    return Need("remove_orphan_files", 0, 1.0, f"last orphan scan {hours:.1f} h ago")
+    since = f"last orphan scan {hours:.1f} h ago" if last_run_ms > 0 else "no orphan scan yet"
+    return Need("remove_orphan_files", 0, 1.0, since)
 
 
 def table_needs(

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer import PartitionStats, estimate
+from optimizer.maintenance import MetadataHealth
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.duties import LeaderDuties
 from service.errors import IcefloeError, ServiceUnavailable
@@ -156,6 +157,7 @@ class Decider(LeaderDuties):
         self._standing_by_for: str | None = None  # the holder last logged while standing by
         self._tables = tables or (lambda: managed_tables(cfg, catalog))
         self._weights: dict[str, int] = {}
+        self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
 
     # ---- observe ------------------------------------------------------------------------
     def _validate(self, ev: CommitEvent, managed: set[str]) -> str | None:
@@ -237,9 +239,11 @@ class Decider(LeaderDuties):
         table = load_table(self.catalog, name)
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
-        for outcome in check_table(name, table, policy, now, self.queue, self.health):
-            report.enqueued += outcome == 1
-            report.coalesced += outcome == 0
+        outcomes, self.healths[name] = check_table(
+            name, table, policy, now, self.queue, self.health
+        )
+        report.enqueued += outcomes.count(1)
+        report.coalesced += outcomes.count(0)
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last = self.stats.last_applied(name)

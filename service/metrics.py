@@ -29,6 +29,15 @@ COUNTERS = {
     "orphans_deleted": "Files of abandoned attempts deleted (never committed)",
 }
 
+TABLE_GAUGES = {
+    "manifests": "Manifests of the table's current snapshot",
+    "small_manifests": "Manifests smaller than the manifest target",
+    "manifest_mse": "Mean squared error of manifest sizes against the target (bytes squared)",
+    "snapshots": "Snapshots in the table's metadata",
+    "oldest_snapshot_age_seconds": "Age of the table's oldest snapshot",
+    "metadata_bytes": "Size of the table's current metadata JSON",
+}
+
 
 class DeciderMetrics(Collector):
     """A collector over the last values seen; ``update`` is called once per decider step."""
@@ -38,6 +47,7 @@ class DeciderMetrics(Collector):
         self._counters: dict[str, int] = {}
         self._gauges: dict[str, float] = {}
         self._depth: dict[str, int] = {}
+        self._tables: dict[str, dict[str, float]] = {}
 
     def update(
         self,
@@ -58,9 +68,32 @@ class DeciderMetrics(Collector):
                 "shards": shards,
             }
 
+    def update_tables(self, healths: Mapping[str, Any], now: float) -> None:
+        """Per-table metadata health (``optimizer.maintenance.MetadataHealth``) of the tables
+        this decider observes."""
+        rows = {}
+        for table, h in healths.items():
+            oldest = h.oldest_snapshot_ms
+            rows[table] = {
+                "manifests": h.manifests.n,
+                "small_manifests": h.manifests.undersized,
+                "manifest_mse": h.manifests.mse,
+                "snapshots": h.snapshots,
+                "oldest_snapshot_age_seconds": 0 if oldest is None else now - oldest / 1000,
+                "metadata_bytes": h.metadata_bytes,
+            }
+        with self._lock:
+            self._tables = rows
+
     def collect(self) -> Iterator[Any]:
         with self._lock:
             counters, depth, gauges = dict(self._counters), dict(self._depth), dict(self._gauges)
+            tables = dict(self._tables)
+        for name, help_text in TABLE_GAUGES.items():
+            family = GaugeMetricFamily(f"icefloe_table_{name}", help_text, labels=["table"])
+            for table, row in sorted(tables.items()):
+                family.add_metric([table], row[name])
+            yield family
         for name, help_text in COUNTERS.items():
             yield CounterMetricFamily(f"icefloe_{name}", help_text, value=counters.get(name, 0))
         q = GaugeMetricFamily("icefloe_queue_depth", "Queue items by state", labels=["state"])

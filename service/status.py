@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from service.config import Config
+from service.health import RedisHealth
 from service.keys import Keys
 from service.queue import ActionItem, PriorityQueue, open_queue
 from service.redis_client import connect, text
@@ -76,7 +77,12 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
             for k, s in sorted(parts.items())
             if s.needs_work(tol)
         ]
+        health = RedisHealth(client, keys).load(name) or {}
         tables[name] = {
+            "manifests": health.get("manifests"),
+            "small_manifests": health.get("manifests_undersized"),
+            "snapshots": health.get("snapshots"),
+            "metadata_bytes": health.get("metadata_bytes"),
             "last_snapshot": store.last_applied(name),
             "target_file_size_bytes": store.target(name),
             "tolerance_bytes": tol,
@@ -133,14 +139,21 @@ def render(data: dict[str, Any]) -> None:
     t = Table(title="tables")
     for col in ("table", "snapshot", "partitions", "over tolerance", "worst MSE"):
         t.add_column(col)
+    for col in ("manifests (small)", "snapshots"):
+        t.add_column(col)
     for name, info in data["tables"].items():
         worst = max((p["mse"] for p in info["over_tolerance"]), default=0.0)
+        manifests = (
+            "-" if info["manifests"] is None else f"{info['manifests']} ({info['small_manifests']})"
+        )
         t.add_row(
             name,
             str(info["last_snapshot"]),
             str(info["partitions"]),
             str(len(info["over_tolerance"])),
             f"{worst:.4g}",
+            manifests,
+            "-" if info["snapshots"] is None else str(info["snapshots"]),
         )
     console.print(t)
     d = data["queue"]["depth"]

@@ -1,26 +1,58 @@
 """The decider's maintenance decisions for one table: manifests, snapshots, orphan files.
 
-Called by :meth:`service.decider.Decider.refresh` on every poll of a table whose policy
-enables a table-level maintenance action (``rewrite_manifests``, ``expire_snapshots``,
-``remove_orphan_files``): the table's :class:`~optimizer.maintenance.MetadataHealth` is
-brought up to date (the manifest list is read only when the snapshot changed), stored for
-``status`` and the metrics, and each action the rules in ``optimizer.maintenance`` find
-due becomes one queue item for the whole table (``partition`` None), on the same queue and
-under the same fair scheduling as the merges. An item's enqueue time counts as the action's
-last run (an action pending or in flight is not decided again; an interval runs from when
+Called by :meth:`service.decider.Decider.refresh` on every poll of every table: the
+table's :class:`~optimizer.maintenance.MetadataHealth` is brought up to date (the manifest
+list is read only when the snapshot changed) and stored for ``status``, ``tables`` and the
+metrics; then each table-level action the policy enables (``rewrite_manifests``,
+``expire_snapshots``, ``remove_orphan_files``) and the rules in ``optimizer.maintenance``
+find due becomes one queue item for the whole table (``partition`` None), on the same queue
+and under the same fair scheduling as the merges. An item's enqueue time counts as the
+action's last run (an action pending or in flight is coalesced; an interval runs from when
 it was scheduled). Orphan removal's interval starts when the table is first seen.
+
+:func:`assess` is the same decision without a queue, for ``icefloe plan`` and
+``icefloe maintain``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from optimizer.maintenance import TABLE_ACTIONS, table_needs
-from service.health import HealthStore, read_health
+from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth, Need, table_needs
+from service.health import HealthStore, read_health, summary, to_fields
 from service.queue import ActionItem, PriorityQueue
 
 log = logging.getLogger("icefloe.decider")
+
+
+def current_health(name: str, table: Any, policy: Any, health: HealthStore) -> MetadataHealth:
+    """The table's health now; stored when its snapshot (or manifest target) changed."""
+    m = policy.maintenance
+    known = health.load(name)
+    current = read_health(table, m.manifest_target(table.properties), m.retain_last, known)
+    if known is None or summary(to_fields(current)) != known:
+        health.save(name, current)
+    return current
+
+
+def assess(
+    table: Any,
+    policy: Any,
+    now: float,
+    last_runs_ms: Mapping[str, int],
+    known: Mapping[str, Any] | None = None,
+    actions: tuple[str, ...] = TABLE_ACTIONS,
+) -> tuple[MetadataHealth, list[Need]]:
+    """The health and the due actions among ``actions`` (default: all three, whatever
+    the policy enables)."""
+    m = policy.maintenance
+    target = m.manifest_target(table.properties)
+    current = read_health(table, target, m.retain_last, known)
+    runs = dict(last_runs_ms)
+    runs.setdefault("remove_orphan_files", 0)  # never run: due now
+    return current, table_needs(current, m.rules(target), actions, int(now * 1000), runs)
 
 
 def check_table(
@@ -30,22 +62,19 @@ def check_table(
     now: float,
     queue: PriorityQueue,
     health: HealthStore,
-) -> list[int]:
-    """Enqueue the table-level maintenance ``name`` needs; the enqueue outcomes (1 new,
-    0 coalesced)."""
-    enabled = [a for a in policy.actions if a in TABLE_ACTIONS]
-    if not enabled or not policy.enabled:
-        return []
+) -> tuple[list[int], MetadataHealth]:
+    """Keep ``name``'s health and enqueue the table-level maintenance it needs: the enqueue
+    outcomes (1 new, 0 coalesced) and the health."""
+    current = current_health(name, table, policy, health)
+    enabled = [a for a in policy.actions if a in TABLE_ACTIONS] if policy.enabled else []
+    if not enabled:
+        return [], current
     now_ms = int(now * 1000)
-    m = policy.maintenance
-    target = m.manifest_target(table.properties)
-    known = health.load(name)
-    current = read_health(table, target, m.retain_last, known)
-    if known is None or known["snapshot"] != current.snapshot_id:
-        health.save(name, current)
     if "remove_orphan_files" in enabled:
         health.mark_run(name, "remove_orphan_files", now_ms, only_if_unset=True)
-    needs = table_needs(current, m.rules(target), enabled, now_ms, health.last_runs(name))
+    m = policy.maintenance
+    rules = m.rules(current.manifest_target)
+    needs = table_needs(current, rules, enabled, now_ms, health.last_runs(name))
     outcomes = []
     for need in needs:
         item = ActionItem.new(
@@ -61,4 +90,4 @@ def check_table(
         outcomes.append(queue.enqueue(item, now))
         health.mark_run(name, need.action, now_ms)
         log.info("%s: %s (%s)", name, need.action, need.reason)
-    return outcomes
+    return outcomes, current

@@ -32,9 +32,9 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 def _register() -> None:
     """Each command module exports ``COMMANDS``; heavy imports stay inside the commands."""
-    from service.cli import actors, basic, decider, dev, skew
+    from service.cli import actors, basic, decider, dev, maintain, skew
 
-    for module in (basic, actors, decider, skew, dev):
+    for module in (basic, actors, decider, skew, dev, maintain):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -8,6 +8,7 @@ PyIceberg first, then starts Spark in-process (``build_spark``) once and runs th
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -50,6 +51,9 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
     target = int(policy.target_file_size_bytes)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
     plan = plan_table(pt, target, policy.tolerance_bytes, action, partitions or None, sort_columns)
+    from service.cli.maintain import maintenance_plan, stored_runs
+
+    maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
     return {
         "table": table,
         "action": action,
@@ -72,6 +76,7 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
             }
             for p in plan.partitions
         ],
+        "maintenance": maintenance,
     }
 
 
@@ -118,6 +123,9 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
         for p in d["partitions"]:
             for i, group in enumerate(p["groups"]):
                 console.print(f"{p['partition'] or '(table)'} group {i}: " + ", ".join(group))
+        from service.cli.maintain import render_health
+
+        render_health({"table": f"metadata of {d['table']}", **d["maintenance"]})
 
     emit(data, as_json, render)
 

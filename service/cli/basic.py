@@ -48,12 +48,15 @@ def doctor(ctx: Context, as_json: bool) -> None:
 def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
     from service.catalog import load_table
+    from service.health import read_health
     from service.tablestats import current_partitions
 
     table = load_table(catalog, name)
     policy = cfg.policy_for(name, table.properties)
     target = policy.target
     snap = table.current_snapshot()
+    m = policy.maintenance
+    health = read_health(table, m.manifest_target(table.properties), m.retain_last)
     parts = []
     for p in current_partitions(table):
         s = p.stats(target)
@@ -76,6 +79,10 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         "files": sum(p["files"] for p in parts),
         "bytes": sum(p["bytes"] for p in parts),
         "partitions": parts,
+        "manifests": health.manifests.n,
+        "small_manifests": health.manifests.undersized,
+        "snapshots": health.snapshots,
+        "metadata_bytes": health.metadata_bytes,
     }
 
 
@@ -112,7 +119,7 @@ def tables(ctx: Context, as_json: bool) -> None:
     for name in managed_tables(ctx.cfg, catalog):
         s = table_summary(ctx.cfg, catalog, name)
         rows.append(
-            {k: s[k] for k in ("table", "files", "bytes", "snapshot_id")}
+            {k: s[k] for k in ("table", "files", "bytes", "snapshot_id", "manifests", "snapshots")}
             | {
                 "partitions": len(s["partitions"]),
                 "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
@@ -121,7 +128,8 @@ def tables(ctx: Context, as_json: bool) -> None:
 
     def render(_: Any) -> None:
         out = RichTable(title="managed tables")
-        for col in ("table", "files", "MiB", "partitions", "need work", "snapshot"):
+        cols = ("table", "files", "MiB", "partitions", "need work", "manifests", "snapshots")
+        for col in (*cols, "snapshot"):
             out.add_column(col)
         for r in rows:
             out.add_row(
@@ -130,6 +138,8 @@ def tables(ctx: Context, as_json: bool) -> None:
                 f"{r['bytes'] / MIB:.1f}",
                 str(r["partitions"]),
                 str(r["partitions_needing_work"]),
+                str(r["manifests"]),
+                str(r["snapshots"]),
                 str(r["snapshot_id"]),
             )
         if not rows:

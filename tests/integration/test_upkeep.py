@@ -113,3 +113,49 @@ def test_orphan_removal_with_a_concurrent_writer(spark, cfg, catalog, namespace)
     assert upkeep.missing_files(load_table(catalog, ident)) == []
     ids = {r.id for r in spark.table(fq).collect()}
     assert set(appended) <= ids and {0, 1} <= ids
+
+
+def test_cli_maintain_dry_run_then_run(spark, cfg, catalog, namespace, tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from service.cli import main as cli_main
+
+    _, ident = _table(spark, namespace, commits=6)
+    path = tmp_path / "icefloe.yaml"
+    raw = {
+        "catalog": {"uri": cfg.catalog.uri, "warehouse": cfg.catalog.warehouse},
+        "redis": {"url": cfg.redis.url, "key_prefix": cfg.redis.key_prefix},
+        "spark": {"master": cfg.spark.master, "conf": dict(cfg.spark.conf)},
+        "defaults": {"maintenance": {"min_manifests": 4}},
+    }
+    path.write_text(yaml.safe_dump(raw))
+
+    err: list[str] = []
+
+    def run(*argv: str) -> tuple[int, dict]:
+        with pytest.raises(SystemExit) as exit_info:
+            cli_main(["--config", str(path), *argv])
+        out = capsys.readouterr()
+        err.append(out.err)
+        return int(exit_info.value.code or 0), json.loads(out.out) if out.out.strip() else {}
+
+    code, dry = run("maintain", ident, "--dry-run", "--action", "rewrite_manifests", "--json")
+    assert code == 0 and dry["ran"] == [] and dry["would_run"] == ["rewrite_manifests"]
+    assert dry["health"]["manifests"] == 6 and dry["health"]["snapshots"] == 6
+    due = {d["action"]: d["enabled"] for d in dry["due"]}
+    assert due["rewrite_manifests"] is False  # due, but the policy does not enable it
+    table = load_table(catalog, ident)
+    assert len(table.current_snapshot().manifests(table.io)) == 6  # the dry run changed nothing
+
+    code, done = run("maintain", ident, "--action", "rewrite_manifests", "--json")
+    assert code == 0
+    (ran,) = done["ran"]
+    assert ran["verified"]["manifest_rewrites_checked"] == 1
+    code, after = run("plan", ident, "--json")
+    assert code == 0 and after["maintenance"]["health"]["manifests"] == 1
+    assert "rewrite_manifests" not in {d["action"] for d in after["maintenance"]["due"]}
+    code, _ = run("maintain", f"{namespace}.missing", "--json")
+    assert code != 0 and f"table '{namespace}.missing' not found" in err[-1]
+    assert "Traceback" not in "".join(err)

@@ -99,6 +99,7 @@ def test_status_shows_leases_dead_letters_and_recent_actions(
 def test_metrics_endpoint_text() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
+    from optimizer.maintenance import MetadataHealth
     from service.metrics import DeciderMetrics
 
     m = DeciderMetrics()
@@ -110,9 +111,18 @@ def test_metrics_endpoint_text() -> None:
         events_lag=5,
         actors=2,
         leader=True,
+        shards=6,
     )
+    health = MetadataHealth.of(1, [100, 200, 8 << 20], 8 << 20, [1_000_000, 2_000_000], 4096, 1)
+    m.update_tables({"db.t": health}, now=3_000)
     text = generate_latest(registry).decode()
     for line in (
+        "icefloe_shards 6.0",
+        'icefloe_table_manifests{table="db.t"} 3.0',
+        'icefloe_table_small_manifests{table="db.t"} 2.0',
+        'icefloe_table_snapshots{table="db.t"} 2.0',
+        'icefloe_table_oldest_snapshot_age_seconds{table="db.t"} 2000.0',
+        'icefloe_table_metadata_bytes{table="db.t"} 4096.0',
         "icefloe_snapshots_applied_total 7.0",
         'icefloe_queue_depth{state="pending"} 4.0',
         "icefloe_events_lag 5.0",

@@ -1,0 +1,146 @@
+"""``icefloe maintain``: a table's metadata maintenance by hand, and its health.
+
+It assesses the table as the decider would (``service.upkeep.assess``: manifests against
+the manifest target, snapshots past retention, the orphan-scan schedule; the last runs
+come from Redis when it answers), then runs the actions due, or the ones named with
+``--action`` whether due or not, each through ``jobs.upkeep`` (Iceberg's procedure with
+the policy's parameters, verified from the metadata). ``--dry-run`` changes nothing: it
+shows the health and what would run, and lets orphan removal list its candidates.
+:func:`maintenance_plan` is also the maintenance part of ``icefloe plan``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+
+from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth
+from service.cli.common import Context, emit, pass_ctx
+from service.errors import ServiceUnavailable
+
+console = Console()
+
+
+def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
+    m = h.manifests
+    oldest = h.oldest_snapshot_ms
+    return {
+        "manifests": m.n,
+        "small_manifests": m.undersized,
+        "manifest_bytes": m.total_bytes,
+        "manifest_target_bytes": h.manifest_target,
+        "manifest_rmse_fraction": (m.mse**0.5) / h.manifest_target,
+        "snapshots": h.snapshots,
+        "oldest_snapshot_age_hours": None if oldest is None else (now - oldest / 1000) / 3600,
+        "snapshots_beyond_retain_last": len(h.expirable),
+        "metadata_bytes": h.metadata_bytes,
+    }
+
+
+def maintenance_plan(
+    cfg: Any, name: str, table: Any, now: float, last_runs: dict[str, int]
+) -> dict[str, Any]:
+    """Health, the due actions (whether the policy enables them) and the enabled ones."""
+    from service.upkeep import assess
+
+    policy = cfg.policy_for(name, table.properties)
+    health, needs = assess(table, policy, now, last_runs)
+    enabled = [a for a in policy.actions if a in TABLE_ACTIONS]
+    return {
+        "health": health_dict(health, now),
+        "enabled": enabled,
+        "due": [
+            {"action": n.action, "reason": n.reason, "enabled": n.action in enabled} for n in needs
+        ],
+    }
+
+
+def stored_runs(cfg: Any, name: str) -> tuple[dict[str, int], Any]:
+    """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
+    from service.health import RedisHealth
+    from service.keys import Keys
+    from service.redis_client import connect
+
+    try:
+        store = RedisHealth(connect(cfg), Keys.for_config(cfg))
+        return store.last_runs(name), store
+    except ServiceUnavailable:
+        return {}, None
+
+
+def render_health(d: dict[str, Any]) -> None:
+    h = d["health"]
+    age = h["oldest_snapshot_age_hours"]
+    console.print(
+        f"{d['table']}: {h['manifests']} manifests ({h['small_manifests']} under "
+        f"{h['manifest_target_bytes'] / (1 << 20):g} MiB, RMSE/target "
+        f"{h['manifest_rmse_fraction']:.2f}), {h['snapshots']} snapshots (oldest "
+        f"{'-' if age is None else f'{age:.1f} h'}), metadata {h['metadata_bytes']} B"
+    )
+    for n in d["due"]:
+        state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it)"
+        console.print(f"  due: {n['action']}: {n['reason']}{state}")
+    if not d["due"]:
+        console.print("  nothing due")
+
+
+@click.command()
+@click.argument("table")
+@click.option(
+    "--action",
+    "actions",
+    multiple=True,
+    type=click.Choice(TABLE_ACTIONS),
+    help="Run this action whether due or not (repeatable; default: the actions due).",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would run; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def maintain(
+    ctx: Context, table: str, actions: tuple[str, ...], dry_run: bool, as_json: bool
+) -> None:
+    """Run TABLE's metadata maintenance now (rewrite_manifests, expire_snapshots,
+    remove_orphan_files): the actions due, or those named; each verified."""
+    from service.catalog import load_catalog, load_table
+    from service.config import parse_table_identifier
+
+    cfg = ctx.cfg
+    parse_table_identifier(table)
+    pt = load_table(load_catalog(cfg), table)  # TableNotFound before Spark starts
+    runs, store = stored_runs(cfg, table)
+    now = time.time()
+    data = {"table": table, **maintenance_plan(cfg, table, pt, now, runs)}
+    todo = list(dict.fromkeys(actions)) or [n["action"] for n in data["due"]]
+    data["dry_run"], data["ran"] = dry_run, []
+    if todo and (not dry_run or "remove_orphan_files" in todo):
+        from jobs.upkeep import run_table_action
+        from service.spark import build_spark
+
+        spark = build_spark(cfg, app_name="icefloe-maintain")
+        for action in todo:
+            if dry_run and action != "remove_orphan_files":
+                continue  # only orphan removal has a dry run of its own (it lists)
+            data["ran"].append(run_table_action(spark, cfg, table, action, dry_run=dry_run))
+            if store is not None and not dry_run:
+                store.mark_run(table, action, int(time.time() * 1000))
+    data["would_run"] = todo if dry_run else []
+
+    def render(d: dict[str, Any]) -> None:
+        render_health(d)
+        for r in d["ran"]:
+            if r["dry_run"]:
+                found = r["result"].get("orphan_file_location") or []
+                console.print(f"  orphan candidates ({len(found)}): {', '.join(found) or '-'}")
+                continue
+            counts = {k: v for k, v in r["result"].items() if isinstance(v, int)}
+            console.print(f"  ran {r['action']} in {r['seconds']} s: {counts}; verified")
+        if d["dry_run"]:
+            console.print(f"  dry run: would run {', '.join(d['would_run']) or 'nothing'}")
+
+    emit(data, as_json, render)
+
+
+COMMANDS = [maintain]
