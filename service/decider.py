@@ -240,7 +240,7 @@ class Decider(LeaderDuties):
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
         outcomes, self.healths[name] = check_table(
-            name, table, policy, now, self.queue, self.health
+            name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )
         report.enqueued += outcomes.count(1)
         report.coalesced += outcomes.count(0)

@@ -27,11 +27,25 @@ from service.queue import ActionItem, PriorityQueue
 log = logging.getLogger("icefloe.decider")
 
 
-def current_health(name: str, table: Any, policy: Any, health: HealthStore) -> MetadataHealth:
-    """The table's health now; stored when its snapshot (or manifest target) changed."""
+def current_health(
+    name: str, table: Any, policy: Any, health: HealthStore, cached: MetadataHealth | None
+) -> MetadataHealth:
+    """The table's health now; stored when it changed. ``cached``: this process's last
+    health of the table (an unchanged table then costs neither a read nor a write)."""
     m = policy.maintenance
+    target = m.manifest_target(table.properties)
+    snap = table.current_snapshot()
+    snapshot_id = None if snap is None else snap.snapshot_id
+    if cached is not None and (cached.snapshot_id, cached.manifest_target) == (snapshot_id, target):
+        same: dict[str, Any] = {
+            "snapshot": snapshot_id,
+            "manifest_target": target,
+            "manifest_stats": cached.manifests,
+            "metadata_bytes": cached.metadata_bytes,
+        }
+        return read_health(table, target, m.retain_last, same)
     known = health.load(name)
-    current = read_health(table, m.manifest_target(table.properties), m.retain_last, known)
+    current = read_health(table, target, m.retain_last, known)
     if known is None or summary(to_fields(current)) != known:
         health.save(name, current)
     return current
@@ -62,10 +76,11 @@ def check_table(
     now: float,
     queue: PriorityQueue,
     health: HealthStore,
+    cached: MetadataHealth | None = None,
 ) -> tuple[list[int], MetadataHealth]:
     """Keep ``name``'s health and enqueue the table-level maintenance it needs: the enqueue
     outcomes (1 new, 0 coalesced) and the health."""
-    current = current_health(name, table, policy, health)
+    current = current_health(name, table, policy, health, cached)
     enabled = [a for a in policy.actions if a in TABLE_ACTIONS] if policy.enabled else []
     if not enabled:
         return [], current
