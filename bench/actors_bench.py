@@ -55,8 +55,11 @@ Figures are medians over ``--repeats``. The last line is the machine-readable su
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import yaml  # noqa: E402
 
 from jobs.optimize import optimize_table, plan_table  # noqa: E402
 from optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
@@ -78,29 +82,66 @@ from service.spark import build_spark  # noqa: E402
 from service.tablestats import current_partitions  # noqa: E402
 
 
-def bench_config(home: Path, target: int, catalog: dict[str, Any] | None = None) -> Config:
-    """The bench's config; ``catalog``: a profile's catalog section (None: embedded)."""
-    return build_config(
-        {
-            "catalog": catalog
-            or {
-                "uri": f"sqlite:///{home}/catalog.db",
-                "warehouse": f"file://{home}/warehouse",
-            },
-            "redis": {"url": "redis://127.0.0.1:6379/15"},
-            "spark": {
-                "master": "local[2]",
-                "conf": {
-                    "spark.sql.shuffle.partitions": "4",
-                    "spark.ui.enabled": "false",
-                    "spark.driver.memory": "2g",
-                },
-            },
-            "defaults": {"target_file_size_bytes": target, "tolerance_bytes": 0},
+def bench_raw(home: Path, target: int, catalog: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The bench's config as YAML-shaped data; ``catalog``: a profile's catalog section
+    (None: embedded)."""
+    return {
+        "catalog": catalog
+        or {
+            "uri": f"sqlite:///{home}/catalog.db",
+            "warehouse": f"file://{home}/warehouse",
         },
-        source="<bench>",
-        home=home,
+        "redis": {"url": "redis://127.0.0.1:6379/15"},
+        "spark": {
+            "master": "local[2]",
+            "conf": {
+                "spark.sql.shuffle.partitions": "4",
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "2g",
+            },
+        },
+        "defaults": {"target_file_size_bytes": target, "tolerance_bytes": 0},
+    }
+
+
+def bench_config(home: Path, target: int, catalog: dict[str, Any] | None = None) -> Config:
+    """The bench's config (:func:`bench_raw`), and the same as a file for the cold calls."""
+    raw = bench_raw(home, target, catalog)
+    path = home / "icefloe.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    path.chmod(0o600)  # a profile's catalog section holds its S3 keys
+    return build_config(raw, source="<bench>", home=home)
+
+
+def cold_call(home: Path, idents: list[str]) -> dict[str, float]:
+    """``icefloe optimize IDENT...`` in a fresh process (``python -m service``), as a user
+    runs it: its wall time (process and Spark start included) and its reports' phases."""
+    env = {**os.environ, "ICEFLOE_CONFIG": str(home / "icefloe.yaml")}
+    env.pop("ICEFLOE_PROFILE", None)
+    started = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-m", "service", "optimize", *idents, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=Path(__file__).resolve().parents[1],
     )
+    wall = time.perf_counter() - started
+    if run.returncode != 0:
+        raise SystemExit(f"icefloe optimize {' '.join(idents)} failed: {run.stderr[-2000:]}")
+    out = json.loads(run.stdout)
+    reports = out["tables"] if "tables" in out else [out]
+    return {"wall": wall, **phase_sums(reports)}
+
+
+PHASES = ("plan", "setup", "write", "verify", "commit")
+
+
+def phase_sums(reports: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds per phase (``timings``) and per action (``seconds``), summed over reports."""
+    sums = {f"t_{k}": sum(float(r["timings"].get(k, 0.0)) for r in reports) for k in PHASES}
+    return {**sums, "action": sum(float(r["seconds"]) for r in reports)}
 
 
 VARIED_MEDIAN, VARIED_SIGMA = 1 / 8, 1.2  # ``v`` partitions' file sizes, x target
@@ -309,7 +350,7 @@ def one_round(
     ns = f"bench_{r}"
     catalog.create_namespace(ns)
     runs: dict[str, dict[str, float]] = {}
-    for name in ("iceberg", "t0", "tol"):
+    for name in ("iceberg", "t0", "tol", "cold"):
         for t in tables:
             make_copy(catalog, f"{ns}.{name}_{t}", data[t], target)
     tol = int(DEFAULT_TOLERANCE_FRACTION * target)
@@ -324,6 +365,7 @@ def one_round(
             for g in p.groups
         ]
         t0 = time.perf_counter()
+        reports = []
         for ident in idents:
             if name == "iceberg":
                 spark.sql(
@@ -332,11 +374,13 @@ def one_round(
                 ).collect()
             else:
                 report = optimize_table(spark, cfg, ident, tolerance=0 if name == "t0" else tol)
+                reports.append(report.to_dict())
                 print(f"round {r} {name} {ident}: {report.seconds} s, phases {report.timings}")
         wall = time.perf_counter() - t0
         after = combine([measure(catalog, i, target, starts[i]) for i in idents])
         runs[name] = {
             **after,
+            **phase_sums(reports),
             "files_before": before["files"],
             "mse_before": before["mse_mean"],
             "wall": wall,
@@ -352,7 +396,39 @@ def one_round(
                 "wall": secs,
                 "snappy": in_bytes / snappy_secs if snappy_secs else 0.0,
             }
+    # the same work as t0 (the config's tolerance is 0) by a fresh `icefloe optimize`
+    runs["cold"] = cold_call(work, [f"{ns}.cold_{t}" for t in tables])
+    print(f"round {r} cold call: {runs['cold']['wall']:.2f} s wall, phases {runs['cold']}")
     return runs
+
+
+VERIFY_TARGETS = {"cold": 0.25, "t0": 0.10}  # issue #21's acceptance: verify's share at most
+
+
+def verify_shares(rounds: list[dict[str, dict[str, float]]]) -> dict[str, float]:
+    """Print where a warm actor's action (t0, in this process's session) and a cold
+    ``icefloe optimize`` (a fresh process, the same work) spend their time, medians; return
+    verify's share of each: of the warm action's own seconds, of the cold call's wall."""
+
+    def med(run: str, key: str) -> float:
+        return statistics.median(x[run].get(key, 0.0) for x in rounds)
+
+    whole = {"t0": "action", "cold": "wall"}
+    print(f"\nwhere the time goes (medians){'warm action':>20}{'cold call':>16}")
+    for label, key in [(p, f"t_{p}") for p in PHASES] + [("action", "action"), ("wall", "wall")]:
+        cells = "".join(
+            f"{med(run, key):>9.2f} s {med(run, key) / med(run, whole[run]):>5.0%}"
+            if key != "wall" or run == "cold"
+            else f"{'':>16}"
+            for run in ("t0", "cold")
+        )
+        print(f"  {label:26}{cells}")
+    shares = {run: med(run, "t_verify") / med(run, whole[run]) for run in ("t0", "cold")}
+    print(
+        f"verify share: warm action {shares['t0']:.1%} (target <= {VERIFY_TARGETS['t0']:.0%}), "
+        f"cold call {shares['cold']:.1%} of its wall (target <= {VERIFY_TARGETS['cold']:.0%})"
+    )
+    return shares
 
 
 def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> None:
@@ -499,6 +575,8 @@ def main() -> None:
         f"{_ratio(actor, snappy):.3f}x that)"
     )
 
+    shares = verify_shares(rounds)
+
     def vs(run: str, key: str) -> float:
         return _ratio(med(run, key), med("iceberg", key))
 
@@ -509,6 +587,8 @@ def main() -> None:
         "tol_bytes_vs_iceberg": vs("tol", "bytes_rewritten"),
         "tol_files_vs_iceberg": vs("tol", "files"),
         "throughput_vs_pyarrow": _ratio(actor, raw),
+        "verify_share_warm": shares["t0"],
+        "verify_share_cold": shares["cold"],
     }
     print(
         f"actors-summary profile={args.profile} "

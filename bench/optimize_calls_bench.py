@@ -11,7 +11,8 @@ times, as a user runs them (``python -m service``, a fresh process each):
 * ``one call``: ``icefloe optimize T1 T2 ...`` on the second set.
 
 It also prints where a cold single-table call spends its time (the report's ``timings``:
-plan, setup, write, verify, commit) against its process wall time, start-up included.
+plan, setup, write, verify, commit) against its process wall time, start-up included, and
+verification's share of it against issue #21's target (at most 25%).
 Medians over ``--repeats``; the last line is the machine-readable summary.
 """
 
@@ -47,6 +48,7 @@ SCHEMA = Schema(
     NestedField(3, "payload", StringType(), required=False),
 )
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "day"))
+VERIFY_TARGET = 0.25  # verification's share of a cold call's wall time, at most
 
 
 def make_table(catalog: Any, name: str, files: int) -> None:
@@ -149,6 +151,10 @@ def main() -> None:
     print(f"\none cold call: {cold:.2f} s wall (process start, Spark start, the action)")
     for phase in phases:
         print(f"  {phase:8}{med('t_' + phase):>8.2f} s  {med('t_' + phase) / cold:>6.1%} of wall")
+    print(
+        f"verify share of the cold call: {med('t_verify') / cold:.1%} "
+        f"(issue #21's target: <= {VERIFY_TARGET:.0%})"
+    )
     print(
         "calls-summary "
         f"one_call_vs_separate={ratio:.3f} cold_wall_s={cold:.2f} "

@@ -9,9 +9,13 @@ Choices, and why:
   go into one ``replace`` snapshot (one metadata write, as Iceberg's own procedure does).
   If that commit fails validation, the partitions are committed one by one, each still in
   one snapshot, so a conflict costs only the partitions it touched a re-plan.
-* **Everything written and verified before the first commit.** Checksums are per group;
-  the Great Expectations suite runs once over all written data, at the same time as the
-  checksum pass. A failure of either deletes every new file and commits nothing.
+* **Everything written and verified before the first commit.** Checksums are per group,
+  from one pass over the new files (the Spark engine's one aggregation; the Arrow
+  engine's read-back of each file as it writes it), which also counts each column's
+  non-nulls; the Great Expectations suite then runs once per action on those measures
+  (no Spark job of its own), its context built once per process, in the background
+  while the first action writes. A failure of either deletes every new file and commits
+  nothing.
 * **Conflicts re-plan.** A partition whose commit fails validation (a concurrent delete
   touched a replaced file) is re-planned from a fresh scan and retried, at most
   ``MAX_ATTEMPTS`` times in all: the fresh scan may show that no work is left.
@@ -33,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.plan import PartitionPlan, TablePlan, plan_table, resolve_sort_columns
 from jobs.report import OptimizeReport, PartitionReport, build_report
+from jobs.verify import prepare as prepare_suite
 from service.catalog import load_catalog, load_table, spark_table_name
 from service.config import ACTIONS, Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from jobs.rewrite.arrow_engine import ArrowTable
     from jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
@@ -87,6 +92,8 @@ def optimize_table(
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
     plan = plan_table(pt, target, tol, action, partitions, sort_columns)
     timings = {"plan": time.monotonic() - started}
+    if plan.work and not dry_run:
+        prepare_suite()  # GE's import and context, on a thread, while this action writes
     reports = {(p.spec_id, p.key): PartitionReport.from_plan(p, dry_run) for p in plan.partitions}
     base = dict(
         table=table,
@@ -229,9 +236,7 @@ def _attempt(
             [g for p in work for g in p.groups],
             target,
             sort_columns,
-            also_check=(lambda written, like: _suite(rewrite, written, like))
-            if run_suite
-            else None,
+            also_check=(lambda written: _suite(rewrite, written)) if run_suite else None,
             arrow=arrow,
         )
         suite = rewrite.check_result
@@ -363,18 +368,17 @@ def _commit_together(
     return True
 
 
-def _suite(rewrite: ExactRewrite, results: list[GroupResult], like: DataFrame) -> dict[str, Any]:
-    """Great Expectations over all written data (cast to ``like``'s schema, the table's),
-    once per action, before any commit."""
-    from jobs.verify import Checksum, conform
+def _suite(rewrite: ExactRewrite, results: list[GroupResult]) -> dict[str, Any]:
+    """Great Expectations over the measures of all written data (``GroupResult.output``:
+    rows and non-null counts per column), once per action, before any commit."""
+    from jobs.verify import Checksum
 
-    total = Checksum()
-    for r in results:
-        total = total + r.input
     if not any(r.new_paths for r in results):
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
-    written = conform(rewrite.read_new(results, like), like)
-    result = rewrite.collaborators.run_suite(written, total.rows, total.null_free_columns())
+    read, written = Checksum(), Checksum()
+    for r in results:
+        read, written = read + r.input, written + r.output
+    result = rewrite.collaborators.run_suite(written, read.rows, read.null_free_columns())
     if not result.success:
         rewrite.discard(results)
         raise OperationFailed(

@@ -16,13 +16,17 @@ to the input's schema first, so a reader difference (e.g. timestamp flavour) can
 a mismatch.
 
 Great Expectations is the second, independent opinion the report carries: row count
-equals the input's and no column that had no nulls in the input has nulls now. GE is
-slow to import, so it is imported here lazily and run once per action.
+equals the input's and no column that had no nulls in the input has nulls now. It runs
+once per action on the measures of that same one pass over the written data (rows and
+per-column non-null counts, which the checksum's aggregation computes anyway), not on
+the data again (:func:`run_suite`); GE is slow to import, so it is imported lazily, on a
+background thread, once per process (:func:`prepare`).
 """
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,110 +159,152 @@ class SuiteResult:
         }
 
 
-def run_suite(df: DataFrame, expected_rows: int, null_free: list[str]) -> SuiteResult:
-    """Great Expectations over the written data: the count, and no new nulls.
+def profile(written: Checksum, null_free: list[str]) -> Any:
+    """The written data as the suite sees it: a pandas frame of one row per column, its
+    ``rows`` (the written row count), its ``nulls`` and whether the input had none
+    (``null_free``). A null-free column the written data lacks counts as all nulls."""
+    import pandas as pd
 
-    An ephemeral context (nothing written to disk; made once per thread and session),
-    one Spark data source, one suite of two expectations: the row count, and no row with
-    a null in any of ``null_free`` (``UnexpectedRowsExpectation``:
-    ``SELECT * FROM {batch} WHERE a IS NULL OR ...``). One filter query, not one
-    ``ExpectColumnValuesToNotBeNull`` per column, because Spark pushes ``IS NULL`` down
-    to the Parquet reader, whose row-group statistics hold null counts: on null-free
-    files it skips every row group and reads no data, where the per-column expectations
-    aggregate over every value (at 77 MB: ~0.5 s against ~1.1 s). When the query finds
-    rows, one aggregation names the columns.
+    columns = sorted(set(written.non_null) | set(null_free))
+    return pd.DataFrame(
+        {
+            "column": pd.Series(columns, dtype=object),
+            "rows": pd.Series([written.rows] * len(columns), dtype="int64"),
+            "nulls": pd.Series(
+                [written.rows - written.non_null.get(c, 0) for c in columns], dtype="int64"
+            ),
+            "null_free": pd.Series([c in null_free for c in columns], dtype=bool),
+        }
+    )
+
+
+def run_suite(written: Checksum, expected_rows: int, null_free: list[str]) -> SuiteResult:
+    """Great Expectations over the written data's measures: the count, and no new nulls.
+
+    ``written``: the rows and per-column non-null counts of every new file, from the one
+    verification pass (the Spark engine's aggregation over the new files; the Arrow
+    engine's read-back of each file it wrote); ``expected_rows`` and ``null_free``: the
+    input's, observed during the rewrite. GE evaluates its two expectations on
+    :func:`profile`'s frame of those measures (one row per column, in memory): every
+    column's ``rows`` equals ``expected_rows``, and ``nulls`` is 0 wherever the input had
+    none. The suite costs no Spark job and no read of its own, milliseconds where the
+    same expectations over a Spark DataFrame of the new files cost three Spark jobs; its
+    context and suite are built once per process (:func:`prepare`).
     """
-    import great_expectations as gx
-    from great_expectations import expectations as gxe
-
-    batch_def = _batch_definition(df.sparkSession)
-    # a suite of its own each run, not added to the context: nothing accumulates in it
-    suite = gx.ExpectationSuite(name="icefloe_rewrite_suite")
-    row_count: Any = gxe.ExpectTableRowCountToEqual  # type: ignore[attr-defined]
-    suite.add_expectation(row_count(value=expected_rows))
-    if null_free:
-        rows_query: Any = gxe.UnexpectedRowsExpectation  # type: ignore[attr-defined]
-        suite.add_expectation(
-            rows_query(
-                unexpected_rows_query=no_nulls_query(null_free),
-                description=f"no nulls in {', '.join(null_free)}",
-            )
+    ge = prepare().result()
+    frame = profile(written, null_free)
+    with ge.lock:  # one context; validations are milliseconds, so they simply queue
+        batch = ge.batch_definition.get_batch(batch_parameters={"dataframe": frame})
+        # pass/fail per expectation is all the report needs (BOOLEAN_ONLY)
+        result = batch.validate(
+            ge.suite,
+            result_format="BOOLEAN_ONLY",
+            expectation_parameters={"expected_rows": expected_rows},
         )
-    batch = batch_def.get_batch(batch_parameters={"dataframe": df})
-    # pass/fail per expectation is all the report needs; the default SUMMARY format also
-    # samples unexpected values, which costs Spark jobs (about twice the suite's time)
-    result = batch.validate(suite, result_format="BOOLEAN_ONLY")
     failed: list[str] = []
     for r in result.results:
         if r.success:
             continue
         config = r.expectation_config
-        if config is not None and config.type == "unexpected_rows_expectation":
-            named = [f"nulls in column {c}" for c in _columns_with_nulls(df, null_free)]
-            if named:
-                failed.extend(named)
-                continue
-        failed.append(_describe(config, r.exception_info))
+        column = None if config is None else dict(config.kwargs).get("column")
+        info = r.exception_info if isinstance(r.exception_info, dict) else {}
+        named: list[str] = []
+        if column == "nulls" and not info.get("raised_exception"):
+            named = [f"nulls in column {c}" for c in _new_nulls(frame)]
+        elif column == "rows" and not info.get("raised_exception"):
+            named = [f"row count {written.rows}, expected {expected_rows}"]
+        failed.extend(named or [_describe(config, info)])
     return SuiteResult(bool(result.success), len(result.results), failed, expected_rows)
 
 
-_GE = threading.local()
+def _new_nulls(frame: Any) -> list[str]:
+    return [str(c) for c in frame.loc[frame["null_free"] & (frame["nulls"] != 0), "column"]]
 
 
-def _batch_definition(session: Any) -> Any:
-    """This thread's GE batch definition for a whole Spark DataFrame of ``session``, made
-    once: a context, its data source and asset cost ~0.2 s to set up, and a long-running
-    actor runs one suite per action. The source's batch cache holds one entry, replaced
-    each run."""
-    if getattr(_GE, "session", None) is not session:
-        import logging
-        import os
+@dataclass(frozen=True)
+class _Suite:
+    """This process's GE context, batch definition and suite (see :func:`prepare`)."""
 
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-        import great_expectations as gx
-        from great_expectations.data_context.types.base import ProgressBarsConfig
-
-        logging.getLogger("great_expectations").setLevel(logging.ERROR)
-        context = gx.get_context(mode="ephemeral")
-        context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        # persist=False: GE's default caches the whole DataFrame (all the written data,
-        # once per action) and never releases it, which cost ~1.5 s at 77 MB and leaked
-        # executor memory across a long-running actor's actions; the suite reads it once
-        source = context.data_sources.add_spark(name="icefloe_rewrite", persist=False)
-        asset = source.add_dataframe_asset(name="written")
-        _GE.batch_def = asset.add_batch_definition_whole_dataframe("all")
-        _GE.session = session
-    return _GE.batch_def
+    batch_definition: Any
+    suite: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def no_nulls_query(columns: list[str]) -> str:
-    """GE's query for rows with a null in any of ``columns``: each name quoted for Spark
-    SQL (backticks doubled) and for GE's ``str.format`` of ``{batch}`` (braces doubled)."""
-    condition = " OR ".join(f"{quoted(c)} IS NULL" for c in columns)
-    return "SELECT * FROM {batch} WHERE " + condition.replace("{", "{{").replace("}", "}}")
+_READY: Future[_Suite] | None = None
+_READY_LOCK = threading.Lock()
 
 
-def _columns_with_nulls(df: DataFrame, columns: list[str]) -> list[str]:
-    from pyspark.sql import functions as F
+def prepare() -> Future[_Suite]:
+    """This process's GE suite, built once, on a background thread started by the first
+    call: ``import great_expectations`` alone takes 4-5 s of a cold process (pandas,
+    scipy, altair, SQLAlchemy), so :func:`jobs.optimize.optimize_table` calls this as soon
+    as it knows it will write, and the import overlaps the rewrite instead of following
+    it. Every later action (a long-running actor's) reuses the same context and suite."""
+    global _READY
+    with _READY_LOCK:
+        if _READY is None:
+            future: Future[_Suite] = Future()
 
-    counts = df.agg(
-        *[
-            F.count(F.lit(1)).alias("n"),
-            *[F.count(F.col(quoted(c))).alias(f"nn_{i}") for i, c in enumerate(columns)],
-        ]
-    ).first()
-    assert counts is not None
-    return [c for i, c in enumerate(columns) if counts[f"nn_{i}"] < counts["n"]]
+            def build() -> None:
+                try:
+                    future.set_result(_build_suite())
+                except BaseException as e:  # kept for run_suite to raise
+                    future.set_exception(e)
+
+            threading.Thread(target=build, name="icefloe-expectations", daemon=True).start()
+            _READY = future
+        return _READY
 
 
-def _describe(config: Any, exception_info: Any) -> str:
-    """``expect_table_row_count_to_equal(value=3)``, plus GE's error if it raised one."""
+def _build_suite() -> _Suite:
+    """An ephemeral context (nothing written to disk), one pandas data source, and one
+    suite of two expectations whose only per-action value, the expected row count, is a
+    suite parameter."""
+    import logging
+    import os
+
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations import expectations as gxe
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    source = context.data_sources.add_pandas(name="icefloe_rewrite")
+    asset = source.add_dataframe_asset(name="written")
+    batch_definition = asset.add_batch_definition_whole_dataframe("all")
+    expected: Any = {"$PARAMETER": "expected_rows"}
+    between: Any = gxe.ExpectColumnValuesToBeBetween  # type: ignore[attr-defined]
+    suite = gx.ExpectationSuite(name="icefloe_rewrite_suite")
+    suite.add_expectation(
+        between(
+            column="rows",
+            min_value=expected,
+            max_value=expected,
+            description="the written row count equals the input's",
+        )
+    )
+    suite.add_expectation(
+        between(
+            column="nulls",
+            min_value=0,
+            max_value=0,
+            row_condition="null_free==True",
+            condition_parser="pandas",
+            description="no nulls in a column that had none",
+        )
+    )
+    return _Suite(batch_definition, suite)
+
+
+def _describe(config: Any, info: dict[str, Any]) -> str:
+    """``expect_column_values_to_be_between(column=rows)``, plus GE's error if it raised."""
     if config is None:
         text = "an expectation"
     else:
         kwargs = {k: v for k, v in dict(config.kwargs).items() if k in ("column", "value")}
         text = f"{config.type}({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
-    info = exception_info if isinstance(exception_info, dict) else {}
     if info.get("raised_exception"):
         message = str(info.get("exception_message") or "").strip().splitlines()
         text += f" raised: {message[0] if message else 'an error'}"

@@ -114,7 +114,7 @@ class ArrowDriver:
             d = by_id[r.group_id]
             r.new_paths[:] = [path for path, _ in d.files]
             r.input = Checksum(d.rows_in, 0, dict(d.non_null))
-            r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null))
+            r.output = Checksum(sum(n for _, n in d.files), 0, dict(d.non_null_out))
             r.engine = "arrow"
         missing = [r for r in results if r.group_id not in built]
         with ThreadPoolExecutor(max_workers=4) as pool:  # py4j-bound: keep the JVM busy

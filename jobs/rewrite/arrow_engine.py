@@ -120,8 +120,9 @@ class ArrowGroup:
 class ArrowResult:
     group_id: str
     rows_in: int = 0
-    non_null: dict[str, int] = field(default_factory=dict)
+    non_null: dict[str, int] = field(default_factory=dict)  # of the rows read
     files: list[tuple[str, int]] = field(default_factory=list)  # (path, rows), verified
+    non_null_out: dict[str, int] = field(default_factory=dict)  # of the files read back
 
 
 def slim_metadata(metadata: TableMetadata) -> TableMetadata:
@@ -183,7 +184,8 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
             result.non_null[name] = result.non_null.get(name, 0) + len(column) - column.null_count
         path = group.outputs[i]
         written = _write(table, io, path, chunk)
-        _verify(io, path, written)
+        for name, n in _verify(io, path, written).items():
+            result.non_null_out[name] = result.non_null_out.get(name, 0) + n
         result.files.append((path, written.num_rows))
     if result.rows_in != expected_rows:
         raise VerificationError(
@@ -192,6 +194,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
         )
     if not result.files:
         result.non_null = {f.name: 0 for f in table.metadata.schema().fields}
+        result.non_null_out = dict(result.non_null)
     return result
 
 
@@ -348,8 +351,9 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
     )
 
 
-def _verify(io: FileIO, path: str, written: pa.Table) -> None:
-    """The file at ``path`` holds exactly ``written``, row for row, value for value."""
+def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
+    """The file at ``path`` holds exactly ``written``, row for row, value for value; its
+    non-null count per column, as read back (the data checks' measure of the output)."""
     import pyarrow.parquet as pq
 
     with io.new_input(path).open() as f:
@@ -364,6 +368,7 @@ def _verify(io: FileIO, path: str, written: pa.Table) -> None:
         raise VerificationError(f"{path}: the file's schema is not what was written ({e})") from e
     if not _bitwise(back).equals(_bitwise(written)):
         raise VerificationError(f"{path}: the file's values differ from the rows written")
+    return {name: back.num_rows - back.column(name).null_count for name in back.column_names}
 
 
 def _bitwise(table: pa.Table) -> pa.Table:

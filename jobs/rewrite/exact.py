@@ -12,8 +12,10 @@ rewrite runners (``SparkBinPackFileRewriteRunner``: staged scan tasks, then ``Re
    ``DataFile`` objects from :mod:`jobs.rewrite.new_files`), the others, and Arrow groups
    whose job failed, with Spark's writer (:mod:`jobs.rewrite.spark_engine`);
 3. verify (``jobs.verify``): the input's row count and checksum (observed on the rows
-   each group's write consumes, no extra pass) equal the new files' (one job over their
-   plain read); the Arrow engine verifies its files as it writes them;
+   each group's write consumes, no extra pass) equal the new files' (one Spark job over
+   their plain read, which also counts each column's non-nulls); the Arrow engine
+   verifies its files as it writes them, reading each back; the data checks then run on
+   those measures, with no Spark job of their own;
 4. commit (every partition at once; one by one after a conflict) from the starting
    snapshot (:mod:`jobs.rewrite.commit`).
 
@@ -56,7 +58,7 @@ __all__ = ["REWRITE_ID_PROPERTY", "Collaborators", "CommitConflict", "ExactRewri
 
 WriteArrow = Callable[[ArrowDriver, Sequence[GroupResult], ArrowTable, int, Sequence[str]], None]
 BeforeCommit = Callable[["ExactRewrite", Sequence[GroupResult]], None]
-RunSuite = Callable[["DataFrame", int, list[str]], SuiteResult]
+RunSuite = Callable[[Checksum, int, list[str]], SuiteResult]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class Collaborators:
     ``arrow_in_driver``: where Arrow groups run, None = by the master (see
     :class:`ArrowDriver`). ``write_arrow``: writes the Arrow engine's groups.
     ``checksums``: the output's checksums per group. ``run_suite``: the data checks over
-    the written files (:func:`jobs.optimize.optimize_table` runs them). ``before_commit``:
+    the written files' measures (:func:`jobs.verify.run_suite`; given the written rows and
+    non-null counts, the input's rows and null-free columns). ``before_commit``:
     called with the rewrite and the results just before each commit. ``guard``: told the
     new files before they are written and asked before each commit (an actor's lease,
     :mod:`jobs.rewrite.guard`)."""
@@ -171,18 +174,17 @@ class ExactRewrite:
         target: int,
         sort_columns: Sequence[str] = (),
         parallelism: int = 4,
-        also_check: Callable[[list[GroupResult], DataFrame], Any] | None = None,
+        also_check: Callable[[list[GroupResult]], Any] | None = None,
         arrow: ArrowTable | None = None,
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
         ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
 
-        ``also_check(results, like)`` (the data checks; ``like``: a DataFrame of the table,
-        for its schema) runs on the written files at the same time as the output
-        checksum; its result is kept in ``self.check_result``. Raises
-        :class:`OperationFailed` (after deleting whatever was written) when a write or a
-        check fails or any group's output does not match its input.
+        ``also_check(results)`` (the data checks) runs once every group's output is
+        measured (``GroupResult.output``); its result is kept in ``self.check_result``.
+        Raises :class:`OperationFailed` (after deleting whatever was written) when a write
+        or a check fails or any group's output does not match its input.
         """
         results = [GroupResult(g, str(uuid.uuid4())) for g in groups]
         if not results:
@@ -249,29 +251,35 @@ class ExactRewrite:
     def _verify(
         self,
         results: list[GroupResult],
-        also_check: Callable[[list[GroupResult], DataFrame], Any] | None,
+        also_check: Callable[[list[GroupResult]], Any] | None,
     ) -> None:
-        """The output checksums of the groups Spark wrote (the Arrow engine's are verified
-        as written) and ``also_check`` at the same time; raises when any group's output
-        does not match its input."""
-        like = self.spark_engine.read(results[0])  # schema only
+        """The one verification pass: the output measures (rows, checksum, non-null counts)
+        of the groups Spark wrote, in one Spark job (the Arrow engine measured its files as
+        it wrote them); then ``also_check`` on every group's measures. Raises when a check
+        fails or any group's output does not match its input."""
         checked = [r for r in results if r.engine == "spark"]
-        with ThreadPoolExecutor(max_workers=1) as side:
-            checks = side.submit(also_check, results, like) if also_check else None
-            try:
-                out_sums = self.spark_engine.output_checksums(checked, like)
-            finally:  # a failed check (it deletes the files) is the failure to report
-                self.check_result = checks.result() if checks else None
-        for r in checked:
-            r.output = out_sums.get(r.group_id, Checksum(non_null={c: 0 for c in like.columns}))
+        if checked:
+            like = self.spark_engine.read(checked[0])  # schema only; already staged
+            out_sums = self.spark_engine.output_checksums(checked, like)
+            for r in checked:
+                none = Checksum(non_null={c: 0 for c in like.columns})
+                r.output = out_sums.get(r.group_id, none)
         bad = [r for r in results if not r.input.matches(r.output)]
-        if bad:
-            r = bad[0]
-            raise OperationFailed(
-                f"verification failed for {self.table_name} partition {r.group.partition!r}: "
-                f"input {r.input.rows} rows / checksum {r.input.checksum}, written "
-                f"{r.output.rows} rows / checksum {r.output.checksum}; nothing committed"
-            )
+        mismatch = (
+            f"verification failed for {self.table_name} partition {bad[0].group.partition!r}: "
+            f"input {bad[0].input.rows} rows / checksum {bad[0].input.checksum}, written "
+            f"{bad[0].output.rows} rows / checksum {bad[0].output.checksum}"
+            if bad
+            else ""
+        )
+        try:  # the data checks run on a mismatch too: the report names every failure
+            self.check_result = also_check(results) if also_check else None
+        except OperationFailed as e:
+            if mismatch:
+                raise OperationFailed(f"{mismatch}; {e}") from e
+            raise
+        if mismatch:
+            raise OperationFailed(f"{mismatch}; nothing committed")
 
     # ---------------------------------------------------------------- commit and cleanup
     def commit(self, results: Sequence[GroupResult], discard_on_conflict: bool = True) -> int:

@@ -17,7 +17,7 @@ from jobs.rewrite import exact as rewrite_mod
 from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.spark_engine import LISTING_THRESHOLD
-from jobs.verify import Checksum, checksums_by_key, run_suite
+from jobs.verify import Checksum, checksums_by_key
 from service.catalog import load_table
 from service.errors import OperationFailed
 
@@ -378,25 +378,57 @@ def test_verification_mismatch_commits_nothing_and_deletes_written_files(
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
 
-def test_failed_data_checks_commit_nothing_and_delete_written_files(spark, cfg, catalog, namespace):
-    """The GE suite is a gate: if the written data shows a null where the input had none,
-    nothing is committed and the new files are gone."""
+def test_failed_data_checks_commit_nothing_and_delete_written_files(
+    spark, cfg, catalog, namespace, monkeypatch
+):
+    """The GE suite is a gate of its own: an Arrow writer that turns one value into a null
+    writes files that hold exactly what it wrote (its read-back passes) and as many rows as
+    it read (the counts pass); only the data checks see the new null. Nothing is
+    committed and the new files are gone."""
+    import pyarrow as pa
+
+    from jobs.rewrite import arrow_engine
+
     ident = make_table(spark, namespace, "gate", inserts=2)
     snap = load_table(catalog, ident).current_snapshot().snapshot_id
     files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
+    write = arrow_engine._write
 
-    def with_a_null(df: Any, expected_rows: int, null_free: list[str]) -> Any:
-        from pyspark.sql import functions as F
+    def nulling_write(table: Any, io: Any, path: str, chunk: Any) -> Any:
+        i = chunk.schema.get_field_index("id")
+        ids = chunk.column(i).to_pylist()
+        bad = chunk.set_column(i, chunk.schema.field(i), pa.array([None, *ids[1:]], pa.int64()))
+        return write(table, io, path, bad)
 
-        first = null_free[0]  # one written value turned into a null, as GE would see it
-        seen = df.withColumn(
-            first, F.when(F.monotonically_increasing_id() == 0, None).otherwise(F.col(first))
-        )
-        return run_suite(seen, expected_rows, null_free)
+    monkeypatch.setattr(arrow_engine, "_write", nulling_write)
+    seams = rewrite_mod.Collaborators(arrow_in_driver=True)
+    with pytest.raises(OperationFailed, match="data checks failed.*nulls in column id") as failed:
+        optimize_table(spark, with_engine(cfg, "auto"), ident, collaborators=seams)
+    assert "verification failed" not in str(failed.value)  # GE alone caught it
+    assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
+    assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 
-    seams = rewrite_mod.Collaborators(run_suite=with_a_null)
-    with pytest.raises(OperationFailed, match="data checks failed.*nulls in column"):
-        optimize_table(spark, cfg, ident, collaborators=seams)
+
+def test_a_null_in_spark_written_files_fails_checksum_and_data_checks(
+    spark, cfg, catalog, namespace
+):
+    """Spark's writer: the one pass over the new files (rows, checksum, non-null counts)
+    sees a null where the input had none; the checksum and the data checks both fail, and
+    the error names both."""
+    ident = make_table(spark, namespace, "gatespark", inserts=2)
+    snap = load_table(catalog, ident).current_snapshot().snapshot_id
+    files = sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet"))
+
+    def with_a_null(df: Any, columns: Any) -> Any:
+        # as if the new files held a null in place of id 0 (partition d0)
+        seen = df.withColumn("id", F.when(F.col("id") == 0, None).otherwise(F.col("id")))
+        return checksums_by_key(seen, columns)
+
+    seams = rewrite_mod.Collaborators(checksums=with_a_null)
+    with pytest.raises(
+        OperationFailed, match="verification failed.*data checks failed.*nulls in column id"
+    ):
+        optimize_table(spark, with_engine(cfg, "spark"), ident, collaborators=seams)
     assert load_table(catalog, ident).current_snapshot().snapshot_id == snap
     assert sorted(p.name for p in _data_dir(cfg, ident).rglob("*.parquet")) == files
 

@@ -1,4 +1,5 @@
-"""Verification: the checksum equals a plain exact sum; the GE suite names what failed."""
+"""Verification: the checksum equals a plain exact sum; the GE suite, run on the measures of
+the written data, fails on a bad one and names what failed."""
 
 from __future__ import annotations
 
@@ -6,11 +7,20 @@ from typing import Any
 
 import pytest
 
-from jobs.verify import KEY, checksums_by_key, row_hash, run_suite
+from jobs.verify import (
+    KEY,
+    Checksum,
+    checksum_exprs,
+    checksum_of,
+    checksums_by_key,
+    prepare,
+    profile,
+    row_hash,
+    run_suite,
+)
 
-pytestmark = [pytest.mark.spark]
 
-
+@pytest.mark.spark
 def test_split_sum_equals_the_decimal_sum_of_the_hashes(spark: Any) -> None:
     from pyspark.sql import functions as F
 
@@ -40,38 +50,52 @@ def test_split_sum_equals_the_decimal_sum_of_the_hashes(spark: Any) -> None:
     assert fewer["0"].checksum != got["0"].checksum
 
 
-def test_suite_passes_good_data_and_names_each_failed_expectation(spark: Any) -> None:
-    good = spark.createDataFrame([(1, "a"), (2, "b")], "id long, s string")
+@pytest.mark.unit
+def test_suite_passes_good_measures_and_names_each_failed_expectation() -> None:
+    good = Checksum(2, 0, {"id": 2, "s": 2})
     ok = run_suite(good, 2, ["id", "s"])
-    assert ok.success and ok.expectations == 2 and ok.failed == []
-    bad = spark.createDataFrame([(1, None), (2, "x")], "id long, s string")
+    assert ok.success and ok.expectations == 2 and ok.failed == [] and ok.rows_checked == 2
+    bad = Checksum(2, 0, {"id": 2, "s": 1})  # a row short, and a null in s
     result = run_suite(bad, 3, ["id", "s"])
     assert not result.success
-    assert result.failed == ["expect_table_row_count_to_equal(value=3)", "nulls in column s"]
+    assert result.failed == ["row count 2, expected 3", "nulls in column s"]
     # a column allowed to hold nulls is not checked
     assert run_suite(bad, 2, ["id"]).success
+    # one more row than the input had fails too
+    assert run_suite(Checksum(3, 0, {"id": 3}), 2, ["id"]).failed == ["row count 3, expected 2"]
 
 
-def test_suite_quotes_awkward_column_names(spark: Any) -> None:
-    """Column names go into GE's SQL: backticks and braces must neither break the query
-    nor be read as GE's ``{batch}`` placeholder."""
-    names = ["a`b", "{batch}", "c d"]
-    schema = ", ".join(f"`{n.replace('`', '``')}` string" for n in names)
-    good = spark.createDataFrame([("1", "2", "3")], schema)
+@pytest.mark.unit
+def test_a_null_free_column_missing_from_the_written_data_fails() -> None:
+    result = run_suite(Checksum(2, 0, {"id": 2}), 2, ["id", "gone"])
+    assert not result.success and result.failed == ["nulls in column gone"]
+
+
+@pytest.mark.unit
+def test_suite_takes_awkward_column_names() -> None:
+    """Column names are data of the suite's frame, never code or SQL: backticks, braces,
+    spaces and the frame's own column names are ordinary names."""
+    names = ["a`b", "{batch}", "c d", "rows", "nulls", "null_free", "column"]
+    good = Checksum(1, 0, dict.fromkeys(names, 1))
     assert run_suite(good, 1, names).success
-    bad = spark.createDataFrame([("1", None, "3"), (None, "2", "3")], schema)
-    assert run_suite(bad, 2, names).failed == ["nulls in column a`b", "nulls in column {batch}"]
+    bad = Checksum(2, 0, {**dict.fromkeys(names, 2), "a`b": 1, "{batch}": 1, "null_free": 0})
+    assert run_suite(bad, 2, names).failed == [
+        "nulls in column a`b",
+        "nulls in column null_free",
+        "nulls in column {batch}",
+    ]
 
 
-def test_suite_finds_a_null_that_parquet_statistics_must_not_hide(
+@pytest.mark.spark
+def test_the_one_pass_sees_a_null_that_parquet_statistics_might_hide(
     spark: Any, tmp_path: Any
 ) -> None:
-    """The null check is pushed down to the Parquet reader, which skips row groups whose
-    statistics say they hold no nulls: a null in one row group of many must still fail."""
+    """The suite's measures come from the checksum's own aggregation over every row (no
+    pushed-down filter): a null in one row group of many fails the suite."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    values = [f"v{i}" for i in range(10_000)]
+    values: list[str | None] = [f"v{i}" for i in range(10_000)]
     values[7_777] = None
     pq.write_table(
         pa.table({"id": list(range(10_000)), "s": values}),
@@ -80,16 +104,38 @@ def test_suite_finds_a_null_that_parquet_statistics_must_not_hide(
     )
     assert pq.ParquetFile(tmp_path / "f.parquet").num_row_groups == 10
     df = spark.read.parquet(str(tmp_path / "f.parquet"))
-    result = run_suite(df, 10_000, ["id", "s"])
+    columns = ["id", "s"]
+    measured = checksum_of(df.agg(*checksum_exprs(df, columns)).first(), columns)
+    assert measured.rows == 10_000 and measured.non_null == {"id": 10_000, "s": 9_999}
+    result = run_suite(measured, 10_000, columns)
     assert not result.success and result.failed == ["nulls in column s"]
-    assert run_suite(df.filter("id != 7777"), 9_999, ["id", "s"]).success
+    rest = df.filter("id != 7777")
+    assert run_suite(
+        checksum_of(rest.agg(*checksum_exprs(rest, columns)).first(), columns), 9_999, columns
+    ).success
 
 
-def test_suite_leaves_nothing_cached(spark: Any) -> None:
-    """GE persists a Spark batch by default and never unpersists it: run after run, an
-    actor would keep every action's written data in executor memory."""
-    before = spark.sparkContext._jsc.getPersistentRDDs().size()
-    df = spark.range(1000).selectExpr("id", "cast(id AS STRING) AS s")
-    assert run_suite(df, 1000, ["id", "s"]).success
-    assert not df.is_cached
-    assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
+@pytest.mark.unit
+def test_one_suite_per_process_shared_by_every_thread() -> None:
+    """The GE context and suite are built once per process (not per action, not per
+    thread) and run from any thread; repeated runs leave the suite as it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = prepare().result()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(
+            pool.map(lambda n: run_suite(Checksum(n, 0, {"id": n}), n, ["id"]).success, range(1, 9))
+        )
+    assert runs == [True] * 8
+    assert not run_suite(Checksum(5, 0, {"id": 4}), 5, ["id"]).success
+    assert prepare().result() is first
+    assert len(first.suite.expectations) == 2
+
+
+@pytest.mark.unit
+def test_profile_is_one_row_per_column() -> None:
+    frame = profile(Checksum(4, 0, {"id": 4, "s": 3}), ["id"])
+    assert frame.to_dict("records") == [
+        {"column": "id", "rows": 4, "nulls": 0, "null_free": True},
+        {"column": "s", "rows": 4, "nulls": 1, "null_free": False},
+    ]
