@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -99,6 +100,23 @@ class MemoryQueue:
         item = self.get(item_id)
         assert item is not None
         return Lease(item, token, deadline)
+
+    def enqueue_many(
+        self, items: Sequence[ActionItem], now: float, force: bool = False
+    ) -> list[int]:
+        return [self.enqueue(item, now, force) for item in items]
+
+    def dispatch_many(self, tables: Sequence[str]) -> list[str | None]:
+        return [self.dispatch(table) for table in tables]
+
+    def dequeue_many(self, now: float, lease_seconds: float, limit: int) -> list[Lease]:
+        out: list[Lease] = []
+        while len(out) < limit and (lease := self.dequeue(now, lease_seconds)):
+            out.append(lease)
+        return out
+
+    def ack_many(self, leases: Sequence[tuple[str, str]]) -> list[int]:
+        return [self.ack(item_id, token) for item_id, token in leases]
 
     def holder(self, item_id: str) -> str | None:
         """The token holding ``item_id``'s lease (for ``service.intents.MemoryIntents``)."""

@@ -14,7 +14,7 @@ Every public method is an adapter boundary: a Redis library error leaves it as
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +46,15 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
     return {text(flat[i]): text(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
+def _lease(got: Any, token: str, deadline: float) -> Lease:
+    """A lease from the dequeue script's reply ``{id, item hash fields...}``."""
+    raw_id, flat = got
+    item = _from_hash(_pairs(flat))
+    if item is None:  # cannot happen unless someone deleted the hash by hand
+        raise ServiceUnavailable(f"queue item {text(raw_id)!r} has no body")
+    return Lease(item, token, deadline)
+
+
 class RedisQueue:
     """The RPQ on Redis sorted sets; every state change is one Lua script (atomic)."""
 
@@ -69,24 +78,77 @@ class RedisQueue:
         with translated(f"queue {name}"):
             return self._lua[name](keys=keys, args=args)
 
-    def enqueue(self, item: ActionItem, now: float, force: bool = False) -> int:
+    def _run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Script ``name`` once per ``(keys, args)``, in order, in one pipelined round trip
+        (each call atomic by itself, as :meth:`_run`). EVALSHA goes through
+        ``execute_command``: redis-py's cluster pipeline has no ``evalsha`` method, but the
+        command is sent like any other, to the master of the queue's one slot
+        (:meth:`_slot_node`). A server that lost its scripts (restarted, flushed) answers
+        NOSCRIPT for every call: the script is loaded (on every master) and those calls
+        run again."""
+        import redis
+
+        script = self._lua[name]
+        results: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        with translated(f"queue {name}"):
+            route = self._slot_node()
+            for _ in range(2):
+                if not todo:
+                    break
+                pipe = self.r.pipeline(transaction=False)
+                for i in todo:
+                    keys, args = calls[i]
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args, **route)
+                missed = []
+                for i, got in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+                    if isinstance(got, redis.exceptions.NoScriptError):
+                        missed.append(i)
+                    elif isinstance(got, Exception):
+                        raise got
+                    else:
+                        results[i] = got
+                if missed:
+                    self.r.script_load(script.script)
+                todo = missed
+        if todo:
+            raise ServiceUnavailable(f"queue {name}: the server keeps losing its scripts")
+        return results
+
+    def _slot_node(self) -> dict[str, Any]:
+        """On a Redis Cluster, the master of the queue's slot, named to the pipeline:
+        redis-py's cluster pipeline would otherwise ask a server for the keys of every
+        EVALSHA it queues (COMMAND GETKEYS, a round trip each). A slot that moved since
+        answers MOVED, which the pipeline follows. On a single Redis: nothing."""
+        find = getattr(self.r, "get_node_from_key", None)
+        return {} if find is None else {"target_nodes": find(self.k.ready)}
+
+    def _enqueue_call(
+        self, item: ActionItem, now: float, force: bool
+    ) -> tuple[list[str], list[Any]]:
         k = self.k
-        return int(
-            self._run(
-                "enqueue",
-                [k.item(item.id), k.pending(item.table), k.tables, k.ready, k.inflight, k.dead],
-                [
-                    item.id,
-                    item.to_json(),
-                    repr(item.value_log2()),
-                    item.priority,
-                    repr(now),
-                    repr(self.aging_seconds),
-                    item.table,
-                    "1" if force else "0",
-                ],
-            )
+        return (
+            [k.item(item.id), k.pending(item.table), k.tables, k.ready, k.inflight, k.dead],
+            [
+                item.id,
+                item.to_json(),
+                repr(item.value_log2()),
+                item.priority,
+                repr(now),
+                repr(self.aging_seconds),
+                item.table,
+                "1" if force else "0",
+            ],
         )
+
+    def enqueue(self, item: ActionItem, now: float, force: bool = False) -> int:
+        return int(self._run("enqueue", *self._enqueue_call(item, now, force)))
+
+    def enqueue_many(
+        self, items: Sequence[ActionItem], now: float, force: bool = False
+    ) -> list[int]:
+        calls = [self._enqueue_call(item, now, force) for item in items]
+        return [int(got) for got in self._run_many("enqueue", calls)]
 
     @translated("queue pending_tables")
     def pending_tables(self) -> dict[str, int]:
@@ -94,13 +156,19 @@ class RedisQueue:
 
     @translated("queue heads")
     def heads(self) -> dict[str, ActionItem]:
+        """Three round trips however many tables are pending: the tables, their heads' ids,
+        the heads' hashes (the decider's fair dispatch reads this before every dispatch)."""
         tables = sorted(self.pending_tables())
         pipe = self.r.pipeline(transaction=False)
         for t in tables:
             pipe.zrevrange(self.k.pending(t), 0, 0)
+        tops = {t: text(top[0]) for t, top in zip(tables, pipe.execute(), strict=True) if top}
+        pipe = self.r.pipeline(transaction=False)
+        for item_id in tops.values():
+            pipe.hgetall(self.k.item(item_id))
         out = {}
-        for t, top in zip(tables, pipe.execute(), strict=True):
-            if top and (item := self.get(text(top[0]))):
+        for t, raw in zip(tops, pipe.execute(), strict=True):
+            if item := _from_hash({text(a): text(b) for a, b in raw.items()}):
                 out[t] = item
         return out
 
@@ -108,6 +176,11 @@ class RedisQueue:
         k = self.k
         got = self._run("dispatch", [k.pending(table), k.tables, k.ready, k.seq], [table])
         return None if got is None else text(got)
+
+    def dispatch_many(self, tables: Sequence[str]) -> list[str | None]:
+        k = self.k
+        calls = [([k.pending(t), k.tables, k.ready, k.seq], [t]) for t in tables]
+        return [None if got is None else text(got) for got in self._run_many("dispatch", calls)]
 
     def _until_settled(self, what: str, attempt: Callable[[], Any]) -> Any:
         """Run ``attempt`` (a read, then a script that re-checks it) until it is not RETRY."""
@@ -133,13 +206,33 @@ class RedisQueue:
             )
 
         got = self._until_settled("dequeue", attempt)
-        if got is None:
-            return None
-        raw_id, flat = got
-        item = _from_hash(_pairs(flat))
-        if item is None:  # cannot happen unless someone deleted the hash by hand
-            raise ServiceUnavailable(f"queue item {text(raw_id)!r} has no body")
-        return Lease(item, token, now + lease_seconds)
+        return None if got is None else _lease(got, token, now + lease_seconds)
+
+    def dequeue_many(self, now: float, lease_seconds: float, limit: int) -> list[Lease]:
+        """Peek the ``limit`` oldest ready ids, then one dequeue script per id, pipelined:
+        script ``i`` leases id ``i`` if it is then the head. Ids another actor took since
+        the peek answer RETRY and the rest still line up; only when every one of them
+        answers RETRY is the peek repeated."""
+        k = self.k
+        for _ in range(MAX_TRIES):
+            with translated("queue dequeue"):
+                heads = [text(h) for h in self.r.zrange(k.ready, 0, limit - 1)] if limit else []
+            if not heads:
+                return []
+            tokens = [uuid.uuid4().hex for _ in heads]
+            calls = [
+                ([k.ready, k.inflight, k.leases, k.item(i)], [repr(now), repr(lease_seconds), t, i])
+                for i, t in zip(heads, tokens, strict=True)
+            ]
+            got = self._run_many("dequeue", calls)
+            leases = [
+                _lease(g, t, now + lease_seconds)
+                for g, t in zip(got, tokens, strict=True)
+                if g is not None and not (isinstance(g, int) and g == RETRY)
+            ]
+            if leases or any(g is None for g in got):
+                return leases
+        raise ServiceUnavailable(f"queue dequeue: the state kept changing ({MAX_TRIES} tries)")
 
     def _tables_of(self, item_ids: list[str]) -> list[str]:
         """Each item's table as stored in its hash ("" for an item without one)."""
@@ -163,6 +256,24 @@ class RedisQueue:
             )
 
         return int(self._until_settled("ack", attempt))
+
+    def ack_many(self, leases: Sequence[tuple[str, str]]) -> list[int]:
+        """The items' tables in one round trip, then the ack scripts in another; an ack
+        whose table changed since (RETRY) is redone alone by :meth:`ack`."""
+        k = self.k
+        tables = self._tables_of([item_id for item_id, _ in leases]) if leases else []
+        calls = [
+            (
+                [k.inflight, k.leases, k.item(item_id), k.tables, k.pending(table)],
+                [item_id, token, table],
+            )
+            for (item_id, token), table in zip(leases, tables, strict=True)
+        ]
+        got = [int(g) for g in self._run_many("ack", calls)]
+        return [
+            self.ack(item_id, token) if g == RETRY else g
+            for (item_id, token), g in zip(leases, got, strict=True)
+        ]
 
     def renew(self, item_id: str, token: str, now: float, lease_seconds: float) -> bool:
         return bool(

@@ -8,10 +8,13 @@ the entries it ADDED or DELETED, then update each touched partition's ``N``/``SS
 :func:`optimizer.apply_delta` (exact Python ints; Redis holds them as decimal strings, so
 they never overflow a 64-bit counter or a Lua double).
 
-Atomicity and idempotence: one MULTI/EXEC per snapshot writes the partition fields *and*
-the table's ``last_snapshot`` id, under WATCH of both keys, and only if ``last_snapshot`` is
-still the snapshot's parent. Applying the same snapshot twice therefore changes nothing,
-and two deciders racing lose nothing (the loser's transaction aborts and it re-reads).
+Atomicity and idempotence: one MULTI/EXEC per chain of new snapshots (up to
+``scan.CHAIN_CHUNK`` of them: every snapshot since the last pass, in one round of writes)
+writes the partition fields *and* the table's ``last_snapshot`` id, under WATCH of both
+keys, and only if ``last_snapshot`` is still the chain's parent or one of its snapshots
+(then only the rest is applied). Applying the same snapshot twice therefore changes
+nothing, and two deciders racing lose nothing (the loser's transaction aborts and it
+re-reads).
 
 Fallback: no ``last_snapshot`` (new table, Redis restarted empty), a history gap (the last
 applied id is not an ancestor: expired snapshots, rollback, replaced table), a changed

@@ -4,7 +4,7 @@ in-memory store cannot compute differently)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,23 +53,47 @@ def decode(raw: str | bytes) -> PartitionStats:
     return PartitionStats(n, sse, total, under, deletes)
 
 
-def check_step(
+def chain_start(
     last_id: int | None,
     stored_target: int | None,
     parent: int | None,
-    snapshot_id: int,
+    snapshot_ids: Sequence[int],
     target: int,
-) -> bool:
-    """The compare-and-set guard of :meth:`StatsStore.apply`: False when ``snapshot_id`` is
-    already applied (a replay: change nothing); raises :class:`GapError` when the stored
-    state is not the snapshot's parent at this target."""
-    if last_id == snapshot_id:
-        return False
-    if last_id != parent:
+) -> int | None:
+    """The compare-and-set guard of :meth:`StatsStore.apply`: the index in
+    ``snapshot_ids`` (a chain of snapshots, oldest first, the first one a child of
+    ``parent``) of the first snapshot still to apply, or None when the whole chain is
+    applied (a replay: change nothing). A chain applied part way by another decider goes on
+    from where it stands. Raises :class:`GapError` when the stored state is neither the
+    chain's parent nor one of its snapshots, or the target changed."""
+    if not snapshot_ids or last_id == snapshot_ids[-1]:
+        return None
+    if last_id is not None and last_id in snapshot_ids:
+        start = snapshot_ids.index(last_id) + 1
+    elif last_id == parent:
+        start = 0
+    else:
         raise GapError(f"last applied {last_id} is not the parent {parent}")
     if stored_target != target:
         raise GapError(f"target changed to {target}")
-    return True
+    return start
+
+
+def chain_stats(
+    before: Mapping[str, PartitionStats | None],
+    target: int,
+    steps: Sequence[tuple[int, Mapping[str, PartitionDelta]]],
+) -> dict[str, PartitionStats]:
+    """Each partition touched by any step of a chain, after the last step (``before``: the
+    stored stats of those partitions, None for a new one). Empty partitions are kept in the
+    result with ``n == 0``: the caller drops them from the store."""
+    current: dict[str, PartitionStats | None] = dict(before)
+    out: dict[str, PartitionStats] = {}
+    for _, deltas in steps:
+        new = next_stats(current, target, deltas)
+        current.update(new)
+        out.update(new)
+    return out
 
 
 def next_stats(
@@ -123,10 +147,17 @@ class StatsStore(Protocol):
         target: int,
         deltas: Mapping[str, PartitionDelta],
         now: float,
+        earlier: Sequence[tuple[int, Mapping[str, PartitionDelta]]] = (),
     ) -> dict[str, PartitionStats] | None:
         """Apply one snapshot atomically; the touched partitions' new stats, or None when it
         was already applied. :class:`GapError` when ``parent`` is not the last applied one,
-        the target changed or a partition is out of step (nothing written then)."""
+        the target changed or a partition is out of step (nothing written then).
+
+        ``earlier``: the snapshots before this one since ``parent``, ``(id, deltas)`` oldest
+        first: the whole chain is applied in the same one step (one transaction on Redis;
+        :func:`service.rolling.catch_up` passes every snapshot since the last pass). A chain
+        another decider applied part of goes on from where the stored state stands
+        (:func:`chain_start`); the result then covers only what this call applied."""
         ...
 
     def replace(

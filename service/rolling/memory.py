@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer import PartitionStats
-from service.rolling.base import PartitionDelta, check_step, next_stats
+from service.rolling.base import PartitionDelta, chain_start, chain_stats
 
 
 class MemoryStats:
@@ -50,13 +50,16 @@ class MemoryStats:
         target: int,
         deltas: Mapping[str, PartitionDelta],
         now: float,
+        earlier: Sequence[tuple[int, Mapping[str, PartitionDelta]]] = (),
     ) -> dict[str, PartitionStats] | None:
-        if not check_step(
-            self.last_applied(table), self.target(table), parent, snapshot_id, target
-        ):
+        steps = [*earlier, (snapshot_id, deltas)]
+        ids = [step_id for step_id, _ in steps]
+        start = chain_start(self.last_applied(table), self.target(table), parent, ids, target)
+        if start is None:
             return None
         stats = self._stats.setdefault(table, {})
-        new = next_stats(stats, target, deltas)
+        todo = steps[start:]
+        new = chain_stats(stats, target, todo)
         for key, s in new.items():
             if s.is_empty:  # as the full scan: a partition without data files is gone
                 stats.pop(key, None)
@@ -64,7 +67,7 @@ class MemoryStats:
                 stats[key] = s
         self._state.setdefault(table, {}).update(last_snapshot=snapshot_id, applied_at=now)
         self._known.add(table)
-        self.count({"snapshots_applied": 1})
+        self.count({"snapshots_applied": len(todo)})
         return new
 
     def replace(

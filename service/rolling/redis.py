@@ -1,12 +1,16 @@
 """The stats store on Redis: one hash of partition stats and one state hash per table.
 
-One MULTI/EXEC per snapshot writes the partition fields *and* the table's ``last_snapshot``,
-under WATCH of both keys: two deciders racing lose nothing (the loser's transaction aborts
-and it re-reads, then sees the snapshot applied). A table's two keys share its hash tag
-(``service.keys``), so the transaction runs on a Redis Cluster too; the decider-wide
-bookkeeping it also touches (the known tables, the counters) is in another slot, so it is
-written outside the transaction: the table becomes known before its stats are written, and
-the counters count after the commit (a crash in between loses one count, never stats).
+One MULTI/EXEC per snapshot, or per chain of snapshots (``apply``'s ``earlier``), writes
+the partition fields *and* the table's ``last_snapshot``, under WATCH of both keys:
+two deciders racing lose nothing (the loser's transaction aborts and it re-reads, then sees
+the snapshots applied). A table's two keys share its hash tag (``service.keys``), so the
+transaction runs on a Redis Cluster too; the decider-wide bookkeeping it also touches (the
+known tables, the counters) is in another slot, so it is written outside the transaction:
+a table becomes known (``replace``) before its stats are first written, and the counters
+count after the commit (a crash in between loses one count, never stats). ``apply`` needs
+the state a ``replace`` wrote (else its target check fails), so the table is already known
+there and ``apply`` spends no round trip on it: four round trips per transaction (WATCH,
+the state, the touched fields, MULTI/EXEC) and one for the counter.
 Every public method is an adapter boundary: Redis library errors leave it as
 :class:`service.errors.ServiceUnavailable`.
 """
@@ -14,13 +18,13 @@ Every public method is an adapter boundary: Redis library errors leave it as
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer import PartitionStats
 from service.keys import Keys
 from service.redis_client import text, translated
-from service.rolling.base import PartitionDelta, check_step, decode, encode, next_stats
+from service.rolling.base import PartitionDelta, chain_start, chain_stats, decode, encode
 
 
 def _int(raw: Any) -> int | None:
@@ -64,29 +68,32 @@ class RollingStats:
         target: int,
         deltas: Mapping[str, PartitionDelta],
         now: float,
+        earlier: Sequence[tuple[int, Mapping[str, PartitionDelta]]] = (),
     ) -> dict[str, PartitionStats] | None:
-        """Apply one snapshot atomically. None when it was already applied."""
+        """Apply one snapshot (after the chain ``earlier``) in one transaction. None when
+        it was already applied."""
         import redis
 
         state, stats_key = self.k.table_state(table), self.k.stats(table)
-        keys = sorted(deltas)
+        steps = [*earlier, (snapshot_id, deltas)]
+        ids = [step_id for step_id, _ in steps]
         with self.r.pipeline(transaction=True) as pipe:
             while True:
                 try:
                     pipe.watch(state, stats_key)
                     last, cur_target = pipe.hmget(state, "last_snapshot", "target")
-                    if not check_step(
-                        _int(last) or None, _int(cur_target), parent, snapshot_id, target
-                    ):
+                    start = chain_start(_int(last) or None, _int(cur_target), parent, ids, target)
+                    if start is None:
                         pipe.reset()
                         return None
+                    todo = steps[start:]
+                    keys = sorted({k for _, step in todo for k in step})
                     current = pipe.hmget(stats_key, keys) if keys else []
                     before = {
                         k: None if raw is None else decode(raw)
                         for k, raw in zip(keys, current, strict=True)
                     }
-                    new = next_stats(before, target, deltas)
-                    self.r.sadd(self.k.known_tables, table)  # another slot: not in the MULTI
+                    new = chain_stats(before, target, todo)
                     pipe.multi()
                     gone = [k for k, s in new.items() if s.is_empty]  # as the full scan
                     if gone:
@@ -96,7 +103,7 @@ class RollingStats:
                         pipe.hset(stats_key, mapping=kept)
                     pipe.hset(state, mapping={"last_snapshot": snapshot_id, "applied_at": now})
                     pipe.execute()
-                    self.r.hincrby(self.k.counters, "snapshots_applied", 1)
+                    self.r.hincrby(self.k.counters, "snapshots_applied", len(todo))
                     return new
                 except redis.WatchError:
                     continue

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 DATA = 0
 ADDED, DELETED = 1, 2  # pyiceberg ManifestEntryStatus values
+# snapshots applied per transaction: a table's new snapshots since the last pass (a burst,
+# or a decider catching up after downtime) cost one transaction per chunk, not per snapshot
+CHAIN_CHUNK = 100
 
 
 def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
@@ -63,8 +66,13 @@ def _partition_converter(table: Table) -> Any:
     return convert
 
 
-def snapshot_delta(table: Table, snapshot_id: int) -> dict[str, PartitionDelta]:
-    """Added/deleted files of one snapshot, by partition, from the manifests it wrote."""
+def snapshot_delta(
+    table: Table, snapshot_id: int, convert: Any = None
+) -> dict[str, PartitionDelta]:
+    """Added/deleted files of one snapshot, by partition, from the manifests it wrote.
+
+    ``convert``: the table's partition converter (``_partition_converter``), built once
+    for a whole chain of snapshots by :func:`catch_up`; None builds one."""
     snap = table.metadata.snapshot_by_id(snapshot_id)
     if snap is None:
         raise GapError(f"snapshot {snapshot_id} is gone")
@@ -86,7 +94,9 @@ def snapshot_delta(table: Table, snapshot_id: int) -> dict[str, PartitionDelta]:
                     int(df.file_size_in_bytes),
                 )
             )
-    keys = _partition_converter(table)([(r[0], r[1]) for r in raw]) if raw else []
+    if raw and convert is None:
+        convert = _partition_converter(table)
+    keys = convert([(r[0], r[1]) for r in raw]) if raw else []
     out: dict[str, PartitionDelta] = defaultdict(PartitionDelta)
     for key, (_, _, status, content, size) in zip(keys, raw, strict=True):
         d = out[key]
@@ -112,7 +122,10 @@ def full_stats(table: Table, target: int) -> dict[str, PartitionStats]:
 def catch_up(
     store: StatsStore, table_name: str, table: Table, target: int, now: float | None = None
 ) -> ApplyResult:
-    """Bring ``table_name``'s stats to the table's current snapshot (rolling or full)."""
+    """Bring ``table_name``'s stats to the table's current snapshot (rolling or full).
+
+    The new snapshots are applied in chains of up to :data:`CHAIN_CHUNK`, one
+    :meth:`~service.rolling.base.StatsStore.apply` (one transaction) each."""
     now = time.time() if now is None else now
     current = table.current_snapshot()
     current_id = None if current is None else current.snapshot_id
@@ -125,14 +138,19 @@ def catch_up(
         chain = snapshots_since(table, parent)
         touched: dict[str, PartitionStats] = {}
         events = applied = 0
-        for snap_id in chain:
-            deltas = snapshot_delta(table, snap_id)
-            events += sum(d.events for d in deltas.values())
-            result = store.apply(table_name, parent, snap_id, target, deltas, now)
+        convert = _partition_converter(table) if chain else None
+        for at in range(0, len(chain), CHAIN_CHUNK):
+            chunk = chain[at : at + CHAIN_CHUNK]
+            steps = [(snap_id, snapshot_delta(table, snap_id, convert)) for snap_id in chunk]
+            events += sum(d.events for _, deltas in steps for d in deltas.values())
+            *earlier, (last_id, deltas) = steps
+            result = store.apply(table_name, parent, last_id, target, deltas, now, earlier)
             if result is not None:
                 touched.update(result)
-                applied += 1
-            parent = snap_id
+                # a chunk another decider applied part of in the meantime counts whole here
+                # (the store's snapshots_applied counter is exact)
+                applied += len(chunk)
+            parent = last_id
         return ApplyResult(table_name, current_id, applied, False, events, touched)
     except GapError as gap:
         stats = full_stats(table, target)

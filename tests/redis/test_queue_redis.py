@@ -104,3 +104,61 @@ def test_reap_skips_a_lease_renewed_after_it_was_read(
     monkeypatch.setattr(redis_client, "zrangebyscore", lambda *args, **kwargs: expired)
     assert q.reap(T0 + 31) == {}
     assert [f.deadline for f in q.inflight()] == [T0 + 60]
+
+
+# ---- batches: one pipelined round trip of scripts ----------------------------------------
+
+
+def test_batches_load_their_scripts_when_the_server_lost_them(redis_client: Any) -> None:
+    """A restarted (or flushed) server answers NOSCRIPT to every pipelined EVALSHA: the
+    batch loads the script (on every master of a cluster) and runs those calls again."""
+    from tests.redis.cluster import primaries
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    items = [item(partition=str(p), benefit=10.0 - p) for p in range(3)]
+    for node in primaries(redis_client):
+        node.script_flush()
+    assert q.enqueue_many(items, T0) == [1, 1, 1]
+    for node in primaries(redis_client):
+        node.script_flush()
+    assert q.dispatch_many(["db.t"] * 3) == [it.id for it in items]
+    leases = q.dequeue_many(T0, 30, 3)
+    assert [lease.item for lease in leases] == items
+    assert q.ack_many([(lease.item.id, lease.token) for lease in leases]) == [1, 1, 1]
+    assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
+
+
+def test_dequeue_many_skips_heads_another_actor_took(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    items = [item(partition=str(p), benefit=10.0 - p) for p in range(3)]
+    q.enqueue_many(items, T0)
+    q.dispatch_many(["db.t"] * 3)
+    peeked = redis_client.zrange(q.k.ready, 0, 2)
+    taken = q.dequeue(T0, 30)  # another actor, between our peek and our scripts
+    assert taken is not None and taken.item == items[0]
+    monkeypatch.setattr(redis_client, "zrange", stale_once(redis_client.zrange, peeked))
+    assert [lease.item for lease in q.dequeue_many(T0, 30, 3)] == items[1:]
+    # every peeked head taken since, and nothing else ready: no lease, no error
+    monkeypatch.setattr(redis_client, "zrange", stale_once(redis_client.zrange, peeked[1:]))
+    assert q.dequeue_many(T0, 30, 3) == []
+    assert q.depth() == {"pending": 0, "ready": 0, "inflight": 3, "dead": 0}
+
+
+def test_ack_many_redoes_an_ack_whose_table_was_read_stale(redis_client: Any) -> None:
+    from tests.unit.service.test_queue import T0, item
+
+    q = RedisQueue(redis_client, Keys("icefloe-test"))
+    q.enqueue(item(), T0)
+    q.dispatch("db.t")
+    lease = q.dequeue(T0, 30)
+    assert lease is not None
+    q.enqueue(item(benefit=99.0), T0 + 1)  # again while in flight: ack re-pends it
+    q._tables_of = stale_once(q._tables_of, ["db.elsewhere"])  # type: ignore[method-assign]
+    assert q.ack_many([(lease.item.id, lease.token)]) == [2]
+    assert q.pending_by_table() == {"db.t": 1} and q.pending_tables() == {"db.t": 1}
+    assert not redis_client.exists(q.k.pending("db.elsewhere"))

@@ -212,8 +212,69 @@ class QueueContract:
         assert [(f.leased_at, f.deadline) for f in q.inflight()] == [(T0, T0 + 55)]
         assert q.ack(lease.item.id, lease.token)
 
-    def test_random_operations_never_lose_or_duplicate_an_item(self) -> None:
-        """Every item created ends exactly once: acked or dead-lettered."""
+    # ---- batches: the one-item calls, in order ---------------------------------------------
+    def test_enqueue_many_is_enqueue_of_each_in_order(self) -> None:
+        q = self.make_queue(max_attempts=1)
+        q.enqueue(item(partition="dead"), T0)
+        q.dispatch("db.t")
+        lease = q.dequeue(T0, 30)
+        assert lease is not None and q.nack(lease.item.id, lease.token, "boom", T0) == "dead"
+        batch = [
+            item(partition="a"),
+            item(table="db.u", partition="b"),
+            item(partition="a", benefit=99.0),  # the same work again: coalesced
+            item(partition="dead"),
+        ]
+        assert q.enqueue_many(batch, T0 + 1) == [1, 1, 0, -1]
+        assert q.pending_by_table() == {"db.t": 1, "db.u": 1}
+        got = q.get(item(partition="a").id)
+        assert got is not None and got.benefit == 99.0 and got.enqueued_at == T0 + 1
+        assert q.enqueue_many([item(partition="dead")], T0 + 2, force=True) == [1]
+        assert q.enqueue_many([], T0) == [] and q.depth()["pending"] == 3
+
+    def test_dispatch_many_is_dispatch_of_each_in_order(self, q: PriorityQueue) -> None:
+        low, high = item(partition="a", benefit=1.0), item(partition="b", benefit=5.0)
+        other = item(table="db.u", partition="c")
+        q.enqueue_many([low, high, other], T0)
+        tables = ["db.t", "db.u", "db.t", "db.t", "db.v"]
+        assert q.dispatch_many(tables) == [high.id, other.id, low.id, None, None]
+        assert q.pending_tables() == {} and q.dispatch_many([]) == []
+        assert [lease.item.id for lease in q.dequeue_many(T0, 30, 10)] == [
+            high.id,
+            other.id,
+            low.id,
+        ]
+
+    def test_dequeue_many_leases_up_to_the_limit_oldest_first(self, q: PriorityQueue) -> None:
+        items = [item(partition=str(p), benefit=10.0 - p) for p in range(5)]
+        q.enqueue_many(items, T0)
+        assert q.dispatch_many(["db.t"] * 5) == [it.id for it in items]
+        first = q.dequeue_many(T0, 30, 2)
+        assert [lease.item for lease in first] == items[:2]
+        assert all(lease.deadline == T0 + 30 for lease in first)
+        rest = q.dequeue_many(T0 + 1, 60, 10)
+        assert [lease.item.id for lease in rest] == [it.id for it in items[2:]]
+        assert len({lease.token for lease in first + rest}) == 5  # a token each
+        assert q.dequeue_many(T0, 30, 10) == [] and q.dequeue_many(T0, 30, 0) == []
+        assert q.depth() == {"pending": 0, "ready": 0, "inflight": 5, "dead": 0}
+        assert q.reap(T0 + 31) == {it.id: "pending" for it in items[:2]}  # their own leases
+
+    def test_ack_many_is_ack_of_each_in_order(self, q: PriorityQueue) -> None:
+        items = [item(partition=str(p), benefit=10.0 - p) for p in range(3)]
+        q.enqueue_many(items, T0)
+        q.dispatch_many(["db.t"] * 3)
+        a, b, c = q.dequeue_many(T0, 30, 3)
+        assert c.item == items[2]
+        q.enqueue(item(partition="2", benefit=99.0), T0 + 1)  # c again while in flight
+        acks = [(a.item.id, a.token), (b.item.id, "not-ours"), (c.item.id, c.token)]
+        assert q.ack_many(acks + [(a.item.id, a.token)]) == [1, 0, 2, 0]
+        assert q.depth() == {"pending": 1, "ready": 0, "inflight": 1, "dead": 0}
+        assert q.ack_many([(b.item.id, b.token)]) == [1] and q.ack_many([]) == []
+
+    @pytest.mark.parametrize("batched", [False, True], ids=["one-by-one", "batched"])
+    def test_random_operations_never_lose_or_duplicate_an_item(self, batched: bool) -> None:
+        """Every item created ends exactly once: acked or dead-lettered (with the one-item
+        calls, or with random batches of the ``*_many`` calls)."""
         rng = random.Random(7)
         q = self.make_queue(max_attempts=3)
         now = T0
@@ -223,25 +284,34 @@ class QueueContract:
         for _ in range(300):
             now += 1
             op = rng.random()
+            size = rng.randrange(1, 4) if batched else 1
             if op < 0.3:
-                it = item(
-                    table=f"db.t{rng.randrange(3)}",
-                    partition=str(rng.randrange(8)),
-                    cost=rng.randrange(1, 10_000),
-                    now=now,
-                )
-                if q.enqueue(it, now) == 1:
-                    created[it.id] += 1
+                batch = [
+                    item(
+                        table=f"db.t{rng.randrange(3)}",
+                        partition=str(rng.randrange(8)),
+                        cost=rng.randrange(1, 10_000),
+                        now=now,
+                    )
+                    for _ in range(size)
+                ]
+                results = q.enqueue_many(batch, now) if batched else [q.enqueue(batch[0], now)]
+                created.update(it.id for it, got in zip(batch, results, strict=True) if got == 1)
             elif op < 0.5 and q.pending_tables():
-                q.dispatch(rng.choice(sorted(q.pending_tables())))
+                tables = [rng.choice(sorted(q.pending_tables())) for _ in range(size)]
+                q.dispatch_many(tables) if batched else q.dispatch(tables[0])
             elif op < 0.7:
-                lease = q.dequeue(now, rng.choice([3, 50]))
-                if lease:
-                    leases.append(lease)
+                ttl = rng.choice([3, 50])
+                got = q.dequeue_many(now, ttl, size) if batched else [q.dequeue(now, ttl)]
+                leases += [lease for lease in got if lease]
             elif op < 0.85 and leases:
-                lease = leases.pop(rng.randrange(len(leases)))
-                if q.ack(lease.item.id, lease.token) == 1:  # 2: pending again, not ended
-                    acked.append(lease.item.id)
+                done = [
+                    leases.pop(rng.randrange(len(leases))) for _ in range(min(size, len(leases)))
+                ]
+                pairs = [(lease.item.id, lease.token) for lease in done]
+                results = q.ack_many(pairs) if batched else [q.ack(*pairs[0])]
+                # 2: pending again, not ended
+                acked += [i for (i, _), got in zip(pairs, results, strict=True) if got == 1]
             elif op < 0.95 and leases:
                 lease = leases.pop(rng.randrange(len(leases)))
                 q.nack(lease.item.id, lease.token, "err", now)

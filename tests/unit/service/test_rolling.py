@@ -120,6 +120,64 @@ class StatsContract:
         reference = {k: stats_from_sizes(v, TARGET) for k, v in files.items() if v}
         assert store.partitions(T) == reference
 
+    # ---- chains: every snapshot since the last pass in one transaction --------------------
+    def test_a_chain_ends_where_one_by_one_does(self, store: StatsStore) -> None:
+        """Differential: the same random chain applied whole to one table and snapshot by
+        snapshot to another gives the same stats, counters and touched partitions."""
+        rng = random.Random(5)
+        files: dict[str, list[int]] = {"p=0": [3, 2000]}
+        start = {"p=0": stats_from_sizes(files["p=0"], TARGET)}
+        store.replace(T, 1, TARGET, start, T0)
+        store.replace("db.u", 1, TARGET, start, T0)
+        steps: list[tuple[int, dict[str, PartitionDelta]]] = []
+        for snap in range(2, 40):
+            deltas: dict[str, PartitionDelta] = {}
+            for _ in range(rng.randrange(1, 4)):
+                key = f"p={rng.randrange(4)}"
+                d = deltas.setdefault(key, PartitionDelta())
+                live = files.setdefault(key, [])
+                if live and rng.random() < 0.45:  # partitions empty and come back
+                    d.deleted.append(live.pop(rng.randrange(len(live))))
+                else:
+                    size = rng.choice([1, 999, 1000, rng.randrange(1, 10**12)])
+                    d.added.append(size)
+                    live.append(size)
+            steps.append((snap, deltas))
+        one_by_one: dict[str, PartitionStats] = {}
+        for snap, deltas in steps:
+            got = store.apply("db.u", snap - 1, snap, TARGET, deltas, T0)
+            assert got is not None
+            one_by_one.update(got)
+        *earlier, (last, deltas) = steps
+        assert store.apply(T, 1, last, TARGET, deltas, T0, earlier) == one_by_one
+        reference = {k: stats_from_sizes(v, TARGET) for k, v in files.items() if v}
+        assert store.partitions(T) == store.partitions("db.u") == reference
+        assert store.last_applied(T) == store.last_applied("db.u") == 39
+        assert store.counters()["snapshots_applied"] == 2 * len(steps)
+
+    def test_a_chain_goes_on_from_where_another_decider_stopped(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([100], TARGET)})
+        steps = [(s, {"a": PartitionDelta(added=[s])}) for s in (2, 3, 4)]
+        assert store.apply(T, 1, 2, TARGET, steps[0][1], T0) is not None  # the other one
+        got = store.apply(T, 1, 4, TARGET, steps[2][1], T0, steps[:2])
+        assert got == {"a": stats_from_sizes([100, 2, 3, 4], TARGET)}
+        assert store.apply(T, 1, 4, TARGET, steps[2][1], T0, steps[:2]) is None  # replay
+        assert store.partitions(T) == {"a": stats_from_sizes([100, 2, 3, 4], TARGET)}
+        assert store.last_applied(T) == 4
+        assert store.counters()["snapshots_applied"] == 3
+
+    def test_a_chain_is_compare_and_set_and_all_or_nothing(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([100], TARGET)})
+        good = [(2, {"a": PartitionDelta(added=[1])})]
+        with pytest.raises(GapError, match="not the parent"):
+            store.apply(T, 5, 7, TARGET, {"a": PartitionDelta(added=[1])}, T0, good)
+        with pytest.raises(GapError, match="target changed"):
+            store.apply(T, 1, 3, TARGET * 2, {}, T0, good)
+        with pytest.raises(GapError, match="out of step"):  # the last step is wrong
+            store.apply(T, 1, 3, TARGET, {"z": PartitionDelta(deleted=[1])}, T0, good)
+        assert store.partitions(T) == {"a": stats_from_sizes([100], TARGET)}  # untouched
+        assert store.last_applied(T) == 1 and "snapshots_applied" not in store.counters()
+
     def test_counters_and_scheduler_state(self, store: StatsStore) -> None:
         store.count({"dispatches": 2, "file_events": 0})
         store.count({"dispatches": 3})
