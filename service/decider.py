@@ -22,10 +22,11 @@ the leader lease (``SET NX PX``; renewed by a compare-and-extend Lua script). Ev
 observers or two leaders at once (a paused process whose lease lapsed) do no harm: stats
 updates are compare-and-set on the last applied snapshot and queue items are idempotent.
 
-A step waiting on the event stream handles the evented tables at once; all the decider's
-tables are polled when nothing arrived within ``poll_seconds`` (or a pass is one-shot, or it
-gained shards), so a commit without an event is still found, and a steady flow of events
-never waits behind a poll of every table.
+A step waiting on the event stream handles the evented tables at once. A poll of all the
+decider's tables starts when nothing arrived within ``poll_seconds`` (or the last poll is
+that old, or the decider gained shards), so a commit without an event is still found; it is
+worked through ``poll_budget_seconds`` per step, between the event batches, so an event
+never waits behind a poll of every table (a one-shot pass polls everything at once).
 
 The decider talks to Redis only through its adapters, injected (``queue``, ``stats``,
 ``events``, ``leader``, ``shards``; by default the Redis ones on ``client``): tests run it on
@@ -38,11 +39,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer import PartitionStats, estimate
+from optimizer import PartitionStats
 from optimizer.maintenance import MetadataHealth
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.duties import LeaderDuties
@@ -53,10 +55,10 @@ from service.intents import Intent, Intents, RedisIntents
 from service.keys import Keys, shard_of
 from service.leader import Leader, RedisLeader
 from service.pool import Launcher, LogLauncher
-from service.queue import ActionItem, PriorityQueue, RedisQueue
+from service.queue import PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
-from service.upkeep import check_table
+from service.upkeep import check_table, partition_items
 
 log = logging.getLogger("icefloe.decider")
 
@@ -148,6 +150,7 @@ class Decider(LeaderDuties):
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
+        self._to_poll: deque[str] = deque()  # tables of the poll under way, not yet refreshed
         self.intents: Intents | None = (
             intents if intents is not None or client is None else RedisIntents(client, self.k)
         )
@@ -189,18 +192,23 @@ class Decider(LeaderDuties):
             self._claim_shards()
         return self._mine(name)
 
-    def _poll_due(self, block_ms: int | None, events: list[CommitEvent]) -> bool:
-        """Poll every table of this decider's shards, or only the evented ones?"""
-        if block_ms is None or not events or self._polled is None:
-            return True  # one-shot, or the wait ended without an event, or the first pass
+    def _poll_due(self, one_shot: bool, events: list[CommitEvent]) -> bool:
+        """Start polling every table of this decider's shards?"""
+        if one_shot:
+            return True
+        if self._to_poll:
+            return False  # a poll is under way
+        if not events or self._polled is None:
+            return True  # the wait ended without an event, or the first pass
         shards, at = self._polled
         return not self._claim.owned <= shards or self.clock() - at >= self.s.poll_seconds
 
     def observe(
         self, block_ms: int | None = None
     ) -> tuple[set[str], list[CommitEvent], StepReport]:
-        """The tables to refresh (the evented ones of this decider's shards; all of its
-        shards' tables when a poll is due) and the commit events to ack after processing."""
+        """The evented tables of this decider's shards to refresh, and the commit events to
+        ack after processing; starts a poll of all of its shards' tables when one is due
+        (:attr:`_to_poll`, worked through by :meth:`step` a budget at a time)."""
         lapse = self._claim.next_lapse
         try:
             managed = set(self._tables())
@@ -208,7 +216,10 @@ class Decider(LeaderDuties):
             raise
         except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
             raise ServiceUnavailable(f"catalog unreachable ({type(e).__name__})") from e
-        if block_ms is not None and lapse is not None:  # wake when another's lease lapses
+        one_shot = block_ms is None
+        if self._to_poll:
+            block_ms = None  # a poll is under way: take the events there are, do not wait
+        elif block_ms is not None and lapse is not None:  # wake when another's lease lapses
             block_ms = min(block_ms, int(lapse * 1000) + 50)
         events = self.events.read(block_ms=block_ms, shards=self._claim.owned)
         if lapse is not None and time.monotonic() - self._claimed_at >= lapse:
@@ -226,10 +237,22 @@ class Decider(LeaderDuties):
                 report.rejected.append(ev.id)
             elif ev.table in mine:  # else the shard count changed: its owner polls it
                 changed.add(ev.table)
-        report.polled = self._poll_due(block_ms, events)
+        report.polled = self._poll_due(one_shot, events)
         if report.polled:
             self._polled = (owned, self.clock())
-        return changed | (mine if report.polled else set()), events, report
+            self._to_poll = deque(sorted(mine))
+        return changed, events, report
+
+    def _refresh_safely(self, name: str, now: float, report: StepReport, failed: set[str]) -> None:
+        if not self._still_mine(name):
+            return  # its shard passed to another decider during a long pass
+        try:
+            self.refresh(name, now, report)
+        except ServiceUnavailable:
+            raise  # the loop backs off; events stay pending
+        except Exception as e:  # one broken or dropped table must not stop the others
+            failed.add(name)
+            log.warning("skipped %s this pass: %s: %s", name, type(e).__name__, e)
 
     # ---- orient + decide ----------------------------------------------------------------
     def refresh(self, name: str, now: float, report: StepReport) -> None:
@@ -285,34 +308,13 @@ class Decider(LeaderDuties):
         now: float,
         report: StepReport,
     ) -> int:
-        """One action item per touched partition that needs work; the number of them."""
-        if not policy.enabled:
-            return 0
-        action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
-        if action not in policy.actions:
-            return 0
-        candidates = 0
-        for key, stats in sorted(touched.items()):
-            if not stats.needs_work(policy.tolerance_bytes):
-                continue
-            cost, benefit = estimate(stats, target)
-            if benefit <= 0:
-                continue
-            candidates += 1
-            item = ActionItem.new(
-                name,
-                key or None,
-                action,
-                policy.priority,
-                cost,
-                benefit,
-                now,
-                reason=f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files",
-            )
-            outcome = self.queue.enqueue(item, now)
-            report.enqueued += outcome == 1
-            report.coalesced += outcome == 0
-        return candidates
+        """One action item per touched partition that needs work (one pipelined enqueue);
+        the number of them."""
+        items = partition_items(name, policy, touched, target, now)
+        outcomes = self.queue.enqueue_many(items, now) if items else []
+        report.enqueued += outcomes.count(1)
+        report.coalesced += outcomes.count(0)
+        return len(items)
 
     # ---- the loop -----------------------------------------------------------------------
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
@@ -328,17 +330,16 @@ class Decider(LeaderDuties):
         tables, events, report = self.observe(block_ms)
         report.leader = leader
         now = self.clock()
-        failed = set()
-        for name in sorted(tables):
-            if not self._still_mine(name):
-                continue  # its shard passed to another decider during a long pass
-            try:
-                self.refresh(name, now, report)
-            except ServiceUnavailable:
-                raise  # the loop backs off; events stay pending
-            except Exception as e:  # one broken or dropped table must not stop the others
-                failed.add(name)
-                log.warning("skipped %s this pass: %s: %s", name, type(e).__name__, e)
+        failed: set[str] = set()
+        for name in sorted(tables):  # the evented tables first
+            self._refresh_safely(name, now, report, failed)
+        # then the poll, a budget at a time (all of it in a one-shot pass), so an event
+        # waits for at most one budget, however many tables a poll has
+        budget_end = None if block_ms is None else time.monotonic() + self.s.poll_budget_seconds
+        while self._to_poll and (budget_end is None or time.monotonic() < budget_end):
+            name = self._to_poll.popleft()
+            if name not in tables:
+                self._refresh_safely(name, now, report, failed)
         # ack only now, and not for tables that failed: a crash before this leaves them pending
         self.events.ack([e for e in events if e.table not in failed])
         if not leader:

@@ -1,4 +1,8 @@
-"""The decider's maintenance decisions for one table: manifests, snapshots, orphan files.
+"""What one table needs, as queue items: its partitions' rewrites and its maintenance.
+
+:func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
+and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
+(``sort`` when the policy sorts), valued by entropy removed per byte rewritten.
 
 Called by :meth:`service.decider.Decider.refresh` on every poll of every table: the
 table's :class:`~optimizer.maintenance.MetadataHealth` is brought up to date (the manifest
@@ -20,11 +24,37 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from optimizer import PartitionStats, estimate
 from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth, Need, table_needs
 from service.health import HealthStore, read_health, summary, to_fields
 from service.queue import ActionItem, PriorityQueue
 
 log = logging.getLogger("icefloe.decider")
+
+
+def partition_items(
+    name: str, policy: Any, touched: Mapping[str, PartitionStats], target: int, now: float
+) -> list[ActionItem]:
+    """The data-rewrite items of the touched partitions that need work."""
+    if not policy.enabled:
+        return []
+    action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+    if action not in policy.actions:
+        return []
+    items = []
+    for key, stats in sorted(touched.items()):
+        if not stats.needs_work(policy.tolerance_bytes):
+            continue
+        cost, benefit = estimate(stats, target)
+        if benefit <= 0:
+            continue
+        reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
+        items.append(
+            ActionItem.new(
+                name, key or None, action, policy.priority, cost, benefit, now, reason=reason
+            )
+        )
+    return items
 
 
 def current_health(

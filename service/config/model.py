@@ -140,6 +140,7 @@ class DeciderSettings:
     """The decider service and its actor pool (config section ``decider:``)."""
 
     poll_seconds: PositiveFloat = 10.0
+    poll_budget_seconds: PositiveFloat = 0.5  # of a poll per step, between event batches
     lease_seconds: PositiveFloat = 300.0
     max_attempts: PositiveInt = 3
     actors_min: NonNegativeInt = 0

@@ -1,5 +1,5 @@
 """Redis killed at each step of the decider's pass — leader acquire, commit events read
-and ack, the stats apply, the enqueue, marking the snapshot decided, the reap and the
+and ack, the stats apply, the (pipelined) enqueue, marking the snapshot decided, the reap and the
 dispatch — right before or right after the call, then restarted by the loop's back-off.
 
 The decider runs in-process on the production wiring (``Decider`` on a client from
@@ -34,8 +34,8 @@ STEPS = [
     ("events", "read", "before"),
     ("stats", "apply", "before"),
     ("stats", "apply", "after"),
-    ("queue", "enqueue", "before"),
-    ("queue", "enqueue", "after"),
+    ("queue", "enqueue_many", "before"),
+    ("queue", "enqueue_many", "after"),
     ("stats", "mark_decided", "before"),
     ("events", "ack", "before"),
     ("queue", "reap", "before"),
