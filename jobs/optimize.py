@@ -72,16 +72,12 @@ def optimize_table(
     tolerance: int | None = None,
     collaborators: Collaborators | None = None,
 ) -> OptimizeReport:
-    """Merge (or sort) the small files of ``table``'s partitions that need it.
-
-    ``partitions``: selectors such as ``"day=2026-11-01"`` or ``"day=2026-11-01/region=eu"``
-    over the current spec's fields; None = all. ``tolerance``: bytes, None = the table's
-    policy. Raises UsageError / TableNotFound before anything is written, OperationFailed
-    when a write, the verification or the data checks fail (new files deleted, nothing
-    committed). Partitions whose commit keeps conflicting are reported ``failed``; the
-    others are committed, each in its own ``replace`` snapshot. ``collaborators``: the
-    rewrite's, None = its defaults (:class:`jobs.rewrite.exact.Collaborators`).
-    """
+    """Merge (or sort) ``table``'s small files where needed (``compact_deletes``: and every
+    data file a delete file applies to), in the ``partitions`` selected (None = all). Raises
+    UsageError / TableNotFound before writing, OperationFailed when a write or a check fails
+    (nothing committed); partitions whose commit keeps conflicting are reported ``failed``.
+    ``tolerance``: bytes (None = the policy's); ``collaborators``: the rewrite's
+    (:class:`jobs.rewrite.exact.Collaborators`, None = defaults)."""
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
     catalog = load_catalog(cfg)
@@ -89,8 +85,9 @@ def optimize_table(
     policy = cfg.policy_for(table, pt.properties)
     target = int(policy.target_file_size_bytes or 1)
     tol = policy.tolerance_bytes if tolerance is None else tolerance
+    deletes, action = action == "compact_deletes", _data_action(action, policy)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(pt, target, tol, action, partitions, sort_columns)
+    plan = plan_table(pt, target, tol, action, partitions, sort_columns, deletes=deletes)
     timings = {"plan": time.monotonic() - started}
     if plan.work and not dry_run:
         prepare_suite()  # GE's import and context, on a thread, while this action writes
@@ -135,6 +132,7 @@ def optimize_table(
             partitions,
             sort_columns,
             only={k[1] for k in conflicts},
+            deletes=deletes,
         )
         plan = _replanned(fresh, conflicts, reports, attempt)
     parts = [
@@ -163,9 +161,16 @@ def _replanned(
     )
 
 
+def _data_action(action: str, policy: Any) -> str:
+    """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
+    if action != "compact_deletes":
+        return action
+    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+
+
 def _check_arguments(table: str, action: str, tolerance: int | None) -> None:
     """UsageError before anything is read or written."""
-    if action not in ACTIONS:
+    if action not in (*ACTIONS, "compact_deletes"):
         raise UsageError(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
     if tolerance is not None and tolerance < 0:
         raise UsageError(f"tolerance must be >= 0 bytes, got {tolerance}")

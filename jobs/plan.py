@@ -5,7 +5,9 @@ without a JVM). The partition scan gives each (spec, partition) its files; the c
 (``optimizer.plan_partition``) picks the minimum replacement: order-free FFD for merges,
 Knuth-Plass over files ordered by the sort key's lower bounds for sorts. Data files with
 file-scoped position deletes are always rewritten (delete-file compaction), and files of
-older partition specs are left alone.
+older partition specs are left alone. Delete compaction (``deletes``) also rewrites every
+file of a partition whose delete files are not all scoped to one data file (equality
+deletes, partition-scoped position deletes).
 """
 
 from __future__ import annotations
@@ -139,17 +141,19 @@ def _name(table: Table) -> str:
 
 def _file_details(
     table: Table, snapshot_id: int, sort_col: str | None
-) -> tuple[set[str], dict[str, Any]]:
-    """Data files named by file-scoped position deletes; lower bounds of ``sort_col``."""
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Data files named by file-scoped position deletes (with how many name each); lower
+    bounds of ``sort_col``."""
     rows = table.inspect.files(snapshot_id=snapshot_id).to_pylist()
-    referenced: set[str] = set()
+    referenced: dict[str, int] = {}
     bounds: dict[str, Any] = {}
     for row in rows:
         if row["content"] == 1:
             lo = dict(row["lower_bounds"] or {}).get(_FILE_PATH_ID)
             hi = dict(row["upper_bounds"] or {}).get(_FILE_PATH_ID)
             if lo is not None and lo == hi:
-                referenced.add(lo.decode("utf-8"))
+                path = lo.decode("utf-8")
+                referenced[path] = referenced.get(path, 0) + 1
         elif row["content"] == 0 and sort_col:
             metrics = (row.get("readable_metrics") or {}).get(sort_col) or {}
             bounds[row["file_path"]] = metrics.get("lower_bound")
@@ -160,7 +164,13 @@ _FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_
 
 
 def _plan_partition(
-    pf: Any, target: int, tolerance: int, action: str, forced: set[str], bounds: dict[str, Any]
+    pf: Any,
+    target: int,
+    tolerance: int,
+    action: str,
+    forced: dict[str, int],
+    bounds: dict[str, Any],
+    deletes: bool = False,
 ) -> PartitionPlan:
     from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
 
@@ -177,6 +187,8 @@ def _plan_partition(
     sizes = tuple(pf.sizes[i] for i in order)
     stats = stats_from_sizes(sizes, target)
     must = [i for i, p in enumerate(paths) if p in forced]
+    if deletes and pf.delete_files > sum(forced.get(p, 0) for p in paths):
+        must = list(range(len(paths)))  # deletes not scoped to one file: rewrite them all
     reason = ""
     groups: list[list[int]] = []
     if not stats.needs_work(tolerance) and not must:
@@ -220,8 +232,11 @@ def plan_table(
     selectors: list[str] | None = None,
     sort_columns: tuple[str, ...] = (),
     only: set[str] | None = None,
+    deletes: bool = False,
 ) -> TablePlan:
-    """Plan every (selected) partition from the current snapshot's file list."""
+    """Plan every (selected) partition from the current snapshot's file list. ``deletes``
+    (delete compaction): also every data file a delete file may apply to, so that no delete
+    file is left applying to the partition."""
     from service.tablestats import current_partitions
 
     wanted = parse_selectors(table, selectors)
@@ -236,12 +251,12 @@ def plan_table(
     forced, bounds = (
         _file_details(table, snapshot.snapshot_id, sort_columns[0] if sort_columns else None)
         if needs_details
-        else (set(), {})
+        else ({}, {})
     )
     current_spec = table.spec().spec_id
     plans = []
     for pf in files:
-        p = _plan_partition(pf, target, tolerance, action, forced, bounds)
+        p = _plan_partition(pf, target, tolerance, action, forced, bounds, deletes)
         if pf.spec_id != current_spec:
             p = replace(
                 p,

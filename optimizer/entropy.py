@@ -52,7 +52,9 @@ class PartitionStats:
 
     ``n`` files, ``sse`` = sum of squared errors (exact int), ``total_bytes``,
     ``undersized`` = files smaller than the target, ``delete_files`` = delete files that
-    apply to the partition (they do not enter the MSE; they feed other actions).
+    apply to the partition (they do not enter the MSE; they feed delete compaction, with
+    ``data_rows`` = the data files' rows, ``delete_bytes`` and ``deleted_rows`` = the
+    delete files' bytes and rows: positions, or equality rows).
     """
 
     n: int = 0
@@ -60,11 +62,19 @@ class PartitionStats:
     total_bytes: int = 0
     undersized: int = 0
     delete_files: int = 0
+    data_rows: int = 0
+    delete_bytes: int = 0
+    deleted_rows: int = 0
 
     @property
     def mse(self) -> float:
         """Mean squared error in bytes²; 0.0 for an empty partition."""
         return self.sse / self.n if self.n else 0.0
+
+    @property
+    def delete_ratio(self) -> float:
+        """Rows the delete files delete per data row (0.0 without data rows)."""
+        return self.deleted_rows / self.data_rows if self.data_rows else 0.0
 
     @property
     def is_empty(self) -> bool:
@@ -88,6 +98,9 @@ class PartitionStats:
             total_bytes=self.total_bytes + other.total_bytes,
             undersized=self.undersized + other.undersized,
             delete_files=self.delete_files + other.delete_files,
+            data_rows=self.data_rows + other.data_rows,
+            delete_bytes=self.delete_bytes + other.delete_bytes,
+            deleted_rows=self.deleted_rows + other.deleted_rows,
         )
 
 
@@ -106,13 +119,19 @@ def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int]:
     return n, sse, total, under
 
 
-def stats_from_sizes(sizes: Iterable[int], target: int, delete_files: int = 0) -> PartitionStats:
-    """Full computation from a partition's complete list of data file sizes."""
+def stats_from_sizes(
+    sizes: Iterable[int],
+    target: int,
+    delete_files: int = 0,
+    rows: tuple[int, int, int] = (0, 0, 0),
+) -> PartitionStats:
+    """Full computation from a partition's complete list of data file sizes; ``rows``:
+    (data rows, delete files' bytes, deleted rows)."""
     _check_target(target)
-    if delete_files < 0:
-        raise ValueError(f"delete_files must be >= 0, got {delete_files}")
+    if min(delete_files, *rows) < 0:
+        raise ValueError(f"delete files and row counts must be >= 0, got {delete_files}, {rows}")
     n, sse, total, under = _sums(sizes, target)
-    return PartitionStats(n, sse, total, under, delete_files)
+    return PartitionStats(n, sse, total, under, delete_files, *rows)
 
 
 def apply_delta(
@@ -122,8 +141,10 @@ def apply_delta(
     deleted_sizes: Iterable[int],
     added_delete_files: int = 0,
     removed_delete_files: int = 0,
+    rows: tuple[int, int, int] = (0, 0, 0),
 ) -> PartitionStats:
-    """Exact rolling update from one snapshot's added and deleted data files.
+    """Exact rolling update from one snapshot's added and deleted data files; ``rows``: the
+    snapshot's net change of (data rows, delete files' bytes, deleted rows).
 
     ``N' = N + |added| - |deleted|`` and ``SSE' = SSE + Σ e_a² - Σ e_d²``; deleted sizes
     must be files that are in ``stats`` (same target). A result with a negative count
@@ -139,9 +160,14 @@ def apply_delta(
         total_bytes=stats.total_bytes + abytes - dbytes,
         undersized=stats.undersized + aunder - dunder,
         delete_files=stats.delete_files + added_delete_files - removed_delete_files,
+        data_rows=stats.data_rows + rows[0],
+        delete_bytes=stats.delete_bytes + rows[1],
+        deleted_rows=stats.deleted_rows + rows[2],
     )
     if min(result.n, result.sse, result.total_bytes, result.undersized, result.delete_files) < 0:
         raise ValueError(f"delta removes files that are not in the stats: {stats} -> {result}")
+    if min(result.data_rows, result.delete_bytes, result.deleted_rows) < 0:
+        raise ValueError(f"delta removes rows that are not in the stats: {stats} -> {result}")
     if result.n == 0 and (result.sse or result.total_bytes or result.undersized):
         raise ValueError(f"delta leaves no files but non-zero sums: {result}")
     return result

@@ -154,27 +154,15 @@ def table_needs(
     return [n for n in needs if n is not None]
 
 
-@dataclass(frozen=True)
-class DeleteStats:
-    """A partition's delete files against its data rows."""
-
-    data_rows: int = 0
-    delete_files: int = 0
-    delete_bytes: int = 0
-    deleted_rows: int = 0  # position deletes' positions + equality deletes' rows
-
-    @property
-    def ratio(self) -> float:
-        return self.deleted_rows / self.data_rows if self.data_rows else 0.0
-
-
-def deletes_due(stats: DeleteStats, rules: MaintenanceRules) -> Need | None:
-    """``compact_deletes`` for one partition: its deletes reach ``delete_ratio``."""
-    if stats.delete_files == 0 or stats.ratio < rules.delete_ratio:
+def deletes_due(stats: PartitionStats, delete_ratio: float) -> Need | None:
+    """``compact_deletes`` for one partition: its delete files delete ``delete_ratio`` of
+    its data rows or more."""
+    if stats.delete_files == 0 or stats.delete_ratio < delete_ratio:
         return None
     return Need(
         "compact_deletes",
-        stats.delete_bytes,
+        stats.total_bytes,
         float(stats.deleted_rows),
-        f"{stats.delete_files} delete files delete {stats.ratio:.1%} of {stats.data_rows} rows",
+        f"{stats.delete_files} delete files delete {stats.delete_ratio:.1%} of "
+        f"{stats.data_rows} rows",
     )

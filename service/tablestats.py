@@ -29,9 +29,12 @@ class PartitionFiles:
     sizes: tuple[int, ...]
     records: tuple[int, ...]
     delete_files: int
+    delete_bytes: int = 0
+    deleted_rows: int = 0  # the delete files' rows: positions, or equality rows
 
     def stats(self, target: int) -> PartitionStats:
-        return stats_from_sizes(self.sizes, target, delete_files=self.delete_files)
+        rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
+        return stats_from_sizes(self.sizes, target, self.delete_files, rows)
 
 
 def partition_key(partition: Mapping[str, Any] | None) -> str:
@@ -87,13 +90,16 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
         .to_pylist()
     )
     data: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-    deletes: dict[tuple[int, str], int] = defaultdict(int)
+    deletes: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for row in rows:
         group = (int(row["spec_id"]), partition_key(row["partition"]))
         if row["content"] == DATA:
             data[group].append(row)
         else:
-            deletes[group] += 1
+            d = deletes[group]
+            d[0] += 1
+            d[1] += int(row["file_size_in_bytes"])
+            d[2] += int(row["record_count"])
     out = []
     for (spec_id, key), files in sorted(data.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         files.sort(key=lambda r: r["file_path"])
@@ -104,7 +110,9 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
                 paths=tuple(r["file_path"] for r in files),
                 sizes=tuple(int(r["file_size_in_bytes"]) for r in files),
                 records=tuple(int(r["record_count"]) for r in files),
-                delete_files=deletes.get((spec_id, key), 0),
+                delete_files=deletes.get((spec_id, key), [0, 0, 0])[0],
+                delete_bytes=deletes.get((spec_id, key), [0, 0, 0])[1],
+                deleted_rows=deletes.get((spec_id, key), [0, 0, 0])[2],
             )
         )
     return out

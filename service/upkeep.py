@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optimizer import PartitionStats, estimate
-from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth, Need, table_needs
+from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth, Need, deletes_due, table_needs
 from service.health import HealthStore, read_health, summary, to_fields
 from service.queue import ActionItem, PriorityQueue
 
@@ -35,15 +35,32 @@ log = logging.getLogger("icefloe.decider")
 def partition_items(
     name: str, policy: Any, touched: Mapping[str, PartitionStats], target: int, now: float
 ) -> list[ActionItem]:
-    """The data-rewrite items of the touched partitions that need work."""
+    """The data-rewrite items of the touched partitions that need work: a partition whose
+    deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
+    its small files too, under the id of its merge."""
     if not policy.enabled:
         return []
     action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
-    if action not in policy.actions:
-        return []
+    rewrites = action in policy.actions
+    ratio = policy.maintenance.delete_ratio if "compact_deletes" in policy.actions else None
     items = []
     for key, stats in sorted(touched.items()):
-        if not stats.needs_work(policy.tolerance_bytes):
+        need = deletes_due(stats, ratio) if ratio is not None else None
+        if need is not None:
+            item = ActionItem.new(
+                name,
+                key or None,
+                need.action,
+                policy.priority,
+                need.cost_bytes,
+                need.benefit,
+                now,
+                reason=need.reason,
+                lane=action,
+            )
+            items.append(item)
+            continue
+        if not rewrites or not stats.needs_work(policy.tolerance_bytes):
             continue
         cost, benefit = estimate(stats, target)
         if benefit <= 0:

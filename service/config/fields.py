@@ -39,7 +39,7 @@ MAINTENANCE_ACTIONS = (
     Action.REMOVE_ORPHAN_FILES.value,
 )
 POLICY_ACTIONS = ACTIONS + MAINTENANCE_ACTIONS
-NOT_DECIDED_YET = (Action.COMPACT_DELETES.value,)  # rejected rather than silently ignored
+NOT_DECIDED_YET: tuple[str, ...] = ()  # accepted actions nothing runs: rejected, not ignored
 CATALOG_TYPES = ("sql", "rest", "hive", "glue")
 ENGINES = ("auto", "spark")
 

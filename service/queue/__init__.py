@@ -77,9 +77,13 @@ class ActionItem:
         benefit: float,
         now: float,
         reason: str = "",
+        lane: str | None = None,
     ) -> ActionItem:
+        """``lane``: the action whose id the item takes (default its own): a partition's
+        delete compaction takes its merge's (or sort's) id, so the two coalesce into one
+        item and never run at once."""
         return cls(
-            cls.make_id(table, partition, action),
+            cls.make_id(table, partition, lane or action),
             table,
             partition,
             action,

@@ -19,6 +19,9 @@ class PartitionDelta:
     deleted: list[int] = field(default_factory=list)
     added_deletes: int = 0
     removed_deletes: int = 0
+    data_rows: int = 0  # net: rows of added data files less rows of deleted ones
+    delete_bytes: int = 0  # net, of delete files
+    deleted_rows: int = 0  # net, of delete files
 
     @property
     def events(self) -> int:
@@ -43,14 +46,22 @@ class GapError(Exception):
 
 
 def encode(stats: PartitionStats) -> str:
-    """The stats hash value: ``"n sse total_bytes undersized delete_files"`` (exact ints)."""
-    return f"{stats.n} {stats.sse} {stats.total_bytes} {stats.undersized} {stats.delete_files}"
+    """The stats hash value, exact ints: ``"n sse total_bytes undersized delete_files"``,
+    then ``" data_rows"``, then ``" delete_bytes deleted_rows"``, each tail left out when it
+    and what follows are 0 (every byte counts at a million partitions)."""
+    s = stats
+    fields = [s.n, s.sse, s.total_bytes, s.undersized, s.delete_files]
+    tail = [s.data_rows, s.delete_bytes, s.deleted_rows]
+    while tail and tail[-1] == 0:
+        tail.pop()
+    return " ".join(map(str, fields + tail))
 
 
 def decode(raw: str | bytes) -> PartitionStats:
+    """:func:`encode` backwards (five to eight numbers; five also as written before the
+    row counts were kept: they read as 0 until the next full scan)."""
     text = raw.decode() if isinstance(raw, bytes) else raw
-    n, sse, total, under, deletes = (int(x) for x in text.split())
-    return PartitionStats(n, sse, total, under, deletes)
+    return PartitionStats(*(int(x) for x in text.split()))
 
 
 def chain_start(
@@ -111,6 +122,7 @@ def next_stats(
                 d.deleted,
                 d.added_deletes,
                 d.removed_deletes,
+                (d.data_rows, d.delete_bytes, d.deleted_rows),
             )
         except ValueError as e:
             raise GapError(f"partition {key!r} out of step: {e}") from None

@@ -7,7 +7,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from optimizer import PartitionStats, merge_stats, stats_from_sizes
+from optimizer import PartitionStats, merge_stats
 from service.rolling.base import ApplyResult, GapError, PartitionDelta, StatsStore
 from service.tablestats import partition_key
 
@@ -76,7 +76,8 @@ def snapshot_delta(
     snap = table.metadata.snapshot_by_id(snapshot_id)
     if snap is None:
         raise GapError(f"snapshot {snapshot_id} is gone")
-    raw: list[tuple[int, Any, int, int, int]] = []  # spec, partition, status, content, size
+    raw: list[tuple[int, Any, int, int, int, int]] = []  # spec, partition, status, content,
+    # size, records
     for manifest in snap.manifests(table.io):
         if manifest.added_snapshot_id != snapshot_id:
             continue
@@ -92,20 +93,26 @@ def snapshot_delta(
                     status,
                     int(df.content),
                     int(df.file_size_in_bytes),
+                    int(df.record_count),
                 )
             )
     if raw and convert is None:
         convert = _partition_converter(table)
     keys = convert([(r[0], r[1]) for r in raw]) if raw else []
     out: dict[str, PartitionDelta] = defaultdict(PartitionDelta)
-    for key, (_, _, status, content, size) in zip(keys, raw, strict=True):
+    for key, (_, _, status, content, size, records) in zip(keys, raw, strict=True):
         d = out[key]
+        sign = 1 if status == ADDED else -1
         if content == DATA:
             (d.added if status == ADDED else d.deleted).append(size)
-        elif status == ADDED:
+            d.data_rows += sign * records
+            continue
+        if status == ADDED:
             d.added_deletes += 1
         else:
             d.removed_deletes += 1
+        d.delete_bytes += sign * size
+        d.deleted_rows += sign * records
     return dict(out)
 
 
@@ -115,7 +122,7 @@ def full_stats(table: Table, target: int) -> dict[str, PartitionStats]:
 
     by_key: dict[str, list[PartitionStats]] = defaultdict(list)
     for part in current_partitions(table):
-        by_key[part.key].append(stats_from_sizes(part.sizes, target, part.delete_files))
+        by_key[part.key].append(part.stats(target))
     return {k: merge_stats(v) for k, v in by_key.items()}
 
 

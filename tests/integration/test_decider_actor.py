@@ -110,3 +110,48 @@ def test_the_decider_schedules_manifest_rewrites_and_the_actor_runs_them(
     decider.step(block_ms=None)  # the decider sees one manifest now: nothing due
     assert decider.health.load(name)["manifests"] == 1  # type: ignore[index]
     assert decider.queue.depth()["pending"] == 0
+
+
+def test_the_decider_compacts_deletes_past_the_ratio(
+    spark: Any, lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    name = f"{namespace}.mor"
+    fq = f"lake.`{namespace}`.`mor`"
+    cfg = make_config(
+        lake_home,
+        managed={"namespaces": [namespace]},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": TARGET},  # no merges
+        tables={
+            name: {"actions": ["merge", "compact_deletes"], "maintenance": {"delete_ratio": 0.2}}
+        },
+    )
+    spark.sql(
+        f"CREATE TABLE {fq} (id BIGINT, region STRING) USING iceberg PARTITIONED BY (region) "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
+    )
+    spark.sql(f"INSERT INTO {fq} SELECT id, IF(id % 2 = 0, 'eu', 'us') FROM range(100)")
+    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    assert decider.step(block_ms=None).enqueued == 0
+    spark.sql(f"DELETE FROM {fq} WHERE region = 'eu' AND id < 10")  # 5 of 50 rows: 10%
+    assert decider.step(block_ms=None).enqueued == 0
+    spark.sql(f"DELETE FROM {fq} WHERE region = 'eu' AND id >= 10 AND id < 30")  # 15 of 50 now
+    report = decider.step(block_ms=None)
+    stats = decider.stats.partitions(name)
+    eu = stats["region=eu"]
+    # Iceberg's file-scoped position deletes: the second DELETE rewrote the first's file
+    assert eu.data_rows == 50 and eu.deleted_rows == 15 and eu.delete_files == 1
+    assert stats == full_stats(catalog.load_table(name), TARGET)  # rows and deletes too
+    assert report.enqueued == 1  # region=eu only: us has no deletes
+    rows = sorted(r.id for r in spark.table(fq).collect())
+
+    done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
+    assert done.done == 1 and done.failed == 0
+    recent = gather(cfg, redis_client, decider.queue, 0.0)["recent"][0]
+    assert recent["action"] == "compact_deletes" and recent["id"] == f"merge:{name}:region=eu"
+    assert sorted(r.id for r in spark.table(fq).collect()) == rows  # every row kept once
+    table = catalog.load_table(name)
+    files = table.inspect.files().to_pylist()
+    assert not [f for f in files if f["content"] != 0]  # no delete file left
+    decider.step(block_ms=None)
+    eu = decider.stats.partitions(name)["region=eu"]
+    assert (eu.delete_files, eu.deleted_rows, eu.data_rows) == (0, 0, 35)

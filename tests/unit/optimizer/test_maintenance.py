@@ -7,9 +7,8 @@ import random
 
 import pytest
 
-from optimizer import stats_from_sizes
+from optimizer import PartitionStats, stats_from_sizes
 from optimizer.maintenance import (
-    DeleteStats,
     MaintenanceRules,
     MetadataHealth,
     deletes_due,
@@ -94,8 +93,12 @@ def test_only_enabled_actions_are_decided() -> None:
 
 
 def test_deletes_are_compacted_past_the_ratio() -> None:
-    assert deletes_due(DeleteStats(1000, 0, 0, 0), RULES) is None
-    assert deletes_due(DeleteStats(1000, 2, 500, 99), RULES) is None
-    need = deletes_due(DeleteStats(1000, 2, 500, 100), RULES)
+    def part(delete_files: int, deleted_rows: int) -> PartitionStats:
+        return stats_from_sizes([T, T], T, delete_files, (1000, 500 * delete_files, deleted_rows))
+
+    assert deletes_due(part(0, 0), RULES.delete_ratio) is None
+    assert deletes_due(part(2, 99), RULES.delete_ratio) is None
+    need = deletes_due(part(2, 100), RULES.delete_ratio)
     assert need is not None and need.action == "compact_deletes" and "10.0% of 1000" in need.reason
-    assert DeleteStats().ratio == 0.0
+    assert need.cost_bytes == 2 * T  # the partition's data files are rewritten
+    assert PartitionStats().delete_ratio == 0.0
