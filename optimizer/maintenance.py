@@ -47,6 +47,14 @@ class MetadataHealth:
     oldest_snapshot_ms: int | None
     expirable: tuple[int, ...] = ()  # timestamps (ms) of snapshots beyond the newest retained
     metadata_bytes: int = 0
+    # from the snapshot's summary: rows, delete files and the rows they delete
+    data_rows: int = 0
+    delete_files: int = 0
+    deleted_rows: int = 0
+
+    @property
+    def delete_ratio(self) -> float:
+        return self.deleted_rows / self.data_rows if self.data_rows else 0.0
 
     @classmethod
     def of(
@@ -57,8 +65,10 @@ class MetadataHealth:
         snapshot_times_ms: Iterable[int],
         metadata_bytes: int,
         retain_last: int,
+        deletes: tuple[int, int, int] = (0, 0, 0),
     ) -> MetadataHealth:
-        """From the current snapshot's manifest sizes and every snapshot's timestamp."""
+        """From the current snapshot's manifest sizes and every snapshot's timestamp;
+        ``deletes``: (data rows, delete files, deleted rows) of the current snapshot."""
         times = sorted(snapshot_times_ms)
         return cls(
             snapshot_id,
@@ -68,6 +78,7 @@ class MetadataHealth:
             times[0] if times else None,
             tuple(times[: max(0, len(times) - retain_last)]),
             metadata_bytes,
+            *deletes,
         )
 
 

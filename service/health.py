@@ -26,6 +26,19 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 
+def summary_deletes(snap: Any) -> tuple[int, int, int]:
+    """(rows, delete files, deleted rows: positions + equality rows) from a snapshot's
+    summary totals; zeros where a writer left them out."""
+    props = snap.summary.additional_properties if snap is not None and snap.summary else {}
+
+    def total(key: str) -> int:
+        raw = props.get(key, "0")
+        return int(raw) if str(raw).isdigit() else 0
+
+    deleted = total("total-position-deletes") + total("total-equality-deletes")
+    return total("total-records"), total("total-delete-files"), deleted
+
+
 def read_health(
     table: Table,
     manifest_target: int,
@@ -34,10 +47,11 @@ def read_health(
 ) -> MetadataHealth:
     """The table's metadata health at its current snapshot. ``known``: the stored
     :func:`summary`; when it is of this snapshot, its manifests are taken from it and only
-    the snapshot log (already in memory) is read."""
+    the snapshot log and summary (already in memory) are read."""
     snap = table.current_snapshot()
     snapshot_id = None if snap is None else snap.snapshot_id
     times = [int(s.timestamp_ms) for s in table.metadata.snapshots]
+    deletes = summary_deletes(snap)
     same = known is not None and known["manifest_target"] == manifest_target
     if known is not None and same and known["snapshot"] == snapshot_id:
         return MetadataHealth(
@@ -48,6 +62,7 @@ def read_health(
             min(times, default=None),
             tuple(sorted(times)[: max(0, len(times) - retain_last)]),
             known["metadata_bytes"],
+            *deletes,
         )
     sizes = [int(m.manifest_length) for m in snap.manifests(table.io)] if snap else []
     try:
@@ -55,7 +70,7 @@ def read_health(
     except (OSError, ValueError):  # a catalog without a reachable metadata file
         metadata_bytes = 0
     return MetadataHealth.of(
-        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last
+        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last, deletes
     )
 
 
@@ -70,12 +85,14 @@ def to_fields(h: MetadataHealth) -> dict[str, str]:
         "oldest_snapshot_ms": "" if h.oldest_snapshot_ms is None else str(h.oldest_snapshot_ms),
         "expirable": str(len(h.expirable)),
         "metadata_bytes": str(h.metadata_bytes),
+        "deletes": f"{h.data_rows} {h.delete_files} {h.deleted_rows}",
     }
 
 
 def summary(fields: Mapping[str, str]) -> dict[str, Any]:
     """What ``status``, ``tables`` and the metrics show of a stored health."""
     n, sse, total, under = (int(v) for v in fields["manifests"].split())
+    deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()]
     stats = PartitionStats(n, sse, total, under)
     return {
         "snapshot": int(fields["snapshot"]) if fields.get("snapshot") else None,
@@ -91,6 +108,7 @@ def summary(fields: Mapping[str, str]) -> dict[str, Any]:
         else None,
         "expirable_snapshots": int(fields.get("expirable", "0")),
         "metadata_bytes": int(fields["metadata_bytes"]),
+        **dict(zip(("data_rows", "delete_files", "deleted_rows"), deletes, strict=True)),
     }
 
 

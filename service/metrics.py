@@ -36,6 +36,8 @@ TABLE_GAUGES = {
     "snapshots": "Snapshots in the table's metadata",
     "oldest_snapshot_age_seconds": "Age of the table's oldest snapshot",
     "metadata_bytes": "Size of the table's current metadata JSON",
+    "delete_files": "Delete files of the table's current snapshot",
+    "delete_ratio": "Rows its delete files delete per data row (the table's whole snapshot)",
 }
 
 
@@ -81,6 +83,8 @@ class DeciderMetrics(Collector):
                 "snapshots": h.snapshots,
                 "oldest_snapshot_age_seconds": 0 if oldest is None else now - oldest / 1000,
                 "metadata_bytes": h.metadata_bytes,
+                "delete_files": h.delete_files,
+                "delete_ratio": h.delete_ratio,
             }
         with self._lock:
             self._tables = rows

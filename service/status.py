@@ -83,6 +83,7 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
             "small_manifests": health.get("manifests_undersized"),
             "snapshots": health.get("snapshots"),
             "metadata_bytes": health.get("metadata_bytes"),
+            "delete_files": health.get("delete_files"),
             "last_snapshot": store.last_applied(name),
             "target_file_size_bytes": store.target(name),
             "tolerance_bytes": tol,
@@ -139,7 +140,7 @@ def render(data: dict[str, Any]) -> None:
     t = Table(title="tables")
     for col in ("table", "snapshot", "partitions", "over tolerance", "worst MSE"):
         t.add_column(col)
-    for col in ("manifests (small)", "snapshots"):
+    for col in ("manifests (small)", "snapshots", "delete files"):
         t.add_column(col)
     for name, info in data["tables"].items():
         worst = max((p["mse"] for p in info["over_tolerance"]), default=0.0)
@@ -154,6 +155,7 @@ def render(data: dict[str, Any]) -> None:
             f"{worst:.4g}",
             manifests,
             "-" if info["snapshots"] is None else str(info["snapshots"]),
+            "-" if info["delete_files"] is None else str(info["delete_files"]),
         )
     console.print(t)
     d = data["queue"]["depth"]

@@ -83,6 +83,8 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         "small_manifests": health.manifests.undersized,
         "snapshots": health.snapshots,
         "metadata_bytes": health.metadata_bytes,
+        "delete_files": health.delete_files,
+        "delete_ratio": health.delete_ratio,
     }
 
 
@@ -120,6 +122,7 @@ def tables(ctx: Context, as_json: bool) -> None:
         s = table_summary(ctx.cfg, catalog, name)
         rows.append(
             {k: s[k] for k in ("table", "files", "bytes", "snapshot_id", "manifests", "snapshots")}
+            | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
             | {
                 "partitions": len(s["partitions"]),
                 "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
@@ -128,7 +131,8 @@ def tables(ctx: Context, as_json: bool) -> None:
 
     def render(_: Any) -> None:
         out = RichTable(title="managed tables")
-        cols = ("table", "files", "MiB", "partitions", "need work", "manifests", "snapshots")
+        cols: tuple[str, ...] = ("table", "files", "MiB", "partitions", "need work")
+        cols += ("manifests", "snapshots", "deleted")
         for col in (*cols, "snapshot"):
             out.add_column(col)
         for r in rows:
@@ -140,6 +144,7 @@ def tables(ctx: Context, as_json: bool) -> None:
                 str(r["partitions_needing_work"]),
                 str(r["manifests"]),
                 str(r["snapshots"]),
+                f"{r['delete_ratio']:.1%}",
                 str(r["snapshot_id"]),
             )
         if not rows:

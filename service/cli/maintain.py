@@ -37,6 +37,8 @@ def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
         "oldest_snapshot_age_hours": None if oldest is None else (now - oldest / 1000) / 3600,
         "snapshots_beyond_retain_last": len(h.expirable),
         "metadata_bytes": h.metadata_bytes,
+        "delete_files": h.delete_files,
+        "delete_ratio": h.delete_ratio,
     }
 
 
@@ -78,7 +80,8 @@ def render_health(d: dict[str, Any]) -> None:
         f"{d['table']}: {h['manifests']} manifests ({h['small_manifests']} under "
         f"{h['manifest_target_bytes'] / (1 << 20):g} MiB, RMSE/target "
         f"{h['manifest_rmse_fraction']:.2f}), {h['snapshots']} snapshots (oldest "
-        f"{'-' if age is None else f'{age:.1f} h'}), metadata {h['metadata_bytes']} B"
+        f"{'-' if age is None else f'{age:.1f} h'}), metadata {h['metadata_bytes']} B, "
+        f"{h['delete_files']} delete files ({h['delete_ratio']:.1%} of rows deleted)"
     )
     for n in d["due"]:
         state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it)"

@@ -142,6 +142,8 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     assert eu.data_rows == 50 and eu.deleted_rows == 15 and eu.delete_files == 1
     assert stats == full_stats(catalog.load_table(name), TARGET)  # rows and deletes too
     assert report.enqueued == 1  # region=eu only: us has no deletes
+    health = decider.healths[name]  # the table's totals, from the snapshot summary
+    assert (health.data_rows, health.delete_files, health.deleted_rows) == (100, 1, 15)
     rows = sorted(r.id for r in spark.table(fq).collect())
 
     done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
@@ -155,3 +157,5 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     decider.step(block_ms=None)
     eu = decider.stats.partitions(name)["region=eu"]
     assert (eu.delete_files, eu.deleted_rows, eu.data_rows) == (0, 0, 35)
+    health = decider.healths[name]
+    assert (health.data_rows, health.delete_files, health.deleted_rows) == (85, 0, 0)
