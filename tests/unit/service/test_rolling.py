@@ -97,28 +97,61 @@ class StatsContract:
         assert store.partitions(T) == {}
 
     def test_incremental_equals_a_full_recompute(self, store: StatsStore) -> None:
-        """Differential: random add/delete snapshots applied one by one end exactly where a
-        full scan of the final file list does."""
+        """Differential: random snapshots adding and deleting data files (size, rows) and
+        delete files (bytes, rows), applied one by one, end exactly where a full scan of the
+        final file lists does: sizes, rows, delete files, their bytes and deleted rows."""
         rng = random.Random(11)
-        files: dict[str, list[int]] = {}
+        files: dict[str, list[tuple[int, int]]] = {}
+        deletes: dict[str, list[tuple[int, int]]] = {}
         full(store, 1)
         for snap in range(2, 80):
             deltas: dict[str, PartitionDelta] = {}
             for _ in range(rng.randrange(1, 5)):
                 key = f"p={rng.randrange(6)}"
                 d = deltas.setdefault(key, PartitionDelta())
-                live = files.setdefault(key, [])
-                if live and rng.random() < 0.4:
-                    d.deleted.append(live.pop(rng.randrange(len(live))))
+                live, dels = files.setdefault(key, []), deletes.setdefault(key, [])
+                roll = rng.random()
+                # (a partition's stats go when its last data file does: keep one while it
+                # has delete files, or their removal would be out of step: a full scan)
+                if (len(live) > 1 or (live and not dels)) and roll < 0.3:
+                    size, rows = live.pop(rng.randrange(len(live)))
+                    d.deleted.append(size)
+                    d.data_rows -= rows
+                elif live and roll < 0.45:  # a delete file comes (deletes need data)
+                    dels.append((rng.randrange(100, 5000), rng.randrange(1, 50)))
+                    d.added_deletes += 1
+                    d.delete_bytes += dels[-1][0]
+                    d.deleted_rows += dels[-1][1]
+                elif dels and roll < 0.55:  # a delete file goes (compacted)
+                    nbytes, rows = dels.pop(rng.randrange(len(dels)))
+                    d.removed_deletes += 1
+                    d.delete_bytes -= nbytes
+                    d.deleted_rows -= rows
                 else:
                     size = rng.choice([1, 7, 999, 1000, 1001, 5000, rng.randrange(1, 10**12)])
+                    rows = rng.randrange(0, 10**6)
                     d.added.append(size)
-                    live.append(size)
+                    d.data_rows += rows
+                    live.append((size, rows))
             assert store.apply(T, snap - 1, snap, TARGET, deltas, T0) is not None
             if rng.random() < 0.2:  # a replayed event is harmless
                 assert store.apply(T, snap - 1, snap, TARGET, deltas, T0) is None
-        reference = {k: stats_from_sizes(v, TARGET) for k, v in files.items() if v}
+        reference = {
+            k: stats_from_sizes(
+                [size for size, _ in v],
+                TARGET,
+                len(deletes[k]),
+                (
+                    sum(r for _, r in v),
+                    sum(b for b, _ in deletes[k]),
+                    sum(r for _, r in deletes[k]),
+                ),
+            )
+            for k, v in files.items()
+            if v
+        }
         assert store.partitions(T) == reference
+        assert any(p.delete_files for p in reference.values())  # the fixture has deletes
 
     # ---- chains: every snapshot since the last pass in one transaction --------------------
     def test_a_chain_ends_where_one_by_one_does(self, store: StatsStore) -> None:
