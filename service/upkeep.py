@@ -32,6 +32,23 @@ from service.queue import ActionItem, PriorityQueue
 log = logging.getLogger("icefloe.decider")
 
 
+def need_item(
+    name: str, partition: str | None, need: Need, policy: Any, now: float, lane: str | None = None
+) -> ActionItem:
+    """The queue item of one maintenance need, in the table's priority class."""
+    return ActionItem.new(
+        name,
+        partition,
+        need.action,
+        policy.priority,
+        need.cost_bytes,
+        need.benefit,
+        now,
+        reason=need.reason,
+        lane=lane,
+    )
+
+
 def partition_items(
     name: str, policy: Any, touched: Mapping[str, PartitionStats], target: int, now: float
 ) -> list[ActionItem]:
@@ -47,18 +64,7 @@ def partition_items(
     for key, stats in sorted(touched.items()):
         need = deletes_due(stats, ratio) if ratio is not None else None
         if need is not None:
-            item = ActionItem.new(
-                name,
-                key or None,
-                need.action,
-                policy.priority,
-                need.cost_bytes,
-                need.benefit,
-                now,
-                reason=need.reason,
-                lane=action,
-            )
-            items.append(item)
+            items.append(need_item(name, key or None, need, policy, now, lane=action))
             continue
         if not rewrites or not stats.needs_work(policy.tolerance_bytes):
             continue
@@ -139,17 +145,7 @@ def check_table(
     needs = table_needs(current, rules, enabled, now_ms, health.last_runs(name))
     outcomes = []
     for need in needs:
-        item = ActionItem.new(
-            name,
-            None,
-            need.action,
-            policy.priority,
-            need.cost_bytes,
-            need.benefit,
-            now,
-            reason=need.reason,
-        )
-        outcomes.append(queue.enqueue(item, now))
+        outcomes.append(queue.enqueue(need_item(name, None, need, policy, now), now))
         health.mark_run(name, need.action, now_ms)
         log.info("%s: %s (%s)", name, need.action, need.reason)
     return outcomes, current
