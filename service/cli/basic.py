@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 
 from service.cli.common import Context, emit, pass_ctx
 from service.config import Config
+from service.demo import DEFAULT_ROUNDS
 from service.errors import UsageError
 
 MIB = 1 << 20
@@ -157,60 +158,22 @@ def tables(ctx: Context, as_json: bool) -> None:
     emit(rows, as_json, render)
 
 
-def render_comparison(result: dict[str, Any]) -> None:
-    """Per table: before, icefloe after, Iceberg rewrite_data_files after — side by side."""
-    out = RichTable(title="icefloe vs Iceberg rewrite_data_files (same data, same target T)")
-    for col in ("table", "", "files", "MiB", "mean MSE", "max MSE", "rewritten MiB", "actions"):
-        out.add_column(col, justify="left" if col in ("table", "") else "right")
-    for t in result["tables"]:
-        target2 = t["target_file_size_bytes"] ** 2
-        for key in ("before", "icefloe", "iceberg"):
-            row = t[key]
-            rewritten = row.get("bytes_rewritten")
-            out.add_row(
-                t["table"] if key == "before" else "",
-                key,
-                str(row["files"]),
-                f"{row['bytes'] / MIB:.1f}",
-                f"{row['mean_mse'] / target2:.3f}·T²",
-                f"{row['max_mse'] / target2:.3f}·T²",
-                "" if rewritten is None else f"{rewritten / MIB:.1f}",
-                str(row.get("actions", "1 call" if key == "iceberg" else "")),
-            )
-        kept = "[green]every row kept[/]" if t["rows_ok"] else "[red]ROW COUNT MISMATCH[/]"
-        out.add_row("", "rows", str(t["rows_expected"]), kept, end_section=True)
-    console.print(out)
-
-
-def render_skew(skew: dict[str, Any]) -> None:
-    hot = ", ".join(f"{h['key']} ({h['rows']:,} rows, {h['share']:.0%})" for h in skew["hot_keys"])
-    console.print(f"skew report for {skew['table']} ({skew['rows']:,} rows): hot user_id {hot}")
-    out = RichTable(title="LEFT join, skewed right side: plain (AQE on) vs salted")
-    for col in ("", "join-stage max/median task", "max shuffle read MiB", "tasks", "wall s"):
-        out.add_column(col, justify="left" if not col else "right")
-    for label in ("plain", "salted"):
-        m = skew[label]
-        out.add_row(
-            label,
-            f"{m['max_over_median']:.1f}x",
-            f"{m['max_read_mb']:.1f}",
-            str(m["tasks"]),
-            f"{m['wall']:.1f}",
-        )
-    console.print(out)
-    same = "[green]identical rows[/]" if skew["identical"] else "[red]RESULTS DIFFER[/]"
-    console.print(f"salted join vs plain join: {same}")
-
-
 @click.command()
 @click.option("--namespace", default="demo", show_default=True, help="Demo namespace.")
 @click.option("--seed", default=7, show_default=True, type=int)
+@click.option(
+    "--rounds",
+    default=DEFAULT_ROUNDS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Rounds of streaming ingest, each followed by compaction on both sides.",
+)
 @click.option("--quick", is_flag=True, help="Only build the warehouse and show its entropy.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary at the end.")
 @pass_ctx
-def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) -> None:
-    """Build a streaming-ingest warehouse, let icefloe converge it while ingest goes on,
-    and compare with Iceberg's rewrite_data_files on an identical copy."""
+def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_json: bool) -> None:
+    """Build a streaming-ingest warehouse in rounds, compacting between them: icefloe's
+    decider and actors on the tables, Iceberg's rewrite_data_files on identical copies."""
     from service.config import parse_table_identifier
 
     parse_table_identifier(f"{namespace}.x", "namespace")
@@ -218,30 +181,20 @@ def demo(ctx: Context, namespace: str, seed: int, quick: bool, as_json: bool) ->
     if quick:
         _demo_quick(cfg, namespace, seed, as_json)
         return
+    from service.demo.report import render_demo
     from service.demo.run import run_demo
 
     def say(text: str) -> None:
         if not as_json:
             console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}")
 
-    result = run_demo(cfg, say, namespace=namespace, seed=seed)
+    result = run_demo(cfg, say, namespace=namespace, seed=seed, rounds=rounds)
     spark = result.pop("spark")
     try:
         if as_json:
             emit(result, True, lambda _: None)
         else:
-            render_comparison(result)
-            loop = result["loop"]
-            console.print(
-                f"decider rounds {loop['rounds']}, actions {loop['actions']}; partition scans "
-                f"avoided by the rolling stats: {loop['scans_avoided_pct']:.0f}%"
-            )
-            render_skew(result["skew"])
-            console.print(f"chart: {result['chart']}")
-            console.print(
-                f"demo finished in {result['seconds']:.0f}s; "
-                "`icefloe status` explains the state it left behind"
-            )
+            render_demo(console, result)
     finally:
         spark.stop()
     if not all(t["rows_ok"] for t in result["tables"]) or not result["skew"]["identical"]:

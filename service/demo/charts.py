@@ -1,9 +1,12 @@
-"""The demo's picture: file-size histograms before/after per table, and MSE over time."""
+"""The demo's pictures: file-size histograms per table (every file ingested, and the files
+after icefloe's last round) with each table's entropy over time; and the bytes each side
+rewrote, cumulative over the rounds."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 MIB = 1 << 20
 
@@ -15,8 +18,9 @@ def render_chart(
     timeline: Sequence[tuple[float, str, float]],
     targets: Mapping[str, int],
 ) -> Path:
-    """Write a PNG: one histogram panel per table (file sizes before and after, with the
-    target marked) and a last panel of each table's mean partition MSE over time.
+    """Write a PNG: one histogram panel per table (file sizes of every file ingested, as the
+    table would be uncompacted, and after, with the target marked) and a last panel of each
+    table's mean partition MSE over time.
 
     ``timeline`` holds ``(seconds since start, table, mean partition MSE in bytes²)``.
     """
@@ -35,13 +39,13 @@ def render_chart(
             [s / MIB for s in before[name]],
             bins=bins,
             alpha=0.6,
-            label=f"before ({len(before[name])} files)",
+            label=f"uncompacted ({len(before[name])} files)",
         )
         ax.hist(
             [s / MIB for s in after.get(name, [])],
             bins=bins,
             alpha=0.6,
-            label=f"after ({len(after.get(name, []))} files)",
+            label=f"icefloe after ({len(after.get(name, []))} files)",
         )
         ax.axvline(target / MIB, color="black", linestyle="--", linewidth=1, label="target")
         ax.set_title(name)
@@ -62,6 +66,36 @@ def render_chart(
     ax.set_title("partition entropy over time")
     ax.set_xlabel("seconds")
     ax.set_ylabel("mean RMSE / target")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def render_rounds_chart(path: Path, rounds: Sequence[Mapping[str, Any]]) -> Path:
+    """Write a PNG of the bytes rewritten, cumulative over the rounds: icefloe against
+    Iceberg's ``rewrite_data_files``. ``rounds``: the demo's rounds, each with an
+    ``icefloe`` and an ``iceberg`` mapping holding ``bytes_rewritten``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [int(r["round"]) for r in rounds]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for side, label in (("icefloe", "icefloe"), ("iceberg", "Iceberg rewrite_data_files")):
+        total, ys = 0, []
+        for r in rounds:
+            total += int(r[side]["bytes_rewritten"])
+            ys.append(total / MIB)
+        ax.plot(xs, ys, marker="o", label=f"{label} ({ys[-1]:.1f} MiB)")
+    ax.set_title("bytes rewritten, cumulative over the rounds")
+    ax.set_xlabel("round")
+    ax.set_xticks(xs)
+    ax.set_ylabel("MiB rewritten")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -148,22 +148,51 @@ def plan_commits(spec: TableSpec, seed: int) -> Iterator[tuple[dt.date, int, boo
         yield day, max(1, size // BYTES_PER_ROW), late
 
 
+class CommitStream:
+    """A table's commits in order (:func:`plan_commits`), each batch generated when taken:
+    the same seed gives the same batches, however the commits are split into rounds."""
+
+    def __init__(self, spec: TableSpec, seed: int) -> None:
+        self.spec = spec
+        self.plan = list(plan_commits(spec, seed))
+        self.rng = random.Random(seed * 7919 + 1)
+        self.next_id = 0
+        self.taken = 0
+
+    def take(self) -> tuple[pa.Table, bool]:
+        """The next commit's rows and whether it is late."""
+        day, rows, late = self.plan[self.taken]
+        data = batch(self.rng, day, self.spec.regions, rows, self.next_id)
+        self.next_id += data.num_rows
+        self.taken += 1
+        return data, late
+
+    def round_sizes(self, rounds: int) -> list[int]:
+        """How many commits each of ``rounds`` rounds takes: the healthy days' large files
+        and an equal share of the streaming commits in the first, an equal share after."""
+        streaming = self.spec.commits
+        healthy = len(self.plan) - streaming
+        shares = [streaming * (r + 1) // rounds - streaming * r // rounds for r in range(rounds)]
+        return [healthy + shares[0], *shares[1:]]
+
+
 def ingest(
     catalog: Catalog,
     spec: TableSpec,
     seed: int = 7,
     on_commit: Callable[[CommitInfo], None] | None = None,
+    stream: CommitStream | None = None,
+    commits: int | None = None,
 ) -> list[CommitInfo]:
-    """Create the table afresh and stream its commits into it; returns one info per commit."""
+    """Create the table afresh and stream its commits into it (the first ``commits`` of
+    ``stream``, by default all of a new one); returns one info per commit."""
     # PyIceberg writes its own row groups and says so about the row-group property: fine.
     warnings.filterwarnings("ignore", message=r"Parquet writer option", category=UserWarning)
     table = create_table(catalog, spec)
-    rng = random.Random(seed * 7919 + 1)
+    stream = stream or CommitStream(spec, seed)
     out: list[CommitInfo] = []
-    next_id = 0
-    for day, rows, late in plan_commits(spec, seed):
-        data = batch(rng, day, spec.regions, rows, next_id)
-        next_id += data.num_rows
+    for _ in range(len(stream.plan) if commits is None else commits):
+        data, late = stream.take()
         table.append(data)
         snap = table.current_snapshot()
         assert snap is not None

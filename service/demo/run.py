@@ -1,15 +1,18 @@
 """``icefloe demo``: the whole loop on a local warehouse, side by side with Iceberg.
 
-1. streaming ingest builds three small-file tables (``service.demo.ingest``);
-2. each table is cloned (``register_table`` on its current metadata: same data files, its
-   own history) for Iceberg's ``rewrite_data_files`` baseline;
-3. an ingest thread keeps committing small files — to both copies, the same batches —
-   while the decider (rolling entropy in Redis) and a pool of two actor threads converge
-   the warehouse;
-4. Iceberg's ``rewrite_data_files`` (default binpack, same target) runs on the clones;
-5. both results are read back from Iceberg metadata and printed side by side, with the
-   row counts checked against what was ingested; a chart goes to ``.demo/``;
-6. skew: a planted hot key is detected, and the salted join is checked against the plain
+1. streaming ingest builds three small-file tables (``service.demo.ingest``), in rounds:
+   the first round writes the healthy days' large files and the first share of the
+   streaming commits, and each table is cloned (``register_table`` on its current
+   metadata: same data files, its own history) for Iceberg's baseline;
+2. every round then compacts both sides (``service.demo.rounds``): the decider (rolling
+   entropy in Redis) and a pool of two actor threads converge the tables, Iceberg's
+   ``rewrite_data_files`` (default binpack, same target) runs on the clones;
+3. the next round appends the next share of commits to both sides (the same data files),
+   and both compact again: real tables are compacted again and again while ingest goes on;
+4. after every round both sides are read back from Iceberg metadata and the row counts
+   checked against what was ingested; the totals and a per-table comparison follow, and
+   two charts go to ``.demo/`` (file sizes and entropy; cumulative bytes rewritten);
+5. skew: a planted hot key is detected, and the salted join is checked against the plain
    join (identical rows) with its stage max/median task time.
 
 The decider state stays in Redis under the configured prefix, so ``icefloe status``
@@ -18,81 +21,30 @@ explains what the demo left behind (the default config manages the ``demo`` name
 
 from __future__ import annotations
 
-import random
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from service.config import PROJECT_ROOT, Config, ManagedConfig
-from service.demo.ingest import TableSpec, batch, demo_tables, ingest
+from service.demo import DEFAULT_ROUNDS
+from service.demo.ingest import CommitStream, TableSpec, demo_tables, ingest
+from service.demo.rounds import (
+    Icefloe,
+    View,
+    append_twice,
+    clone_table,
+    combine,
+    iceberg_rewrite,
+    icefloe_work,
+    read_view,
+    state,
+    summarize,
+)
 from service.demo.skew import skew_section
-from service.tablestats import current_partitions
 
-MIB = 1 << 20
 Say = Callable[[str], None]
-
-
-def table_state(catalog: Any, name: str, target: int) -> dict[str, Any]:
-    """Files, bytes, rows, sizes and mean/max partition MSE of a table, from metadata."""
-    table = catalog.load_table(tuple(name.split(".")))
-    parts = current_partitions(table)
-    mses = [p.stats(target).mse for p in parts]
-    return {
-        "files": sum(len(p.sizes) for p in parts),
-        "bytes": sum(sum(p.sizes) for p in parts),
-        "rows": sum(sum(p.records) for p in parts),
-        "sizes": [s for p in parts for s in p.sizes],
-        "mean_mse": sum(mses) / len(mses) if mses else 0.0,
-        "max_mse": max(mses, default=0.0),
-        "partitions": len(parts),
-    }
-
-
-def clone_table(catalog: Any, source: str, dest: str) -> None:
-    """A copy sharing ``source``'s data files, with a history of its own."""
-    src = catalog.load_table(tuple(source.split(".")))
-    ident = tuple(dest.split("."))
-    catalog.create_namespace_if_not_exists(ident[:-1])
-    if catalog.table_exists(ident):
-        catalog.drop_table(ident)  # drop, never purge: the files belong to the source too
-    catalog.register_table(ident, src.metadata_location)
-
-
-class Streamer(threading.Thread):
-    """Keeps appending small batches to every table of a group (the same batch to each)."""
-
-    def __init__(
-        self,
-        catalog: Any,
-        groups: list[tuple[TableSpec, list[str]]],
-        commits: int,
-        pause: float,
-        seed: int,
-    ) -> None:
-        super().__init__(daemon=True, name="ingest")
-        self.catalog, self.groups, self.commits, self.pause = catalog, groups, commits, pause
-        self.rng = random.Random(seed)
-        self.rows: dict[str, int] = {}
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            from service.demo.ingest import BYTES_PER_ROW, EPOCH_DAY
-
-            for i in range(self.commits):
-                for spec, names in self.groups:
-                    day = EPOCH_DAY.fromordinal(EPOCH_DAY.toordinal() + spec.days - 1)
-                    rows = max(1, int(self.rng.uniform(*spec.small_file_bytes)) // BYTES_PER_ROW)
-                    data = batch(self.rng, day, spec.regions, rows, 10**9 + i * 10**6)
-                    for name in names:
-                        self.catalog.load_table(tuple(name.split("."))).append(data)
-                        self.rows[name] = self.rows.get(name, 0) + data.num_rows
-                time.sleep(self.pause)
-        except BaseException as e:  # reported by the demo, never swallowed
-            self.error = e
 
 
 def demo_config(cfg: Config, namespace: str) -> Config:
@@ -101,174 +53,186 @@ def demo_config(cfg: Config, namespace: str) -> Config:
     return replace(cfg, managed=ManagedConfig(namespaces=namespaces, tables=cfg.managed.tables))
 
 
-def converge(
-    cfg: Config,
+@dataclass
+class Warehouse:
+    """The demo's tables, their clones and streams, and what was ingested so far."""
+
+    catalog: Any
+    specs: list[TableSpec]
+    copies: dict[str, str]
+    streams: dict[str, CommitStream]
+    shares: dict[str, list[int]]  # commits per round, per table
+    targets: dict[str, int]
+    expected: dict[str, int] = field(default_factory=dict)  # rows ingested
+    # every file ever ingested (partition → sizes): the tables as they would be uncompacted
+    ingested: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    seen: dict[str, set[str]] = field(default_factory=dict)  # paths after the last round
+
+    def note_ingest(self, views: dict[str, View]) -> None:
+        """Files in the tables now that were not there after the last compaction: new."""
+        for name, view in views.items():
+            parts = self.ingested.setdefault(name, {})
+            old = self.seen.get(name, set())
+            for key, files in view.files.items():
+                parts.setdefault(key, []).extend(s for p, s in files.items() if p not in old)
+
+
+def _first_ingest(cfg: Config, namespace: str, seed: int, rounds: int, say: Say) -> Warehouse:
+    from service.catalog import load_catalog
+
+    catalog = load_catalog(cfg)
+    specs = demo_tables(namespace)
+    streams = {s.name: CommitStream(s, seed + i) for i, s in enumerate(specs)}
+    wh = Warehouse(
+        catalog,
+        specs,
+        copies={s.name: f"{namespace}_iceberg.{s.name.split('.')[-1]}" for s in specs},
+        streams=streams,
+        shares={name: stream.round_sizes(rounds) for name, stream in streams.items()},
+        targets={},
+    )
+    for spec in specs:
+        share = wh.shares[spec.name][0]
+        say(
+            f"round 1: ingesting {spec.name}: {share} of its {len(streams[spec.name].plan)} "
+            f"commits ({spec.late_share:.0%} of the streaming ones late)"
+        )
+        infos = ingest(catalog, spec, stream=streams[spec.name], commits=share)
+        clone_table(catalog, spec.name, wh.copies[spec.name])
+        wh.expected[spec.name] = sum(i.rows for i in infos)
+        wh.targets[spec.name] = wh.targets[wh.copies[spec.name]] = spec.target_file_size_bytes
+    return wh
+
+
+def _ingest_round(wh: Warehouse, index: int, say: Say) -> None:
+    commits = {s.name: wh.shares[s.name][index] for s in wh.specs}
+    say(
+        f"round {index + 1}: ingesting "
+        + ", ".join(f"{n} commits into {t}" for t, n in commits.items())
+        + " (and the same files into each clone)"
+    )
+    for spec in wh.specs:
+        rows = append_twice(
+            wh.catalog, spec.name, wh.copies[spec.name], wh.streams[spec.name], commits[spec.name]
+        )
+        wh.expected[spec.name] += rows
+
+
+def play_round(
+    wh: Warehouse,
+    index: int,
+    icefloe: Icefloe,
     spark: Any,
-    catalog: Any,
-    tables: list[str],
-    streamer: Streamer,
+    cfg: Config,
     say: Say,
-    started: float,
+    mark: Callable[[str, float], None],
+) -> dict[str, Any]:
+    """One round: ingest (after the first), then both sides compact; its figures.
+    ``mark(table, mean MSE)`` is called after the ingest and after the compaction."""
+    if index:
+        _ingest_round(wh, index, say)
+    views = {s.name: read_view(wh.catalog, s.name) for s in wh.specs}
+    wh.note_ingest(views)
+    ingested = {
+        s.name: summarize(views[s.name].sizes(), s.target_file_size_bytes) for s in wh.specs
+    }
+    for name, figures in ingested.items():
+        mark(name, figures["mean_mse"])
+    say(f"round {index + 1}: icefloe's decider and actors on the tables")
+    entries = icefloe.converge(say)
+    say(f"round {index + 1}: Iceberg's rewrite_data_files on the clones")
+    theirs = {
+        s.name: iceberg_rewrite(spark, cfg, wh.copies[s.name], s.target_file_size_bytes)
+        for s in wh.specs
+    }
+    tables: dict[str, dict[str, Any]] = {}
+    for spec in wh.specs:
+        ours = read_view(wh.catalog, spec.name)
+        copy = read_view(wh.catalog, wh.copies[spec.name])
+        wh.seen[spec.name] = {p for files in ours.files.values() for p in files}
+        expected = wh.expected[spec.name]
+        tables[spec.name] = {
+            "commits": wh.shares[spec.name][index],
+            "rows_expected": expected,
+            "before_compaction": {k: ingested[spec.name][k] for k in ("files", "mean_mse")},
+            "icefloe": state(ours, spec.target_file_size_bytes) | icefloe_work(entries, spec.name),
+            "iceberg": state(copy, spec.target_file_size_bytes) | theirs[spec.name],
+            "rows_ok": ours.rows == expected and copy.rows == expected,
+            "_sizes": ours.sizes(),
+        }
+        mark(spec.name, tables[spec.name]["icefloe"]["mean_mse"])
+    return {
+        "round": index + 1,
+        "commits": sum(t["commits"] for t in tables.values()),
+        "tables": tables,
+        "icefloe": combine({n: t["icefloe"] for n, t in tables.items()}, wh.targets),
+        "iceberg": combine({n: t["iceberg"] for n, t in tables.items()}, wh.targets),
+        "rows_ok": all(t["rows_ok"] for t in tables.values()),
+    }
+
+
+def totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each side over all rounds: what it rewrote in total, and where it ended."""
+    last = rounds[-1]
+    out: dict[str, Any] = {}
+    for side in ("icefloe", "iceberg"):
+        out[side] = dict(last[side]) | {
+            k: sum(r[side][k] for r in rounds) for k in ("bytes_rewritten", "files_rewritten")
+        }
+    out["rows_ok"] = all(r["rows_ok"] for r in rounds)
+    return out
+
+
+def compare_tables(wh: Warehouse, rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per table: uncompacted (every file ingested), icefloe and Iceberg after the last
+    round, with what each rewrote over all rounds."""
+    out = []
+    for spec in wh.specs:
+        name, last = spec.name, rounds[-1]["tables"][spec.name]
+        per = [r["tables"][name] for r in rounds]
+        out.append(
+            {
+                "table": name,
+                "target_file_size_bytes": spec.target_file_size_bytes,
+                "uncompacted": summarize(wh.ingested[name], spec.target_file_size_bytes)
+                | {"rows": wh.expected[name]},
+                "icefloe": last["icefloe"]
+                | {k: sum(p["icefloe"][k] for p in per) for k in ("bytes_rewritten", "actions")},
+                "iceberg": last["iceberg"]
+                | {"bytes_rewritten": sum(p["iceberg"]["bytes_rewritten"] for p in per)}
+                | {"calls": len(per)},
+                "rows_expected": wh.expected[name],
+                "rows_ok": all(p["rows_ok"] for p in per),
+            }
+        )
+    return out
+
+
+def _charts(
+    wh: Warehouse,
+    rounds: list[dict[str, Any]],
     timeline: list[tuple[float, str, float]],
-    targets: dict[str, int],
-    max_rounds: int = 40,
-) -> dict[str, Any]:
-    """Decider passes and an actor pool of two threads until ingest stops and no work is left."""
-    from service.actor import spark_runner
-    from service.config import DeciderSettings
-    from service.decider import Decider
-    from service.keys import Keys
-    from service.redis_client import connect
-    from service.status import record_action
+    chart: Path,
+) -> Path:
+    from service.demo.charts import render_chart, render_rounds_chart
 
-    client = connect(cfg)
-    settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
-    keys = Keys.for_config(cfg)
-    decider = Decider(cfg, client, catalog, settings)
-    runner = spark_runner(cfg, spark)
-    results: list[dict[str, Any]] = []
-    lock = threading.Lock()
-
-    def record(entry: dict[str, Any]) -> None:
-        with lock:
-            results.append(entry)
-        record_action(client, keys, entry, settings.recent_cap)
-
-    def actor_pool() -> None:
-        run_actor_pool(client, keys, catalog, runner, settings, record)
-
-    rounds = fruitless = 0
-    while rounds < max_rounds and fruitless < 3:
-        rounds += 1
-        report = decider.step(block_ms=None)
-        queued = sum(decider.queue.depth().values())
-        say(
-            f"round {rounds}: decider applied snapshots, {queued} action(s) queued; "
-            f"ingest {'running' if streamer.is_alive() else 'done'}"
-        )
-        if queued:
-            ran = len(results)
-            actor_pool()
-            ok = sum(1 for r in results[ran:] if r.get("ok"))
-            fruitless = 0 if ok else fruitless + 1
-            if not ok:
-                say("[red]no action succeeded this round[/]")
-        for name in tables:
-            state = table_state(catalog, name, targets[name])
-            timeline.append((time.monotonic() - started, name, state["mean_mse"]))
-        if not streamer.is_alive() and not queued and report.leader:
-            break
-        if not queued:
-            time.sleep(0.5)
-    done = [r for r in results if r.get("ok")]
-    return {
-        "rounds": rounds,
-        "actions": len(results),
-        "bytes_rewritten": {
-            t: sum(int(r.get("bytes_rewritten") or 0) for r in done if r.get("table") == t)
-            for t in tables
+    render_chart(
+        chart,
+        {
+            name: [s for sizes in parts.values() for s in sizes]
+            for name, parts in wh.ingested.items()
         },
-        "actions_by_table": {t: sum(1 for r in results if r.get("table") == t) for t in tables},
-        "scans_avoided_pct": _scans_avoided(client, keys),
-    }
-
-
-def run_actor_pool(
-    client: Any, keys: Any, catalog: Any, runner: Any, settings: Any, record: Any
-) -> None:
-    """Two actor threads on the queue until it has been empty for half a second."""
-    from jobs.orphans import cleaner
-    from service.actor import Actor
-    from service.intents import RedisIntents
-    from service.queue import RedisQueue
-
-    queue = RedisQueue(client, keys, settings.max_attempts, settings.aging_seconds)
-    actors = [
-        Actor(
-            queue,
-            runner,
-            lease_seconds=settings.lease_seconds,
-            recorder=record,
-            intents=RedisIntents(client, keys),
-            clean=cleaner(catalog),
-        )
-        for _ in range(2)
-    ]
-    threads = [threading.Thread(target=a.run, kwargs={"idle_exit": 0.5}) for a in actors]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
-def _scans_avoided(client: Any, keys: Any) -> float:
-    from service.status import counters, scans_avoided_pct
-
-    return float(scans_avoided_pct(counters(client, keys)))
-
-
-def iceberg_baseline(spark: Any, cfg: Config, name: str, target: int) -> dict[str, Any]:
-    from service.catalog import spark_table_name
-
-    full = spark_table_name(cfg, name).replace("`", "")
-    begin = time.monotonic()
-    row = spark.sql(
-        f"CALL {cfg.catalog.name}.system.rewrite_data_files(table => '{full}', "
-        f"options => map('target-file-size-bytes', '{target}'))"
-    ).collect()[0]
-    return {
-        "files_rewritten": int(row["rewritten_data_files_count"]),
-        "bytes_rewritten": int(row["rewritten_bytes_count"]),
-        "files_added": int(row["added_data_files_count"]),
-        "seconds": round(time.monotonic() - begin, 1),
-    }
-
-
-def _ingest_tables(
-    catalog: Any, specs: list[TableSpec], copies: dict[str, str], seed: int, say: Say
-) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
-    """Ingest each demo table and clone it for the Iceberg baseline: the target file size of
-    every table and clone, and the state of each table before icefloe works."""
-    targets: dict[str, int] = {}
-    before: dict[str, dict[str, Any]] = {}
-    for i, spec in enumerate(specs):
-        say(
-            f"ingesting {spec.name}: {spec.commits} streaming commits, "
-            f"{spec.late_share:.0%} of them late"
-        )
-        ingest(catalog, spec, seed=seed + i)
-        clone_table(catalog, spec.name, copies[spec.name])
-        targets[spec.name] = targets[copies[spec.name]] = spec.target_file_size_bytes
-        before[spec.name] = table_state(catalog, spec.name, spec.target_file_size_bytes)
-    return targets, before
-
-
-def _comparison(
-    catalog: Any,
-    spec: TableSpec,
-    copy: str,
-    before: dict[str, Any],
-    expected: int,
-    loop: dict[str, Any],
-    baseline: dict[str, Any],
-) -> dict[str, Any]:
-    """One table's row of the report: before, after icefloe, after Iceberg's rewrite."""
-    ours = table_state(catalog, spec.name, spec.target_file_size_bytes)
-    theirs = table_state(catalog, copy, spec.target_file_size_bytes)
-    return {
-        "table": spec.name,
-        "target_file_size_bytes": spec.target_file_size_bytes,
-        "before": {k: v for k, v in before.items() if k != "sizes"},
-        "icefloe": {k: v for k, v in ours.items() if k != "sizes"}
-        | {
-            "bytes_rewritten": loop["bytes_rewritten"][spec.name],
-            "actions": loop["actions_by_table"][spec.name],
+        {
+            name: [s for sizes in t.pop("_sizes").values() for s in sizes]
+            for name, t in rounds[-1]["tables"].items()
         },
-        "iceberg": {k: v for k, v in theirs.items() if k != "sizes"} | baseline,
-        "rows_expected": expected,
-        "rows_ok": ours["rows"] == expected and theirs["rows"] == expected,
-        "_sizes": (before["sizes"], ours["sizes"]),
-    }
+        timeline,
+        wh.targets,
+    )
+    for r in rounds:
+        for t in r["tables"].values():
+            t.pop("_sizes", None)
+    return render_rounds_chart(chart.with_name(f"{chart.stem}-rounds{chart.suffix}"), rounds)
 
 
 def run_demo(
@@ -276,77 +240,51 @@ def run_demo(
     say: Say,
     namespace: str = "demo",
     seed: int = 7,
-    stream_commits: int = 6,
+    rounds: int = DEFAULT_ROUNDS,
     chart: Path | None = None,
 ) -> dict[str, Any]:
     """The whole demo; returns everything it printed, as data."""
-    from service.catalog import load_catalog
     from service.spark import build_spark
 
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     cfg = demo_config(cfg, namespace)
-    catalog = load_catalog(cfg)
     started = time.monotonic()
-    specs = demo_tables(namespace)
-    copies = {s.name: f"{namespace}_iceberg.{s.name.split('.')[-1]}" for s in specs}
-    targets, before = _ingest_tables(catalog, specs, copies, seed, say)
+    wh = _first_ingest(cfg, namespace, seed, rounds, say)
     say("starting Spark")
     # the UI's REST API gives the per-task metrics of the skew section; port 0 = any free
     spark = build_spark(
         cfg, app_name="icefloe-demo", extra={"spark.ui.enabled": "true", "spark.ui.port": "0"}
     )
-    timeline: list[tuple[float, str, float]] = [
-        (time.monotonic() - started, name, st["mean_mse"]) for name, st in before.items()
-    ]
-    streamer = Streamer(
-        catalog,
-        [(s, [s.name, copies[s.name]]) for s in specs],
-        stream_commits,
-        pause=2.0,
-        seed=seed,
-    )
-    streamer.start()
-    say(f"ingest keeps committing ({stream_commits} more commits per table) while icefloe works")
-    loop = converge(
-        cfg, spark, catalog, [s.name for s in specs], streamer, say, started, timeline, targets
-    )
-    streamer.join()
-    if streamer.error:
-        raise streamer.error
-    say("running Iceberg's rewrite_data_files on the clones (default binpack, same target)")
-    baseline = {
-        s.name: iceberg_baseline(spark, cfg, copies[s.name], s.target_file_size_bytes)
-        for s in specs
-    }
-    tables = [
-        _comparison(
-            catalog,
-            spec,
-            copies[spec.name],
-            before[spec.name],
-            before[spec.name]["rows"] + streamer.rows.get(spec.name, 0),
-            loop,
-            baseline[spec.name],
-        )
-        for spec in specs
-    ]
-    skew = skew_section(spark, cfg, catalog, namespace, say)
-    chart = chart or PROJECT_ROOT / ".demo" / "icefloe-demo.png"
-    from service.demo.charts import render_chart
+    icefloe = Icefloe(cfg, spark, wh.catalog)
+    played: list[dict[str, Any]] = []
+    timeline: list[tuple[float, str, float]] = []
 
-    render_chart(
-        chart,
-        {t["table"]: t["_sizes"][0] for t in tables},
-        {t["table"]: t["_sizes"][1] for t in tables},
-        timeline,
-        targets,
-    )
-    for t in tables:
-        del t["_sizes"]
+    def mark(name: str, mse: float) -> None:
+        timeline.append((time.monotonic() - started, name, mse))
+
+    for index in range(rounds):
+        played.append(play_round(wh, index, icefloe, spark, cfg, say, mark))
+        ours, theirs = played[-1]["icefloe"], played[-1]["iceberg"]
+        say(
+            f"round {index + 1} done: rewritten {ours['bytes_rewritten'] / (1 << 20):.1f} MiB "
+            f"by icefloe, {theirs['bytes_rewritten'] / (1 << 20):.1f} MiB by Iceberg"
+        )
+    skew = skew_section(spark, cfg, wh.catalog, namespace, say)
+    chart = chart or PROJECT_ROOT / ".demo" / "icefloe-demo.png"
+    rounds_chart = _charts(wh, played, timeline, chart)
     return {
-        "tables": tables,
-        "loop": loop,
+        "rounds": played,
+        "totals": totals(played),
+        "tables": compare_tables(wh, played),
+        "loop": {
+            "decider_passes": icefloe.passes,
+            "actions": len(icefloe.results),
+            "scans_avoided_pct": icefloe.scans_avoided_pct(),
+        },
         "skew": skew,
         "chart": str(chart),
+        "rounds_chart": str(rounds_chart),
         "seconds": round(time.monotonic() - started, 1),
         "spark": spark,
     }

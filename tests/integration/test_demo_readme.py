@@ -74,14 +74,50 @@ def test_demo_converges_keeps_every_row_and_beats_nothing_it_hides(demo_env: dic
     for t in result["tables"]:
         assert t["rows_ok"], t
         assert t["icefloe"]["rows"] == t["iceberg"]["rows"] == t["rows_expected"]
-        assert t["icefloe"]["files"] < t["before"]["files"]
-        assert t["icefloe"]["mean_mse"] < t["before"]["mean_mse"]
+        assert t["uncompacted"]["rows"] == t["rows_expected"]
+        assert t["icefloe"]["files"] < t["uncompacted"]["files"]
+        assert t["icefloe"]["mean_mse"] < t["uncompacted"]["mean_mse"]
     assert result["loop"]["actions"] > 0
     skew = result["skew"]
     assert skew["identical"] is True
     assert [h["key"] for h in skew["hot_keys"]] in (["42"], [42])
-    chart = Path(result["chart"])
-    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for chart in (Path(result["chart"]), Path(result["rounds_chart"])):
+        assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_compacts_both_sides_every_round_and_totals_add_up(demo_env: dict) -> None:
+    from service.demo import DEFAULT_ROUNDS
+
+    result = demo_env["result"]
+    rounds, totals = result["rounds"], result["totals"]
+    assert [r["round"] for r in rounds] == list(range(1, DEFAULT_ROUNDS + 1))
+    expected = {t: 0 for t in rounds[0]["tables"]}
+    for r in rounds:
+        assert r["commits"] > 0
+        assert r["rows_ok"], r["round"]
+        for name, t in r["tables"].items():
+            # ingest went on: every round's commits add rows, and both sides hold all of them
+            assert t["rows_expected"] > expected[name]
+            expected[name] = t["rows_expected"]
+            assert t["icefloe"]["rows"] == t["iceberg"]["rows"] == t["rows_expected"], name
+            for side in ("icefloe", "iceberg"):
+                assert t[side]["manifests"] >= 1 and t[side]["snapshots"] >= t["commits"]
+        for side in ("icefloe", "iceberg"):
+            per_table = r["tables"].values()
+            for key in ("bytes_rewritten", "files_rewritten", "files", "manifests", "snapshots"):
+                assert r[side][key] == sum(t[side][key] for t in per_table), (side, key)
+    for side in ("icefloe", "iceberg"):
+        for key in ("bytes_rewritten", "files_rewritten"):
+            assert totals[side][key] == sum(r[side][key] for r in rounds), (side, key)
+        for key in ("files", "mean_mse_t2", "manifests", "snapshots"):
+            assert totals[side][key] == rounds[-1][side][key], (side, key)
+        per_table = sum(t[side]["bytes_rewritten"] for t in result["tables"])
+        assert per_table == totals[side]["bytes_rewritten"]
+    assert totals["rows_ok"] is True
+    # compaction again and again: both sides rewrote something after the first round
+    assert sum(r["icefloe"]["bytes_rewritten"] for r in rounds[1:]) > 0
+    assert sum(r["iceberg"]["bytes_rewritten"] for r in rounds[1:]) > 0
+    assert totals["icefloe"]["files"] < sum(t["uncompacted"]["files"] for t in result["tables"])
 
 
 def test_status_explains_the_demo_state(demo_env: dict) -> None:
