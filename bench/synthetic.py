@@ -123,6 +123,7 @@ class Snapshot:
     parent_snapshot_id: int | None
     timestamp_ms: int
     manifest_list: tuple[Manifest, ...]  # the parent's manifests and the one it wrote
+    summary: Any = None  # no totals: the health's delete figures read 0
 
     def manifests(self, io: Any) -> list[Manifest]:
         return list(self.manifest_list)
