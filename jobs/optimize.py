@@ -76,8 +76,8 @@ def optimize_table(
     data file a delete file applies to), in the ``partitions`` selected (None = all). Raises
     UsageError / TableNotFound before writing, OperationFailed when a write or a check fails
     (nothing committed); partitions whose commit keeps conflicting are reported ``failed``.
-    ``tolerance``: bytes (None = the policy's); ``collaborators``: the rewrite's
-    (:class:`jobs.rewrite.exact.Collaborators`, None = defaults)."""
+    ``tolerance``: bytes (None = the policy's, and its ``min_input_files``; an explicit one
+    plans from two small files); ``collaborators``: the rewrite's (``Collaborators``)."""
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
     catalog = load_catalog(cfg)
@@ -85,9 +85,10 @@ def optimize_table(
     policy = cfg.policy_for(table, pt.properties)
     target = int(policy.target_file_size_bytes or 1)
     tol = policy.tolerance_bytes if tolerance is None else tolerance
+    min_files = policy.min_input_files if tolerance is None else 2
     deletes, action = action == "compact_deletes", _data_action(action, policy)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(pt, target, tol, action, partitions, sort_columns, deletes=deletes)
+    plan = plan_table(pt, target, tol, action, partitions, sort_columns, None, deletes, min_files)
     timings = {"plan": time.monotonic() - started}
     if plan.work and not dry_run:
         prepare_suite()  # GE's import and context, on a thread, while this action writes
@@ -133,6 +134,7 @@ def optimize_table(
             sort_columns,
             only={k[1] for k in conflicts},
             deletes=deletes,
+            min_input_files=min_files,
         )
         plan = _replanned(fresh, conflicts, reports, attempt)
     parts = [

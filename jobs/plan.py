@@ -171,6 +171,7 @@ def _plan_partition(
     forced: dict[str, int],
     bounds: dict[str, Any],
     deletes: bool = False,
+    min_input_files: int = 2,
 ) -> PartitionPlan:
     from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
 
@@ -193,6 +194,8 @@ def _plan_partition(
     groups: list[list[int]] = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
+    elif stats.undersized < min_input_files and not must:
+        reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         plan = plan_partition(sizes, target, tolerance, preserve_order=action == "sort")
         groups = [list(g) for g in plan.groups]
@@ -233,10 +236,12 @@ def plan_table(
     sort_columns: tuple[str, ...] = (),
     only: set[str] | None = None,
     deletes: bool = False,
+    min_input_files: int = 2,
 ) -> TablePlan:
     """Plan every (selected) partition from the current snapshot's file list. ``deletes``
     (delete compaction): also every data file a delete file may apply to, so that no delete
-    file is left applying to the partition."""
+    file is left applying to the partition. A partition with fewer than ``min_input_files``
+    undersized files is left for later (delete compaction aside)."""
     from service.tablestats import current_partitions
 
     wanted = parse_selectors(table, selectors)
@@ -256,7 +261,7 @@ def plan_table(
     current_spec = table.spec().spec_id
     plans = []
     for pf in files:
-        p = _plan_partition(pf, target, tolerance, action, forced, bounds, deletes)
+        p = _plan_partition(pf, target, tolerance, action, forced, bounds, deletes, min_input_files)
         if pf.spec_id != current_spec:
             p = replace(
                 p,

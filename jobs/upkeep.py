@@ -1,7 +1,9 @@
 """A table's metadata maintenance as an actor's action: run it, then prove nothing was lost.
 
 The procedures are Iceberg's own (``jobs.maintenance``: guard rails and hard age floors);
-their parameters come from the table's ``maintenance`` policy. Each run is verified from
+their parameters come from the table's ``maintenance`` policy. A manifest rewrite whose
+output is one manifest runs in the driver instead (``jobs.manifests``: Iceberg's core
+``RewriteManifests``, no Spark job). Each run is verified from
 the metadata, exactly, before the action is acked:
 
 * ``rewrite_manifests`` — the snapshot it committed holds exactly the live files (path,
@@ -11,7 +13,8 @@ the metadata, exactly, before the action is acked:
   the newest ``retain_last`` of the current history, or named by a branch or tag) still is,
   and no other snapshot older than the cutoff is left;
 * every action — every file a retained snapshot references (its manifest list, manifests,
-  data and delete files) exists, so time travel to each of them still reads; after
+  data and delete files) exists, so time travel to each of them still reads (after a
+  manifest rewrite, which deletes nothing, the snapshots it committed); after
   ``remove_orphan_files`` this is the proof that no referenced file was taken for an
   orphan, whatever a concurrent writer committed.
 
@@ -26,8 +29,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobs import maintenance
+from jobs.manifests import driver_rewrite
 from optimizer.maintenance import TABLE_ACTIONS
-from service.catalog import load_catalog, load_table
+from service.catalog import load_catalog, load_table, spark_table_name
 from service.config import Config
 from service.errors import OperationFailed, UsageError
 
@@ -43,12 +47,15 @@ def live_files(table: Any, snapshot_id: int) -> dict[str, tuple[int, int]]:
     return out
 
 
-def missing_files(table: Any) -> list[str]:
-    """Files a retained snapshot references that do not exist (metadata first), sorted."""
+def missing_files(table: Any, snapshot_ids: set[int] | None = None) -> list[str]:
+    """Files a retained snapshot (or one of ``snapshot_ids``) references that do not exist
+    (metadata first), sorted."""
     io = table.io
     wanted = {table.metadata_location}
     manifests: dict[str, Any] = {}
     for snap in table.metadata.snapshots:
+        if snapshot_ids is not None and snap.snapshot_id not in snapshot_ids:
+            continue
         wanted.add(snap.manifest_list)
         for m in snap.manifests(io):
             manifests.setdefault(m.manifest_path, m)
@@ -59,10 +66,10 @@ def missing_files(table: Any) -> list[str]:
     return sorted(path for path in wanted if not io.new_input(path).exists())
 
 
-def _check_manifests_rewrite(table: Any, start: int | None) -> int:
-    """Verify each manifest rewrite committed on the current history since ``start``;
-    how many were checked."""
-    checked = 0
+def _check_manifests_rewrite(table: Any, start: int | None) -> set[int]:
+    """Verify each manifest rewrite committed on the current history since ``start``; the
+    snapshots checked."""
+    checked = set()
     node = table.current_snapshot()
     while node is not None and node.snapshot_id != start:
         props = node.summary.additional_properties if node.summary is not None else {}
@@ -73,7 +80,7 @@ def _check_manifests_rewrite(table: Any, start: int | None) -> int:
                     f"rewrite_manifests snapshot {node.snapshot_id} does not hold exactly "
                     "its parent's files"
                 )
-            checked += 1
+            checked.add(node.snapshot_id)
         node = None if parent is None else table.metadata.snapshot_by_id(parent)
     return checked
 
@@ -107,6 +114,17 @@ def _check_expiry(before: Any, after: Any, cutoff_ms: int, retain_last: int) -> 
     return {"snapshots_before": len(known_before), "snapshots_after": len(left)}
 
 
+def _rewrite_manifests(
+    spark: Any, cfg: Config, name: str, target: int, m: Any
+) -> maintenance.MaintenanceReport:
+    """In the driver when the output is one manifest (``jobs.manifests``), else Iceberg's
+    procedure."""
+    result = driver_rewrite(spark, spark_table_name(cfg, name), target, m.min_manifests)
+    if result is None:
+        return maintenance.rewrite_manifests(spark, cfg, name)
+    return maintenance.MaintenanceReport(name, "rewrite_manifests", result)
+
+
 def run_table_action(
     spark: Any,
     cfg: Config,
@@ -128,7 +146,7 @@ def run_table_action(
     started = time.perf_counter()
     verified: dict[str, Any] = {}
     if action == "rewrite_manifests":
-        report = maintenance.rewrite_manifests(spark, cfg, name)
+        report = _rewrite_manifests(spark, cfg, name, m.manifest_target(before.properties), m)
     elif action == "expire_snapshots":
         cutoff = now - timedelta(hours=m.snapshot_max_age_hours)
         report = maintenance.expire_snapshots(spark, cfg, name, cutoff, m.retain_last, now)
@@ -136,13 +154,13 @@ def run_table_action(
         cutoff = now - timedelta(hours=m.orphan_min_age_hours)
         report = maintenance.remove_orphan_files(spark, cfg, name, cutoff, dry_run, now)
     after = load_table(catalog, name)
+    only: set[int] | None = None  # a manifest rewrite deletes nothing: check what it wrote
     if action == "rewrite_manifests":
-        verified["manifest_rewrites_checked"] = _check_manifests_rewrite(
-            after, None if start is None else start.snapshot_id
-        )
+        only = _check_manifests_rewrite(after, None if start is None else start.snapshot_id)
+        verified["manifest_rewrites_checked"] = len(only)
     if action == "expire_snapshots":
         verified |= _check_expiry(before, after, int(cutoff.timestamp() * 1000), m.retain_last)
-    missing = missing_files(after)
+    missing = missing_files(after, only)
     if missing:
         raise OperationFailed(
             f"{action} on {name}: {len(missing)} referenced file(s) missing, e.g. {missing[0]}"

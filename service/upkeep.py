@@ -68,6 +68,8 @@ def partition_items(
             continue
         if not rewrites or not stats.needs_work(policy.tolerance_bytes):
             continue
+        if stats.undersized < policy.min_input_files:  # a stream's partition: wait for more
+            continue
         cost, benefit = estimate(stats, target)
         if benefit <= 0:
             continue

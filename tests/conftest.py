@@ -46,7 +46,8 @@ def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
                 "spark.sql.adaptive.enabled": "true",
             },
         },
-        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
+        # the complete plan: no tolerance, and a partition's two small files are work
+        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0, "min_input_files": 2},
         "managed": {"namespaces": ["db"]},
     }
     for key, value in overrides.items():

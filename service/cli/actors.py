@@ -50,7 +50,15 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
     policy = cfg.policy_for(table, pt.properties)
     target = int(policy.target_file_size_bytes)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(pt, target, policy.tolerance_bytes, action, partitions or None, sort_columns)
+    plan = plan_table(
+        pt,
+        target,
+        policy.tolerance_bytes,
+        action,
+        partitions or None,
+        sort_columns,
+        min_input_files=policy.min_input_files,
+    )
     from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])

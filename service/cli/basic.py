@@ -68,8 +68,9 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 "bytes": s.total_bytes,
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
-                # over tolerance with something to merge (one small file alone is no work)
-                "needs_work": s.needs_work(policy.tolerance_bytes) and s.undersized >= 2,
+                # over tolerance with enough small files to merge (min_input_files)
+                "needs_work": s.needs_work(policy.tolerance_bytes)
+                and s.undersized >= policy.min_input_files,
             }
         )
     return {

@@ -47,6 +47,7 @@ STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)  # every config model's
 
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+MinInputFiles = Annotated[int, Strict(), Field(ge=2)]  # one file alone is never merged
 ShardCount = Annotated[int, Strict(), Field(ge=1, le=1024)]
 Port = Annotated[int, Strict(), Field(ge=0, le=65535)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]

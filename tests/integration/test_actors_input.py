@@ -159,6 +159,7 @@ def config_file(cfg: Any, tmp_path: Path) -> str:
                 "defaults": {
                     "target_file_size_bytes": cfg.defaults.target_file_size_bytes,
                     "tolerance_bytes": cfg.defaults.tolerance_bytes,
+                    "min_input_files": cfg.defaults.min_input_files,
                 },
             }
         )

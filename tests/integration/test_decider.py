@@ -53,7 +53,7 @@ def setup(lake_home: Path, catalog: Any, namespace: str, redis_client: Any) -> A
     cfg = make_config(
         lake_home,
         managed={"namespaces": [namespace]},
-        defaults={"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000},
+        defaults={"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000, "min_input_files": 2},
     )
     table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
     launches = Launches()
@@ -164,7 +164,11 @@ def _write_config(path: Path, cfg: Config, namespace: str) -> Path:
             "warehouse": cfg.catalog.warehouse,
         },
         "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
-        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000},
+        "defaults": {
+            "target_file_size_bytes": 1 << 20,
+            "tolerance_bytes": 1000,
+            "min_input_files": 2,
+        },
         "managed": {"namespaces": [namespace]},
         "tables": {f"{namespace}.events": {"sort_order": ["id"]}},
     }

@@ -36,7 +36,7 @@ def test_actor_fixes_what_the_decider_found(
     cfg = make_config(
         lake_home,
         managed={"namespaces": [namespace]},
-        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "min_input_files": 2},
     )
     name = f"{namespace}.events"
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
@@ -79,7 +79,7 @@ def test_the_decider_schedules_manifest_rewrites_and_the_actor_runs_them(
     cfg = make_config(
         lake_home,
         managed={"namespaces": [namespace]},
-        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 0},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 0, "min_input_files": 2},
         tables={name: {"actions": ["rewrite_manifests"], "maintenance": {"min_manifests": 6}}},
     )
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)

@@ -33,19 +33,25 @@ def test_a_catalog_only_config_runs_plan_tables_optimize_and_skew_detect(
     table = f"{namespace}.events"
     name = spark_table_name(cfg, table)
     spark.sql(f"CREATE TABLE {name} (k INT, v STRING) USING iceberg")
-    for i in range(4):  # four commits: four small files
+    spark.createDataFrame([(9, "row-9")], "k int, v string").writeTo(name).append()
+    # one file alone, then a partition of four: under the default min_input_files (5)
+    plan = _invoke(conf, "plan", table, "--json")
+    assert [p["reason"] for p in plan["partitions"]] == [
+        "1 small file(s), fewer than min_input_files (5)"
+    ]
+    for i in range(4):  # four more commits: five small files, the default min_input_files
         spark.createDataFrame([(i % 2, f"row-{i}")], "k int, v string").writeTo(name).append()
 
     plan = _invoke(conf, "plan", table, "--json")
     assert plan["target_file_size_bytes"] == 128 << 20  # the default target
     assert plan["tolerance_bytes"] == (128 << 20) // 3  # and its default tolerance
-    assert [len(g) for p in plan["partitions"] for g in p["groups"]] == [4]
+    assert [len(g) for p in plan["partitions"] for g in p["groups"]] == [5]
 
     assert _invoke(conf, "tables", "--json") == []  # the default manages nothing
 
     report = _invoke(conf, "optimize", table, "--json")
-    assert report["files_rewritten"] == 4 and report["files_added"] == 1
-    assert spark.table(name).count() == 4
+    assert report["files_rewritten"] == 5 and report["files_added"] == 1
+    assert spark.table(name).count() == 5
 
     skew = _invoke(conf, "skew", "detect", table, "--key", "k", "--json")
-    assert skew["rows"] == 4 and skew["table"] == table
+    assert skew["rows"] == 5 and skew["table"] == table

@@ -33,30 +33,51 @@ def _policy(lake_home: Path, ident: str, **maintenance_policy: Any) -> Any:
     return make_config(lake_home, tables={ident: {"maintenance": maintenance_policy}})
 
 
-def test_rewrite_manifests_keeps_exactly_the_files(spark, cfg, catalog, namespace):
+def _just_over_one(catalog: Any, ident: str) -> int:
+    """A manifest target every manifest is under but that all of them overflow."""
+    table = load_table(catalog, ident)
+    return max(m.manifest_length for m in table.current_snapshot().manifests(table.io)) + 1
+
+
+@pytest.mark.parametrize("in_driver", [True, False], ids=["driver", "procedure"])
+def test_rewrite_manifests_keeps_exactly_the_files(spark, lake_home, catalog, namespace, in_driver):
+    """Small manifests are merged in the driver; when they would fill more than one
+    manifest, Iceberg's procedure runs instead."""
     fq, ident = _table(spark, namespace, commits=6)
+    manifest_target = None if in_driver else _just_over_one(catalog, ident)
+    cfg = _policy(lake_home, ident, manifest_target_bytes=manifest_target)
     rows = sorted(spark.table(fq).collect())
     before = load_table(catalog, ident)
-    manifests = len(before.current_snapshot().manifests(before.io))
+    manifests = before.current_snapshot().manifests(before.io)
     out = upkeep.run_table_action(spark, cfg, ident, "rewrite_manifests")
     assert out["verified"] == {"manifest_rewrites_checked": 1, "referenced_files_present": True}
+    assert (out["result"].get("engine") == "driver") is in_driver
+    assert out["result"]["rewritten_manifests_count"] == len(manifests)
     table = load_table(catalog, ident)
-    assert len(table.current_snapshot().manifests(table.io)) < manifests
+    after = table.current_snapshot().manifests(table.io)
+    assert 1 <= len(after) < len(manifests)
+    if in_driver:
+        assert len(after) == 1
     assert sorted(spark.table(fq).collect()) == rows
 
 
-def test_a_referenced_file_gone_fails_the_action(spark, cfg, catalog, namespace, monkeypatch):
+@pytest.mark.parametrize("in_driver", [True, False], ids=["driver", "procedure"])
+def test_a_referenced_file_gone_fails_the_action(
+    spark, lake_home, catalog, namespace, monkeypatch, in_driver
+):
     _, ident = _table(spark, namespace, commits=3)
-    real = maintenance.rewrite_manifests
+    manifest_target = None if in_driver else _just_over_one(catalog, ident)
+    cfg = _policy(lake_home, ident, manifest_target_bytes=manifest_target)
+    real = upkeep._rewrite_manifests
 
-    def losing(spark: Any, cfg: Any, name: str) -> Any:  # a procedure that loses a file
-        report = real(spark, cfg, name)
-        table = load_table(catalog, name)
+    def losing(*args: Any) -> Any:  # a rewrite that loses a file
+        report = real(*args)
+        table = load_table(catalog, ident)
         victim = next(iter(upkeep.live_files(table, table.current_snapshot().snapshot_id)))
         Path(victim.removeprefix("file:")).unlink()
         return report
 
-    monkeypatch.setattr(maintenance, "rewrite_manifests", losing)
+    monkeypatch.setattr(upkeep, "_rewrite_manifests", losing)
     with pytest.raises(OperationFailed, match="referenced file"):
         upkeep.run_table_action(spark, cfg, ident, "rewrite_manifests")
 

@@ -319,3 +319,35 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
     assert d.live_actors(T0) == 1
     assert d.scale(T0) == 3 and launched == [2]
     assert d.scale(T0 + 1) == 3 and launched == [2]  # guarded
+
+
+def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:
+    from service.upkeep import partition_items
+
+    policy = cfg.policy_for("db.t")
+    touched = {k: stats_from_sizes(v, policy.target) for k, v in sizes_by_partition.items()}
+    items = partition_items("db.t", policy, touched, policy.target, 0.0)
+    return [i.partition or "" for i in items]
+
+
+def test_a_partition_waits_for_min_input_files_small_files(tmp_path: Path) -> None:
+    """Over tolerance is not enough: a streaming partition is merged once it holds
+    ``min_input_files`` undersized files, not on every commit; files at or over the target
+    do not count towards it, and the default is Iceberg's five."""
+    t = 1000
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
+    assert cfg.policy_for("db.t").min_input_files == 5
+    parts = {"a=4": [10] * 4, "a=5": [10] * 5, "b=4+big": [10] * 4 + [t, 2 * t]}
+    assert _items(cfg, parts) == ["a=5"]
+    two = make_config(
+        tmp_path,
+        defaults={"target_file_size_bytes": t, "tolerance_bytes": 0, "min_input_files": 2},
+    )
+    assert _items(two, {"x": [10, 10], "y": [10]}) == ["x"]
+
+
+def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
+    from service.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="min_input_files"):
+        make_config(tmp_path, defaults={"min_input_files": 1})
