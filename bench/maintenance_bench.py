@@ -20,7 +20,10 @@ tables, one per arm:
   actor (``run_actor``) for whatever it dispatched. Its policy: the same target, the
   default tolerance (a third), actions ``merge``, ``rewrite_manifests``,
   ``remove_orphan_files``, ``expire_snapshots`` and ``compact_deletes`` when the config
-  accepts it; ``maintenance.min_manifests`` 16 (a third of the blind cron's 50 commits).
+  accepts it; ``maintenance.min_manifests`` 16 (a third of the blind cron's 50 commits) and
+  ``min_input_files`` 12 (a streaming table's setting: Amoro's ``minor.trigger.file-count``;
+  icefloe's default is Iceberg's 5, which on a stream committing every second merges the
+  partition being written at every decision).
 
 The tables set ``commit.manifest-merge.enabled=false`` (``--writer-merges-manifests``
 leaves Iceberg's default): otherwise every Spark DELETE past 100 manifests merges them
@@ -396,6 +399,7 @@ ROWS = [  # label, key, scale, format
     ("Spark scan planning ms", "splan", MS, "{:.1f}"),
     ("  stream mean ms", "splan_stream", MS, "{:.1f}"),
     ("full-scan read ms", "read", MS, "{:.1f}"),
+    ("  stream mean ms", "read_stream", MS, "{:.1f}"),
     ("maintenance s", "maint_s", 1, "{:.1f}"),
     ("maintenance runs", "maint_runs", 1, "{:.0f}"),
     ("data+delete KiB rewritten", "data_rewritten", KIB, "{:.0f}"),
@@ -437,39 +441,40 @@ def print_breakdown(ledgers: dict[str, Ledger]) -> None:
 
 
 def print_goals(res: dict[str, Any]) -> dict[str, float]:
-    """The issue's goals, icefloe / blind: planning over the stream (the mean of the
-    samples: what readers meet) and at the end (right after the blind cron's last run, its
-    best moment), maintenance seconds over the stream, the full-scan read at the end."""
+    """The issue's goals, icefloe / blind, on what readers meet over the stream (the mean
+    of the samples) and the maintenance seconds of the whole stream; the figures right
+    after the last commit are shown beside them: that is the blind cron's best moment
+    (it has just run), one point of its saw-tooth, not what a reader meets on average."""
     ice, blind = res["icefloe"], res["blind"]
     checks = [
-        ("PyIceberg planning, stream", "plan_stream", "planning"),
-        ("PyIceberg planning, end", "plan", "planning"),
-        ("Spark count(), stream", "count_stream", "planning"),
-        ("Spark count(), end", "count", "planning"),
+        ("PyIceberg planning", "plan_stream", "planning"),
+        ("Spark count()", "count_stream", "planning"),
         ("maintenance seconds", "maint_s", "maintenance"),
-        ("full-scan read, end", "read", "read"),
+        ("full-scan read", "read_stream", "read"),
     ]
     ratios, met = {}, []
     print(
-        f"\nicefloe / blind vs the goals (stream: the mean of {ice['samples']} samples, every "
-        "arm sampled after the same commits; end: after the last commit, which the blind "
-        "cron ran right after):"
+        f"\nicefloe / blind vs the goals (the stream's means: {ice['samples']} samples, every "
+        "arm sampled after the same commits; the maintenance bill of the whole stream):"
     )
     for label, key, goal in checks:
-        if key not in ice or key not in blind:
-            continue
         r = _ratio(ice[key], blind[key])
         ok = r <= GOALS[goal]
         met.append(ok)
         ratios[key] = r
         print(f"  {label:28} {r:6.2f}x  goal <= {GOALS[goal]}x  {'met' if ok else 'MISSED'}")
+    print("  beside them, no goals ('end': right after the last commit, the blind cron's best):")
     for label, key in (
+        ("PyIceberg planning, end", "plan"),
+        ("Spark count(), end", "count"),
+        ("full-scan read, end", "read"),
         ("data+delete bytes rewritten", "data_rewritten"),
         ("manifest bytes rewritten", "manifests_rewritten"),
         ("Spark scan planning, stream", "splan_stream"),
         ("Spark scan planning, end", "splan"),
     ):
-        print(f"  {label:28} {_ratio(ice[key], blind[key]):6.2f}x  (no goal)")
+        ratios[key] = _ratio(ice[key], blind[key])
+        print(f"  {label:28} {ratios[key]:6.2f}x  (no goal)")
     none = res["none"]
     print(f"no maintenance / arm (goal: both far better, >= {FAR_BETTER}x on planning):")
     for key, label in (("plan", "plan_files"), ("count", "count()"), ("read", "read")):
@@ -497,7 +502,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--blind-every", type=int, default=50)
     p.add_argument("--decide-every", type=int, default=10)
     p.add_argument("--min-manifests", type=int, default=16, help="icefloe's maintenance key")
-    p.add_argument("--min-input-files", type=int, help="icefloe's key (default: the policy's)")
+    p.add_argument(
+        "--min-input-files", type=int, default=12, help="icefloe's key (0: the policy's, 5)"
+    )
     p.add_argument(
         "--sample-every", type=int, default=7, help="stream planning samples (prime); 0: off"
     )
@@ -547,11 +554,13 @@ def run(args: argparse.Namespace, home: Path, prefix: str, stream: list[Commit])
             stream_mod.apply(commit, catalog, spark, ident, spark_table_name(cfg, ident))
 
         def plan(arm: str) -> dict[str, float]:
-            """One stream sample; Spark's count() only on the arms the goals compare."""
+            """One stream sample; Spark's count() and the full read only on the arms the
+            goals compare."""
             ident, name = f"bench.{arm}", spark_table_name(cfg, f"bench.{arm}")
             got = {"plan": plan_seconds(catalog, ident), "splan": spark_planning(spark, name)}
             if arm != "none":
                 got["count"] = spark_count(spark, name)
+                got["read"] = full_read(spark, name)[0]
             return got
 
         ingest, samples = run_stream(stream, maint, apply, plan, args.sample_every)
@@ -566,7 +575,7 @@ def run(args: argparse.Namespace, home: Path, prefix: str, stream: list[Commit])
     ledgers = {a: m.ledger for a, m in maint.items() if m is not None}
     for a in ARMS:
         res[a]["appends_s"], res[a]["deletes_s"] = ingest[a]["append"], ingest[a]["delete"]
-        for key in ("plan", "splan", "count"):
+        for key in ("plan", "splan", "count", "read"):
             got = [x[key] for x in samples[a] if key in x]
             if got:
                 res[a][f"{key}_stream"] = statistics.fmean(got)
