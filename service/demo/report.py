@@ -34,27 +34,41 @@ def _side_row(figures: dict[str, Any]) -> list[str]:
         str(figures["files"]),
         f"{figures['mean_mse_t2']:.3f}·T²",
         str(figures["manifests"]),
+        f"{figures['plan_ms']:.0f}",
         str(figures["snapshots"]),
     ]
 
 
 def render_rounds(console: Console, result: dict[str, Any]) -> None:
-    """Per round and in total, both sides over all tables: what each rewrote, the files and
-    entropy after, metadata health, and whether every row is there."""
+    """Per round and in total, both sides over all tables: the tables as ingested (files,
+    manifests, planning time), then what each side rewrote, the files and entropy after,
+    metadata health and planning time, and whether every row is there."""
     out = RichTable(
         title="each round: streaming ingest, then compaction (icefloe on the tables, "
         "Iceberg's rewrite_data_files on identical clones); all tables"
     )
     cols = ("round", "commits", "", "rewritten MiB", "files rewritten", "files after")
-    for col in (*cols, "mean MSE after", "manifests", "snapshots", "rows"):
+    for col in (*cols, "mean MSE after", "manifests", "plan ms", "snapshots", "rows"):
         out.add_column(col, justify="left" if col in ("round", "", "rows") else "right")
     for r in result["rounds"]:
         kept = "[green]all kept[/]" if r["rows_ok"] else "[red]MISMATCH[/]"
+        before = r["before_compaction"]
+        out.add_row(
+            str(r["round"]),
+            str(r["commits"]),
+            "[dim]ingested[/]",
+            "",
+            "",
+            str(before["files"]),
+            "",
+            str(before["manifests"]),
+            f"{before['plan_ms']:.0f}",
+        )
         for i, (side, label) in enumerate(SIDES):
             first = i == 0
             out.add_row(
-                str(r["round"]) if first else "",
-                str(r["commits"]) if first else "",
+                "",
+                "",
                 label,
                 *_side_row(r[side]),
                 kept if first else "",
@@ -76,7 +90,7 @@ def render_tables(console: Console, result: dict[str, Any]) -> None:
     """Per table after the last round: uncompacted (every file ingested), icefloe, Iceberg."""
     out = RichTable(title="per table after the last round (same data, same target T)")
     cols = ("table", "", "files", "MiB", "mean MSE", "max MSE", "rewritten MiB", "work")
-    for col in (*cols, "manifests", "snapshots"):
+    for col in (*cols, "manifests", "plan ms", "snapshots"):
         out.add_column(col, justify="left" if col in ("table", "") else "right")
     for t in result["tables"]:
         target2 = t["target_file_size_bytes"] ** 2
@@ -97,6 +111,7 @@ def render_tables(console: Console, result: dict[str, Any]) -> None:
                 "" if rewritten is None else f"{rewritten / MIB:.1f}",
                 work.get(key, ""),
                 str(row.get("manifests", "")),
+                f"{row['plan_ms']:.0f}" if "plan_ms" in row else "",
                 str(row.get("snapshots", "")),
             )
         kept = "[green]all kept[/]" if t["rows_ok"] else "[red]MISMATCH[/]"

@@ -11,6 +11,7 @@ the snapshot count).
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -33,9 +34,21 @@ class View:
     rows: int
     manifests: int
     snapshots: int
+    plan_ms: float  # a fresh reader's planning: load the table, plan every scan task
 
     def sizes(self) -> dict[str, list[int]]:
         return {key: list(files.values()) for key, files in self.files.items()}
+
+
+def plan_ms(catalog: Any, name: str, runs: int = 3) -> float:
+    """Query planning as a fresh reader pays it (PyIceberg: load the table, plan every
+    file scan task), median of ``runs``, in milliseconds."""
+    spent = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        list(catalog.load_table(tuple(name.split("."))).scan().plan_files())
+        spent.append((time.perf_counter() - started) * 1000)
+    return statistics.median(spent)
 
 
 def read_view(catalog: Any, name: str) -> View:
@@ -50,6 +63,7 @@ def read_view(catalog: Any, name: str) -> View:
         rows=sum(sum(p.records) for p in parts),
         manifests=len(snap.manifests(table.io)) if snap is not None else 0,
         snapshots=len(table.metadata.snapshots),
+        plan_ms=plan_ms(catalog, name),
     )
 
 
@@ -73,6 +87,7 @@ def state(view: View, target: int) -> dict[str, Any]:
         "rows": view.rows,
         "manifests": view.manifests,
         "snapshots": view.snapshots,
+        "plan_ms": view.plan_ms,
     }
 
 
@@ -254,7 +269,7 @@ def combine(
     out: dict[str, Any] = {
         k: sum(r[k] for _, r in rows)
         for k in ("bytes_rewritten", "files_rewritten", "files", "bytes", "rows")
-        + ("manifests", "snapshots")
+        + ("manifests", "snapshots", "plan_ms")
     }
     out["mean_mse_t2"] = weighted / parts if parts else 0.0
     out["max_mse_t2"] = max((r["max_mse"] / targets[t] ** 2 for t, r in rows), default=0.0)

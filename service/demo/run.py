@@ -154,7 +154,8 @@ def play_round(
         tables[spec.name] = {
             "commits": wh.shares[spec.name][index],
             "rows_expected": expected,
-            "before_compaction": {k: ingested[spec.name][k] for k in ("files", "mean_mse")},
+            "before_compaction": {k: ingested[spec.name][k] for k in ("files", "mean_mse")}
+            | {"manifests": views[spec.name].manifests, "plan_ms": views[spec.name].plan_ms},
             "icefloe": state(ours, spec.target_file_size_bytes) | icefloe_work(entries, spec.name),
             "iceberg": state(copy, spec.target_file_size_bytes) | theirs[spec.name],
             "rows_ok": ours.rows == expected and copy.rows == expected,
@@ -168,6 +169,10 @@ def play_round(
         "icefloe": combine({n: t["icefloe"] for n, t in tables.items()}, wh.targets),
         "iceberg": combine({n: t["iceberg"] for n, t in tables.items()}, wh.targets),
         "rows_ok": all(t["rows_ok"] for t in tables.values()),
+        "before_compaction": {
+            k: sum(t["before_compaction"][k] for t in tables.values())
+            for k in ("files", "manifests", "plan_ms")
+        },
     }
 
 

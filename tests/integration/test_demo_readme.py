@@ -102,10 +102,17 @@ def test_demo_compacts_both_sides_every_round_and_totals_add_up(demo_env: dict) 
             assert t["icefloe"]["rows"] == t["iceberg"]["rows"] == t["rows_expected"], name
             for side in ("icefloe", "iceberg"):
                 assert t[side]["manifests"] >= 1 and t[side]["snapshots"] >= t["commits"]
+                assert t[side]["plan_ms"] > 0
+            # before compaction: what the round's ingest left, as a reader plans it
+            assert t["before_compaction"]["files"] >= t["icefloe"]["files"]
+            assert t["before_compaction"]["plan_ms"] > 0
         for side in ("icefloe", "iceberg"):
             per_table = r["tables"].values()
             for key in ("bytes_rewritten", "files_rewritten", "files", "manifests", "snapshots"):
                 assert r[side][key] == sum(t[side][key] for t in per_table), (side, key)
+        for key in ("files", "manifests"):
+            want = sum(t["before_compaction"][key] for t in r["tables"].values())
+            assert r["before_compaction"][key] == want
     for side in ("icefloe", "iceberg"):
         for key in ("bytes_rewritten", "files_rewritten"):
             assert totals[side][key] == sum(r[side][key] for r in rounds), (side, key)
