@@ -72,9 +72,8 @@ class ArrowDriver:
     def eligible(self, group: FileGroup, target: int, sorting: bool) -> bool:
         """Can the Arrow engine write ``group`` exactly (:func:`arrow_engine.eligible`)?"""
         held = group.bytes if sorting else min(group.bytes, target)
-        return eligible(
-            self.file_format, group.paths, any(self.scan.has_deletes(p) for p in group.paths), held
-        )
+        unreadable = any(self.scan.parquet_position_deletes(p) is None for p in group.paths)
+        return eligible(self.file_format, group.paths, unreadable, held)
 
     def write(
         self,
@@ -102,8 +101,16 @@ class ArrowDriver:
             self._where[r.group_id] = (spec, partition)
             r.new_paths.extend(outputs)  # known before anything is written: discard() finds them
             inputs = tuple((p, self.scan.records[p]) for p in r.group.paths)
+            deletes = tuple(self.scan.parquet_position_deletes(p) or () for p in r.group.paths)
             groups.append(
-                ArrowGroup(r.group_id, r.group.spec_id, inputs, tuple(outputs), tuple(sort_columns))
+                ArrowGroup(
+                    r.group_id,
+                    r.group.spec_id,
+                    inputs,
+                    tuple(outputs),
+                    tuple(sort_columns),
+                    deletes if any(deletes) else (),
+                )
             )
         # recorded before a byte is written: a killed attempt's files are found by name
         self.guard.before_write([p for g in groups for p in g.outputs], [])

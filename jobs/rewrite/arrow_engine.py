@@ -24,10 +24,11 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    equal checksums, and a row dropped, duplicated or altered anywhere fails.
 
 Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet data
-files with no delete files attached, and no more than ``MAX_IN_MEMORY_BYTES`` to hold at
-once. Anything else, and any group whose Arrow task fails for any reason, goes through
-the Spark engine (the caller's job); files a failed task wrote are deleted by the caller,
-which knows every path in advance.
+files whose delete files, if any, are all Parquet position deletes (their positions are
+dropped as each file is read: ``jobs.rewrite.arrow_deletes``), and no more than
+``MAX_IN_MEMORY_BYTES`` to hold at once. Anything else, and any group whose Arrow task
+fails for any reason, goes through the Spark engine (the caller's job); files a failed
+task wrote are deleted by the caller, which knows every path in advance.
 
 This module runs in Spark's Python workers: no SparkSession, no py4j, no ``service``.
 """
@@ -39,6 +40,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,6 +117,7 @@ class ArrowGroup:
     inputs: tuple[tuple[str, int], ...]  # (path, record count)
     outputs: tuple[str, ...]  # one per planned output file, in order
     sort_columns: tuple[str, ...] = ()
+    deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
 
 
 @dataclass
@@ -148,7 +152,8 @@ group when sorting (Arrow sorts in memory; Spark's sort spills, so bigger sorts 
 def eligible(
     file_format: str, paths: Sequence[str], has_deletes: bool, in_memory_bytes: int = 0
 ) -> bool:
-    """Can the Arrow engine rewrite this group exactly, within its memory bound?"""
+    """Can the Arrow engine do this group exactly, within its memory bound? ``has_deletes``:
+    a delete file it cannot apply (not a Parquet position delete) applies to it."""
     return (
         file_format == "parquet"
         and not has_deletes
@@ -172,10 +177,14 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     from pyiceberg.io import load_file_io
 
     io = load_file_io(table.io_properties, table.metadata.location)
-    expected_rows = sum(n for _, n in group.inputs)
+    index, deleted = DeleteIndex(io), {}
+    for i, (path, rows) in enumerate(group.inputs):
+        deletes = group.deletes[i] if i < len(group.deletes) else ()
+        deleted[path] = index.positions(path, deletes, rows) if deletes else ()
+    expected_rows = sum(n for _, n in group.inputs) - sum(len(p) for p in deleted.values())
     result = ArrowResult(group.group_id)
     per_file = rows_per_file(expected_rows, len(group.outputs))
-    for i, chunk in enumerate(_chunks(_read(table, io, group), per_file)):
+    for i, chunk in enumerate(_chunks(_read(table, io, group, deleted), per_file)):
         result.rows_in += chunk.num_rows
         if i >= len(group.outputs):  # more rows than the inputs' metadata says
             continue
@@ -190,7 +199,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     if result.rows_in != expected_rows:
         raise VerificationError(
             f"group {group.group_id}: read {result.rows_in} rows, the input files' "
-            f"metadata says {expected_rows}"
+            f"metadata and position deletes say {expected_rows}"
         )
     if not result.files:
         result.non_null = {f.name: 0 for f in table.metadata.schema().fields}
@@ -198,14 +207,15 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     return result
 
 
-def _read(table: ArrowTable, io: FileIO, group: ArrowGroup) -> Iterator[pa.RecordBatch]:
+def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Iterator[Any]:
+    """The group's live rows: each input's rows without its deleted positions."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     batches = (
         batch
         for path, rows in group.inputs
-        for batch in _read_file(table, io, group.spec_id, path, rows)
+        for batch in drop_positions(_read_file(table, io, group.spec_id, path, rows), deleted[path])
     )
     if not group.sort_columns:
         yield from batches

@@ -32,6 +32,7 @@ class ScanTasks:
         self.files: dict[str, Any] = {}  # each task's Java DataFile (one round trip saved)
         self.records: dict[str, int] = {}
         self._deletes: dict[str, list[tuple[str, Any, str | None]]] = {}
+        self._parquet_deletes: dict[str, tuple[str, ...] | None] = {}
 
     def load(self, paths: Iterable[str]) -> None:
         """Whole-file scan tasks at the start snapshot for exactly ``paths``."""
@@ -108,9 +109,22 @@ class ScanTasks:
             self._deletes[path] = found
         return self._deletes[path]
 
-    def has_deletes(self, path: str) -> bool:
-        """Does any delete file (position or equality) apply to ``path``?"""
-        return not self.no_deletes and int(self.tasks[path].deletes().size()) > 0
+    def parquet_position_deletes(self, path: str) -> tuple[str, ...] | None:
+        """The locations of the delete files that apply to ``path`` when every one is a
+        Parquet position delete file (what the Arrow engine applies); None when any is
+        not (an equality delete, a deletion vector)."""
+        if self.no_deletes:
+            return ()
+        if path not in self._parquet_deletes:
+            found: list[str] = []
+            for delete in self.tasks[path].deletes():
+                kind, form = str(delete.content().name()), str(delete.format().name())
+                if kind != POSITION_DELETES or form != "PARQUET":
+                    self._parquet_deletes[path] = None
+                    return None
+                found.append(str(delete.location()))
+            self._parquet_deletes[path] = tuple(found)
+        return self._parquet_deletes[path]
 
     def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
         """Position delete files that reference only files among ``paths``."""

@@ -143,7 +143,7 @@ def test_input_rows_must_match_the_files_metadata(table, tmp_path):
         ((group.inputs[0][0], group.inputs[0][1] + 1), *group.inputs[1:]),
         group.outputs,
     )
-    with pytest.raises(ar.VerificationError, match="metadata says 1501"):
+    with pytest.raises(ar.VerificationError, match="position deletes say 1501"):
         ar.rewrite_group(_arrow_table(table), wrong)
 
 

@@ -1,0 +1,79 @@
+"""Position deletes for the Arrow engine: the rows Iceberg's readers no longer see.
+
+A merge-on-read ``DELETE`` writes Parquet *position delete* files: rows of
+(``file_path``, ``pos``), each naming one row of one data file by its 0-based ordinal.
+A data file's live rows are its rows minus the positions that any position delete file
+applying to it names for its path. A rewrite must write exactly those rows; the commit
+then drops the delete files left dangling (``jobs.rewrite.tasks``).
+
+Only Parquet position delete files are read here; a group with any other delete file
+(equality deletes, deletion vectors in Puffin files) is not eligible for the Arrow engine
+and goes to Spark, whose Iceberg reader applies every kind.
+
+This module runs in Spark's Python workers: no SparkSession, no py4j, no ``service``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyiceberg.io import FileIO
+
+FILE_PATH, POS = "file_path", "pos"  # Iceberg's reserved columns (field ids 2147483546/5)
+
+
+class DeleteIndex:
+    """The position delete files of one group, each read once."""
+
+    def __init__(self, io: FileIO) -> None:
+        self.io = io
+        self._read: dict[str, pa.Table] = {}
+
+    def _table(self, path: str) -> pa.Table:
+        import pyarrow.parquet as pq
+
+        if path not in self._read:
+            with self.io.new_input(path).open() as f:
+                self._read[path] = pq.ParquetFile(f).read(columns=[FILE_PATH, POS])
+        return self._read[path]
+
+    def positions(self, data_path: str, delete_paths: Sequence[str], records: int) -> np.ndarray:
+        """The distinct row positions of ``data_path`` (``records`` rows) that the delete
+        files name, sorted; positions outside the file name no row and are left out."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        found = [np.empty(0, dtype=np.int64)]
+        for path in delete_paths:
+            deletes = self._table(path)
+            mine = deletes.filter(pc.equal(deletes.column(FILE_PATH), data_path))
+            found.append(mine.column(POS).to_numpy().astype(np.int64, copy=False))
+        every = np.unique(np.concatenate(found))
+        return every[(every >= 0) & (every < records)]
+
+
+def drop_positions(batches: Sequence[pa.RecordBatch], positions: Any) -> list[pa.RecordBatch]:
+    """``batches`` (one data file's rows, in file order) without the rows at ``positions``
+    (file-wide 0-based ordinals, sorted, distinct)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not len(positions):
+        return list(batches)
+    out: list[pa.RecordBatch] = []
+    start = 0
+    for batch in batches:
+        end = start + batch.num_rows
+        lo, hi = np.searchsorted(positions, [start, end])
+        if lo == hi:
+            out.append(batch)
+        else:
+            keep = np.ones(batch.num_rows, dtype=bool)
+            keep[positions[lo:hi] - start] = False
+            out.append(batch.filter(pa.array(keep)))
+        start = end
+    return out

@@ -1,0 +1,104 @@
+"""Position deletes in the Arrow engine (no Spark): the rows a position delete file names
+are exactly the rows left out, whatever batch they fall in, and nothing else is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.rewrite import arrow_engine as ar
+from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
+from tests.unit.jobs.test_arrow_rewrite import _arrow_table, _group, _read, table  # noqa: F401
+
+pytestmark = pytest.mark.unit
+
+
+def _deletes(path: Path, rows: list[tuple[str, int]]) -> str:
+    """A position delete file (file_path, pos) at ``path``; its location."""
+    data = pa.table(
+        {
+            "file_path": pa.array([p for p, _ in rows], pa.string()),
+            "pos": pa.array([n for _, n in rows], pa.int64()),
+        }
+    )
+    pq.write_table(data, path)
+    return f"file://{path}"
+
+
+def _io() -> Any:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    return PyArrowFileIO()
+
+
+def test_positions_are_this_files_distinct_in_range_ones(tmp_path: Path) -> None:
+    a = _deletes(tmp_path / "a.parquet", [("f1", 3), ("f2", 1), ("f1", 0), ("f1", 3)])
+    b = _deletes(tmp_path / "b.parquet", [("f1", 9), ("f1", 10), ("f1", -1), ("f1", 5)])
+    index = DeleteIndex(_io())
+    assert index.positions("f1", [a, b], records=10).tolist() == [0, 3, 5, 9]
+    assert index.positions("f2", [a, b], records=10).tolist() == [1]
+    assert index.positions("f3", [a], records=10).tolist() == []
+
+
+@pytest.mark.parametrize("sizes", [[10], [3, 3, 4], [1] * 10, [0, 5, 0, 5]])
+def test_drop_positions_across_batches_equals_a_brute_force_filter(sizes: list[int]) -> None:
+    rng = np.random.default_rng(sum(sizes) + len(sizes))
+    values = np.arange(sum(sizes))
+    batches, start = [], 0
+    for n in sizes:
+        batches.append(pa.record_batch({"v": pa.array(values[start : start + n])}))
+        start += n
+    for _ in range(20):
+        positions = np.unique(rng.integers(0, len(values), rng.integers(0, len(values) + 1)))
+        kept = pa.Table.from_batches(drop_positions(batches, positions)).column("v").to_pylist()
+        assert kept == [v for v in values.tolist() if v not in set(positions.tolist())]
+
+
+def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_path):  # noqa: F811
+    files = [t.file for t in table.scan().plan_files()]
+    first, second = files[0].file_path, files[1].file_path
+    # two delete files on the first data file (one position twice), one on the second that
+    # deletes every one of its rows, and an entry for a file outside the group
+    d1 = _deletes(tmp_path / "d1.parquet", [(first, 0), (first, 299), ("elsewhere", 1)])
+    d2 = _deletes(tmp_path / "d2.parquet", [(first, 150), (first, 0)])
+    d3 = _deletes(tmp_path / "d3.parquet", [(second, n) for n in range(300)])
+    group = _group(table, 2, tmp_path)
+    group = ar.ArrowGroup(
+        group.group_id,
+        group.spec_id,
+        group.inputs,
+        group.outputs,
+        deletes=tuple(
+            (d1, d2) if path == first else (d3,) if path == second else ()
+            for path, _ in group.inputs
+        ),
+    )
+    result = ar.rewrite_group(_arrow_table(table), group)
+    written = _read([p for p, _ in result.files])
+    by_file = {f.file_path: pq.read_table(f.file_path.removeprefix("file://")) for f in files}
+    gone = set(by_file[first].column("id").to_pylist()[i] for i in (0, 150, 299))
+    gone |= set(by_file[second].column("id").to_pylist())
+    want = sorted(i for t in by_file.values() for i in t.column("id").to_pylist() if i not in gone)
+    assert sorted(written.column("id").to_pylist()) == want
+    assert result.rows_in == sum(n for _, n in result.files) == 1500 - 303
+
+
+def test_a_delete_naming_a_row_the_file_lacks_fails_nothing_and_drops_nothing(table, tmp_path):  # noqa: F811
+    files = [t.file for t in table.scan().plan_files()]
+    only = files[0].file_path
+    d = _deletes(tmp_path / "d.parquet", [(only, 300), (only, 10**9)])
+    group = _group(table, 1, tmp_path)
+    group = ar.ArrowGroup(
+        group.group_id,
+        group.spec_id,
+        group.inputs,
+        group.outputs,
+        deletes=tuple((d,) if path == only else () for path, _ in group.inputs),
+    )
+    result = ar.rewrite_group(_arrow_table(table), group)
+    assert result.rows_in == 1500
