@@ -30,6 +30,12 @@ def _deletes(path: Path, rows: list[tuple[str, int]]) -> str:
     return f"file://{path}"
 
 
+def _with_deletes(group: ar.ArrowGroup, by_path: dict[str, tuple[str, ...]]) -> ar.ArrowGroup:
+    """``group`` with the position delete files of each input named in ``by_path``."""
+    deletes = tuple(by_path.get(path, ()) for path, _ in group.inputs)
+    return ar.ArrowGroup(group.group_id, group.spec_id, group.inputs, group.outputs, (), deletes)
+
+
 def _io() -> Any:
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -67,17 +73,7 @@ def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_p
     d1 = _deletes(tmp_path / "d1.parquet", [(first, 0), (first, 299), ("elsewhere", 1)])
     d2 = _deletes(tmp_path / "d2.parquet", [(first, 150), (first, 0)])
     d3 = _deletes(tmp_path / "d3.parquet", [(second, n) for n in range(300)])
-    group = _group(table, 2, tmp_path)
-    group = ar.ArrowGroup(
-        group.group_id,
-        group.spec_id,
-        group.inputs,
-        group.outputs,
-        deletes=tuple(
-            (d1, d2) if path == first else (d3,) if path == second else ()
-            for path, _ in group.inputs
-        ),
-    )
+    group = _with_deletes(_group(table, 2, tmp_path), {first: (d1, d2), second: (d3,)})
     result = ar.rewrite_group(_arrow_table(table), group)
     written = _read([p for p, _ in result.files])
     by_file = {f.file_path: pq.read_table(f.file_path.removeprefix("file://")) for f in files}
@@ -92,13 +88,6 @@ def test_a_delete_naming_a_row_the_file_lacks_fails_nothing_and_drops_nothing(ta
     files = [t.file for t in table.scan().plan_files()]
     only = files[0].file_path
     d = _deletes(tmp_path / "d.parquet", [(only, 300), (only, 10**9)])
-    group = _group(table, 1, tmp_path)
-    group = ar.ArrowGroup(
-        group.group_id,
-        group.spec_id,
-        group.inputs,
-        group.outputs,
-        deletes=tuple((d,) if path == only else () for path, _ in group.inputs),
-    )
+    group = _with_deletes(_group(table, 1, tmp_path), {only: (d,)})
     result = ar.rewrite_group(_arrow_table(table), group)
     assert result.rows_in == 1500
