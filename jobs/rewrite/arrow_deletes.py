@@ -16,10 +16,9 @@ This module runs in Spark's Python workers: no SparkSession, no py4j, no ``servi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import numpy as np
     import pyarrow as pa
     from pyiceberg.io import FileIO
 
@@ -41,26 +40,38 @@ class DeleteIndex:
                 self._read[path] = pq.ParquetFile(f).read(columns=[FILE_PATH, POS])
         return self._read[path]
 
-    def positions(self, data_path: str, delete_paths: Sequence[str], records: int) -> np.ndarray:
+    def positions(self, data_path: str, delete_paths: Sequence[str], records: int) -> pa.Array:
         """The distinct row positions of ``data_path`` (``records`` rows) that the delete
         files name, sorted; positions outside the file name no row and are left out."""
-        import numpy as np
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = [np.empty(0, dtype=np.int64)]
+        found = [pa.array([], pa.int64())]
         for path in delete_paths:
             deletes = self._table(path)
             mine = deletes.filter(pc.equal(deletes.column(FILE_PATH), data_path))
-            found.append(mine.column(POS).to_numpy().astype(np.int64, copy=False))
-        every = np.unique(np.concatenate(found))
-        return every[(every >= 0) & (every < records)]
+            found.extend(c.cast(pa.int64()) for c in mine.column(POS).chunks)
+        every = pc.unique(pa.chunked_array(found, pa.int64()).combine_chunks())
+        inside = every.filter(pc.and_(pc.greater_equal(every, 0), pc.less(every, records)))
+        return inside.take(pc.array_sort_indices(inside))
 
 
-def drop_positions(batches: Sequence[pa.RecordBatch], positions: Any) -> list[pa.RecordBatch]:
+def _within(positions: pa.Array, start: int, end: int) -> pa.Array:
+    """The positions in ``[start, end)``, shifted to start at 0."""
+    import pyarrow.compute as pc
+
+    mask = pc.and_(pc.greater_equal(positions, start), pc.less(positions, end))
+    return pc.subtract(positions.filter(mask), start)
+
+
+def drop_positions(batches: Sequence[pa.RecordBatch], positions: pa.Array) -> list[pa.RecordBatch]:
     """``batches`` (one data file's rows, in file order) without the rows at ``positions``
-    (file-wide 0-based ordinals, sorted, distinct)."""
-    import numpy as np
+    (file-wide 0-based ordinals, distinct).
+
+    Pure Arrow: this runs in the executors' Python, whose packed archive
+    (:mod:`service.ops.pack`) holds pyarrow but not numpy."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     if not len(positions):
         return list(batches)
@@ -68,12 +79,11 @@ def drop_positions(batches: Sequence[pa.RecordBatch], positions: Any) -> list[pa
     start = 0
     for batch in batches:
         end = start + batch.num_rows
-        lo, hi = np.searchsorted(positions, [start, end])
-        if lo == hi:
+        gone = _within(positions, start, end)
+        if not len(gone):
             out.append(batch)
         else:
-            keep = np.ones(batch.num_rows, dtype=bool)
-            keep[positions[lo:hi] - start] = False
-            out.append(batch.filter(pa.array(keep)))
+            rows = pa.array(range(batch.num_rows), pa.int64())
+            out.append(batch.filter(pc.invert(pc.is_in(rows, value_set=gone))))
         start = end
     return out

@@ -37,6 +37,60 @@ def test_closure_follows_requirements_and_extras() -> None:
     assert plain < full
 
 
+def _imports(module: str) -> set[str]:
+    """Every module ``module``'s source imports at run time (``TYPE_CHECKING`` blocks left out)."""
+    import ast
+
+    tree = ast.parse((ROOT / (module.replace(".", "/") + ".py")).read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_the_archive_holds_everything_the_arrow_engine_imports() -> None:
+    """Executors run ``jobs.rewrite.arrow_engine`` with only the archive and Spark's own
+    PySpark: every module it reaches (through icefloe's own, followed) must be the standard
+    library's, a packed distribution's or one of the packed icefloe packages."""
+    import importlib.metadata as md
+
+    from service.ops.pack import OWN_PACKAGES, PROVIDED
+
+    packed = {_canonical(d.metadata["Name"]) for d in closure()} | set(PROVIDED)
+    owners = md.packages_distributions()
+    todo, seen, outside = ["jobs.rewrite.arrow_engine"], set(), set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        top = module.split(".")[0]
+        if top in OWN_PACKAGES:
+            if (ROOT / (module.replace(".", "/") + ".py")).exists():
+                todo.extend(_imports(module))
+        elif top not in sys.stdlib_module_names:
+            dists = {_canonical(d) for d in owners.get(top, [top])}
+            if not dists & packed:
+                outside.add(module)
+    assert "jobs.rewrite.arrow_deletes" in seen
+    assert not outside, f"imported on the executors but not packed: {sorted(outside)}"
+
+
+def _canonical(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
 def test_closure_names_a_missing_distribution() -> None:
     with pytest.raises(UsageError, match="no-such-dist"):
         closure(["no-such-dist"])
