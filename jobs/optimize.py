@@ -71,21 +71,21 @@ def optimize_table(
     dry_run: bool = False,
     tolerance: int | None = None,
     collaborators: Collaborators | None = None,
+    min_input_files: int | None = None,
 ) -> OptimizeReport:
     """Merge (or sort) ``table``'s small files where needed (``compact_deletes``: and every
     data file a delete file applies to), in the ``partitions`` selected (None = all). Raises
     UsageError / TableNotFound before writing, OperationFailed when a write or a check fails
     (nothing committed); partitions whose commit keeps conflicting are reported ``failed``.
-    ``tolerance``: bytes (None = the policy's, and its ``min_input_files``; an explicit one
-    plans from two small files); ``collaborators``: the rewrite's (``Collaborators``)."""
+    ``tolerance``: bytes (None = the policy's, with its ``min_input_files``, else 2: also
+    what the actors pass, the decider having applied the policy's)."""
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
-    catalog = load_catalog(cfg)
-    pt = load_table(catalog, table)
+    pt = load_table(catalog := load_catalog(cfg), table)
     policy = cfg.policy_for(table, pt.properties)
     target = int(policy.target_file_size_bytes or 1)
     tol = policy.tolerance_bytes if tolerance is None else tolerance
-    min_files = policy.min_input_files if tolerance is None else 2
+    min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
     deletes, action = action == "compact_deletes", _data_action(action, policy)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
     plan = plan_table(pt, target, tol, action, partitions, sort_columns, None, deletes, min_files)

@@ -333,6 +333,7 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
             partitions=partitions,
             action=item.action,
             collaborators=Collaborators(guard=guard),
+            min_input_files=2,  # the decider's to apply (it merges after max_wait_hours)
         )
         out: dict[str, Any] = report.to_dict()
         if out.get("partitions_failed"):

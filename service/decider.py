@@ -5,8 +5,9 @@
   changed table's rolling stats up to date (``service.rolling``).
 * **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
   actions; size the actor pool to the backlog (:func:`desired_actors`).
-* **Decide** — every touched partition with ``MSE >= tolerance²`` and at least two
-  undersized files becomes one action item (coalesced by id in the queue); then the fair
+* **Decide** — every touched partition with ``MSE >= tolerance²`` and at least
+  ``min_input_files`` undersized files (two once it has waited ``max_wait_hours`` for more:
+  ``service.upkeep``) becomes one action item (coalesced by id in the queue); then the fair
   scheduler (fixed priority across classes, DWRR in bytes across tables, from
   ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
   one noisy table never starves the others.
@@ -40,11 +41,10 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer import PartitionStats
 from optimizer.maintenance import MetadataHealth
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.duties import LeaderDuties
@@ -58,7 +58,7 @@ from service.pool import Launcher, LogLauncher
 from service.queue import PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
-from service.upkeep import check_table, partition_items
+from service.upkeep import check_table, enqueue_overdue, enqueue_touched
 
 log = logging.getLogger("icefloe.decider")
 
@@ -80,6 +80,12 @@ class StepReport:
     shards: list[int] = field(default_factory=list)  # the shards this decider observes
     polled: bool = False  # every table of its shards was polled (not only evented ones)
     next_lapse: float | None = None  # seconds until another decider's shard lease lapses
+
+    def count(self, outcomes: list[int]) -> int:
+        """Count enqueue outcomes (1 new, 0 coalesced); their number."""
+        self.enqueued += outcomes.count(1)
+        self.coalesced += outcomes.count(0)
+        return len(outcomes)
 
 
 class Decider(LeaderDuties):
@@ -256,7 +262,8 @@ class Decider(LeaderDuties):
 
     # ---- orient + decide ----------------------------------------------------------------
     def refresh(self, name: str, now: float, report: StepReport) -> None:
-        """Catch one table up and enqueue what its touched partitions need."""
+        """Catch one table up and enqueue what its touched partitions need, and what its
+        partitions that waited long enough for more small files need."""
         from service.catalog import load_table
 
         table = load_table(self.catalog, name)
@@ -265,56 +272,49 @@ class Decider(LeaderDuties):
         outcomes, self.healths[name] = check_table(
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )
-        report.enqueued += outcomes.count(1)
-        report.coalesced += outcomes.count(0)
+        report.count(outcomes)
+        target = int(policy.target_file_size_bytes or 1)
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last = self.stats.last_applied(name)
-        if current_id == last and self.stats.decided(name) == last:
-            return  # unchanged (or still empty), and its actions were enqueued
-        target = int(policy.target_file_size_bytes or 1)
-        if current_id == last:
+        if current_id == last and self.stats.decided(name) != last:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
             log.info(
                 "deciding %s again from stored stats: actions not enqueued after the last update",
                 name,
             )
-            self._enqueue(name, policy, self.stats.partitions(name), target, now, report)
-        else:
-            result = catch_up(self.stats, name, table, target, now)
-            report.applied.append(result)
-            if result.full_scan:
-                log.info(
-                    "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
-                )
-            candidates = self._enqueue(name, policy, result.touched, target, now, report)
-            if not result.full_scan:
-                self.stats.count(
-                    {
-                        "partitions_changed": len(result.touched),
-                        "partition_scans": candidates,
-                        "file_events": result.file_events,
-                    }
-                )
-        self.stats.mark_decided(name, current_id)
+            touched = self.stats.partitions(name)
+            report.count(
+                enqueue_touched(self.queue, self.stats, name, policy, touched, target, now)
+            )
+            self.stats.mark_decided(name, current_id)
+        elif current_id != last:
+            self._catch_up(name, table, policy, target, now, report)
+            self.stats.mark_decided(name, current_id)
+        report.count(enqueue_overdue(self.queue, self.stats, name, policy, target, now))
 
-    def _enqueue(
-        self,
-        name: str,
-        policy: Any,
-        touched: Mapping[str, PartitionStats],
-        target: int,
-        now: float,
-        report: StepReport,
-    ) -> int:
-        """One action item per touched partition that needs work (one pipelined enqueue);
-        the number of them."""
-        items = partition_items(name, policy, touched, target, now)
-        outcomes = self.queue.enqueue_many(items, now) if items else []
-        report.enqueued += outcomes.count(1)
-        report.coalesced += outcomes.count(0)
-        return len(items)
+    def _catch_up(
+        self, name: str, table: Any, policy: Any, target: int, now: float, report: StepReport
+    ) -> None:
+        """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
+        result = catch_up(self.stats, name, table, target, now)
+        report.applied.append(result)
+        if result.full_scan:
+            log.info(
+                "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
+            )
+        candidates = report.count(
+            enqueue_touched(self.queue, self.stats, name, policy, result.touched, target, now)
+        )
+        if not result.full_scan:
+            self.stats.count(
+                {
+                    "partitions_changed": len(result.touched),
+                    "partition_scans": candidates,
+                    "file_events": result.file_events,
+                }
+            )
 
     # ---- the loop -----------------------------------------------------------------------
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:

@@ -117,6 +117,11 @@ class Keys:
         integers separated by spaces (``service.rolling.base.encode``)."""
         return self._key(f"t:{table}", "stats")
 
+    def waiting(self, table: str) -> str:
+        """zset: partition key → when it started waiting for ``min_input_files`` small files
+        (``service.upkeep.waiting``); merged anyway ``max_wait_hours`` later."""
+        return self._key(f"t:{table}", "waiting")
+
     def table_state(self, table: str) -> str:
         """hash of one table: last_snapshot (0: applied an empty table), decided_snapshot
         (its actions were enqueued), target, applied_at, full_scans."""

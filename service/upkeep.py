@@ -2,7 +2,9 @@
 
 :func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
 and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
-(``sort`` when the policy sorts), valued by entropy removed per byte rewritten.
+(``sort`` when the policy sorts), valued by entropy removed per byte rewritten, once it
+holds ``min_input_files`` small files or has waited ``max_wait_hours`` with fewer
+(:func:`waiting`: the decider keeps when each such partition started waiting).
 
 Called by :meth:`service.decider.Decider.refresh` on every poll of every table: the
 table's :class:`~optimizer.maintenance.MetadataHealth` is brought up to date (the manifest
@@ -28,6 +30,7 @@ from optimizer import PartitionStats, estimate
 from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth, Need, deletes_due, table_needs
 from service.health import HealthStore, read_health, summary, to_fields
 from service.queue import ActionItem, PriorityQueue
+from service.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
 
@@ -50,36 +53,102 @@ def need_item(
 
 
 def partition_items(
-    name: str, policy: Any, touched: Mapping[str, PartitionStats], target: int, now: float
+    name: str,
+    policy: Any,
+    touched: Mapping[str, PartitionStats],
+    target: int,
+    now: float,
+    min_input_files: int | None = None,
 ) -> list[ActionItem]:
     """The data-rewrite items of the touched partitions that need work: a partition whose
     deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
-    its small files too, under the id of its merge."""
-    if not policy.enabled:
-        return []
-    action = "sort" if "sort" in policy.actions and policy.sort_order else "merge"
-    rewrites = action in policy.actions
-    ratio = policy.maintenance.delete_ratio if "compact_deletes" in policy.actions else None
+    its small files too, under the id of its merge. ``min_input_files``: None = the
+    policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`)."""
+    action = _data_action(policy)
+    floor = policy.min_input_files if min_input_files is None else min_input_files
     items = []
     for key, stats in sorted(touched.items()):
-        need = deletes_due(stats, ratio) if ratio is not None else None
-        if need is not None:
-            items.append(need_item(name, key or None, need, policy, now, lane=action))
-            continue
-        if not rewrites or not stats.needs_work(policy.tolerance_bytes):
-            continue
-        if stats.undersized < policy.min_input_files:  # a stream's partition: wait for more
-            continue
-        cost, benefit = estimate(stats, target)
-        if benefit <= 0:
-            continue
-        reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
-        items.append(
-            ActionItem.new(
-                name, key or None, action, policy.priority, cost, benefit, now, reason=reason
+        verdict = _verdict(policy, stats, target, floor)
+        if isinstance(verdict, Need):
+            items.append(need_item(name, key or None, verdict, policy, now, lane=action))
+        elif verdict == "merge":
+            cost, benefit = estimate(stats, target)
+            reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
+            if stats.undersized < policy.min_input_files:
+                reason += f", {stats.undersized} small after {policy.max_wait_hours:g} h"
+            items.append(
+                ActionItem.new(
+                    name, key or None, action, policy.priority, cost, benefit, now, reason=reason
+                )
             )
-        )
     return items
+
+
+def enqueue_touched(
+    queue: PriorityQueue,
+    stats: StatsStore,
+    name: str,
+    policy: Any,
+    touched: Mapping[str, PartitionStats],
+    target: int,
+    now: float,
+) -> list[int]:
+    """One item per touched partition that needs work (one pipelined enqueue), and the
+    waiting ones marked (:func:`waiting`); the enqueue outcomes (1 new, 0 coalesced)."""
+    items = partition_items(name, policy, touched, target, now)
+    outcomes = queue.enqueue_many(items, now) if items else []
+    held, released = waiting(policy, touched, target)
+    stats.mark_waiting(name, held, released, now)
+    return list(outcomes)
+
+
+def enqueue_overdue(
+    queue: PriorityQueue, stats: StatsStore, name: str, policy: Any, target: int, now: float
+) -> list[int]:
+    """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
+    still need work, enqueued as they are (two small files at least); released only after."""
+    due = stats.overdue(name, now - policy.max_wait_hours * 3600)
+    if not due:
+        return []
+    items = partition_items(name, policy, stats.partitions_of(name, due), target, now, 2)
+    outcomes = queue.enqueue_many(items, now) if items else []
+    stats.mark_waiting(name, [], due, now)
+    return list(outcomes)
+
+
+def waiting(
+    policy: Any, touched: Mapping[str, PartitionStats], target: int
+) -> tuple[list[str], list[str]]:
+    """The touched partitions (held, the rest) that a merge would help but that hold fewer
+    than ``min_input_files`` small files (two at least): they wait for more files, or for
+    ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first."""
+    held = [
+        key
+        for key, stats in sorted(touched.items())
+        if _verdict(policy, stats, target, policy.min_input_files) == "wait"
+    ]
+    chosen = set(held)
+    return held, sorted(k for k in touched if k not in chosen)
+
+
+def _data_action(policy: Any) -> str:
+    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+
+
+def _verdict(policy: Any, stats: PartitionStats, target: int, floor: int) -> Need | str | None:
+    """What one partition needs: its delete compaction (a :class:`Need`), ``"merge"`` (the
+    policy's data action), ``"wait"`` (fewer small files than ``floor``), or None."""
+    if not policy.enabled:
+        return None
+    if "compact_deletes" in policy.actions:
+        need = deletes_due(stats, policy.maintenance.delete_ratio)
+        if need is not None:
+            return need
+    if _data_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
+        return None
+    if estimate(stats, target)[1] <= 0:  # fewer than two small files, or nothing gained
+        return None
+    return "wait" if stats.undersized < floor else "merge"
 
 
 def current_health(

@@ -105,6 +105,7 @@ class TablePolicy:
     target_file_size_bytes: PositiveInt | None = DEFAULT_TARGET
     tolerance_bytes: NonNegativeInt = DEFAULT_TARGET // 3  # T/3: MSE < tolerance² is left alone
     min_input_files: MinInputFiles = 5  # a partition waits for this many small files
+    max_wait_hours: PositiveFloat = 1.0  # ... or this long (from 2 small files), then merges
     priority: NonNegativeInt = 1  # 0 is the highest class
     weight: PositiveInt = 1
     actions: Actions = (Action.MERGE,)

@@ -151,6 +151,22 @@ class StatsStore(Protocol):
 
     def partitions(self, table: str) -> dict[str, PartitionStats]: ...
 
+    def partitions_of(self, table: str, keys: Sequence[str]) -> dict[str, PartitionStats]:
+        """The stats of those of ``keys`` that the table has."""
+        ...
+
+    # ---- partitions waiting for more small files (service.upkeep.waiting) ----------------
+    def mark_waiting(
+        self, table: str, held: Sequence[str], released: Sequence[str], now: float
+    ) -> None:
+        """``held`` wait from ``now`` (those already waiting keep their start);
+        ``released`` wait no more."""
+        ...
+
+    def overdue(self, table: str, started_by: float) -> list[str]:
+        """The partitions that started waiting at ``started_by`` or before, sorted."""
+        ...
+
     def apply(
         self,
         table: str,

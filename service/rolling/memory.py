@@ -18,6 +18,7 @@ class MemoryStats:
         self._stats: dict[str, dict[str, PartitionStats]] = {}
         self._state: dict[str, dict[str, Any]] = {}
         self._known: set[str] = set()
+        self._waiting: dict[str, dict[str, float]] = {}
         self._counters: dict[str, int] = {}
         self._scheduler: dict[str, Any] | None = None
         self._actors: dict[str, float] = {}
@@ -41,6 +42,22 @@ class MemoryStats:
 
     def partitions(self, table: str) -> dict[str, PartitionStats]:
         return dict(self._stats.get(table, {}))
+
+    def partitions_of(self, table: str, keys: Sequence[str]) -> dict[str, PartitionStats]:
+        stats = self._stats.get(table, {})
+        return {k: stats[k] for k in keys if k in stats}
+
+    def mark_waiting(
+        self, table: str, held: Sequence[str], released: Sequence[str], now: float
+    ) -> None:
+        waiting = self._waiting.setdefault(table, {})
+        for key in held:
+            waiting.setdefault(key, now)
+        for key in released:
+            waiting.pop(key, None)
+
+    def overdue(self, table: str, started_by: float) -> list[str]:
+        return sorted(k for k, t in self._waiting.get(table, {}).items() if t <= started_by)
 
     def apply(
         self,
@@ -92,6 +109,7 @@ class MemoryStats:
     def forget(self, table: str) -> None:
         self._stats.pop(table, None)
         self._state.pop(table, None)
+        self._waiting.pop(table, None)
         self._known.discard(table)
 
     def known_tables(self) -> list[str]:

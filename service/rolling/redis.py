@@ -59,6 +59,30 @@ class RollingStats:
     def partitions(self, table: str) -> dict[str, PartitionStats]:
         return {text(k): decode(v) for k, v in self.r.hgetall(self.k.stats(table)).items()}
 
+    @translated("stats partitions_of")
+    def partitions_of(self, table: str, keys: Sequence[str]) -> dict[str, PartitionStats]:
+        raws = self.r.hmget(self.k.stats(table), list(keys)) if keys else []
+        return {k: decode(raw) for k, raw in zip(keys, raws, strict=True) if raw is not None}
+
+    @translated("stats mark_waiting")
+    def mark_waiting(
+        self, table: str, held: Sequence[str], released: Sequence[str], now: float
+    ) -> None:
+        if not held and not released:
+            return
+        pipe = self.r.pipeline(transaction=False)
+        if released:
+            pipe.zrem(self.k.waiting(table), *released)
+        if held:
+            pipe.zadd(self.k.waiting(table), dict.fromkeys(held, now), nx=True)
+        pipe.execute()
+
+    @translated("stats overdue")
+    def overdue(self, table: str, started_by: float) -> list[str]:
+        return sorted(
+            text(k) for k in self.r.zrangebyscore(self.k.waiting(table), "-inf", started_by)
+        )
+
     @translated("stats apply")
     def apply(
         self,
@@ -133,7 +157,7 @@ class RollingStats:
 
     @translated("stats forget")
     def forget(self, table: str) -> None:
-        self.r.delete(self.k.stats(table), self.k.table_state(table))
+        self.r.delete(self.k.stats(table), self.k.table_state(table), self.k.waiting(table))
         self.r.srem(self.k.known_tables, table)
 
     @translated("stats known_tables")

@@ -100,6 +100,33 @@ def test_commits_become_coalesced_fairly_dispatched_actions(
     assert decider.step().applied == [] and launches.counts == [1]
 
 
+def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    """A partition that stopped receiving files before it held ``min_input_files`` small
+    ones is not left for ever: the decider enqueues it ``max_wait_hours`` after it started
+    waiting, from its stored stats, with no new snapshot; once only."""
+    policy = {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000, "min_input_files": 4}
+    cfg = make_config(
+        lake_home, managed={"namespaces": [namespace]}, defaults={**policy, "max_wait_hours": 1}
+    )
+    table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
+    clock = [T0]
+    decider = Decider(cfg, redis_client, catalog, DeciderSettings(), clock=lambda: clock[0])
+    for i, region in enumerate(["eu"] * 3 + ["us"] * 4):
+        table.append(batch(region, i * 100))
+    assert decider.step().enqueued == 1  # us: four small files; eu waits
+    clock[0] += 1800
+    assert decider.step().enqueued == 0
+    clock[0] += 1800
+    assert decider.step().enqueued == 1  # eu, an hour later, without a new snapshot
+    item = decider.queue.get(f"merge:{namespace}.events:region=eu")
+    assert item is not None and "3 small after 1 h" in item.reason
+    clock[0] += 7200
+    assert decider.step().enqueued == 0  # released: enqueued once
+    assert redis_client.zcard(decider.k.waiting(f"{namespace}.events")) == 0
+
+
 def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     setup: Any, redis_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,7 +140,7 @@ def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     def crash(*args: Any, **kwargs: Any) -> int:
         raise ConnectionError("decider killed here")
 
-    monkeypatch.setattr(decider, "_enqueue", crash)
+    monkeypatch.setattr("service.decider.enqueue_touched", crash)
     with pytest.raises(ConnectionError):
         decider.refresh(name, T0, decider.observe()[2])
     monkeypatch.undo()

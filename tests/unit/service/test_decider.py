@@ -351,3 +351,43 @@ def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="min_input_files"):
         make_config(tmp_path, defaults={"min_input_files": 1})
+
+
+def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> None:
+    """A partition over tolerance with 2..min_input_files-1 small files waits for more, but
+    not for ever: ``max_wait_hours`` after it started waiting (a later commit does not
+    restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not."""
+    from service.queue.memory import MemoryQueue
+    from service.rolling import MemoryStats
+    from service.upkeep import enqueue_overdue, enqueue_touched
+
+    t, hour = 1000, 3600.0
+    defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}
+    policy = make_config(tmp_path, defaults=defaults).policy_for("db.t")
+    assert make_config(tmp_path).policy_for("db.t").max_wait_hours == 1.0  # the default
+    queue, stats = MemoryQueue(3, 600), MemoryStats()
+    table: dict[str, PartitionStats] = {}
+
+    def commit(now: float, **parts: list[int]) -> None:
+        touched = {k: stats_from_sizes(v, t) for k, v in parts.items()}
+        table.update(touched)
+        stats.replace("db.t", 1, t, {k: s for k, s in table.items() if not s.is_empty}, now)
+        enqueue_touched(queue, stats, "db.t", policy, touched, t, now)
+
+    def queued() -> list[str]:
+        ids = {p: ActionItem.make_id("db.t", p, "merge") for p in "abcde"}
+        return [p for p, i in ids.items() if queue.get(i) is not None]
+
+    commit(T0, a=[10] * 3, b=[10] * 5, c=[10], d=[10, 10], e=[10, 10])
+    assert queued() == ["b"]  # only b has five small files
+    assert stats.overdue("db.t", T0) == ["a", "d", "e"]  # c's one small file gains nothing
+    enqueue_overdue(queue, stats, "db.t", policy, t, T0 + 1.9 * hour)
+    assert queued() == ["b"]
+    commit(T0 + hour, a=[10] * 4, d=[t])  # a still waits, from T0; d merged elsewhere
+    del table["e"]  # e's files all gone (the stats of a partition without files are dropped)
+    stats.replace("db.t", 2, t, table, T0 + hour)
+    enqueue_overdue(queue, stats, "db.t", policy, t, T0 + 2 * hour)
+    assert queued() == ["a", "b"]
+    item = queue.get(ActionItem.make_id("db.t", "a", "merge"))
+    assert item is not None and "4 small after 2 h" in item.reason
+    assert stats.overdue("db.t", T0 + 10 * hour) == []  # all released

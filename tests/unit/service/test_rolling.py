@@ -86,6 +86,22 @@ class StatsContract:
         assert got == {"a": PartitionStats()}
         assert store.partitions(T) == {"b": stats_from_sizes([1], TARGET)}
 
+    def test_partitions_of_and_the_waiting_partitions(self, store: StatsStore) -> None:
+        stats = {"a": stats_from_sizes([10, 20], TARGET), "b": stats_from_sizes([5], TARGET)}
+        full(store, 7, stats)
+        assert store.partitions_of(T, ["b", "gone"]) == {"b": stats["b"]}
+        assert store.partitions_of(T, []) == {}
+        assert store.overdue(T, 1e12) == []
+        store.mark_waiting(T, ["a", "b"], [], 100.0)
+        store.mark_waiting(T, ["b", "c"], ["a"], 200.0)  # b keeps waiting from 100
+        assert store.overdue(T, 99.0) == [] and store.overdue(T, 100.0) == ["b"]
+        assert store.overdue(T, 200.0) == ["b", "c"]
+        store.mark_waiting(T, [], [], 300.0)  # nothing to do
+        store.mark_waiting(T, [], ["b", "never"], 300.0)
+        assert store.overdue(T, 1e12) == ["c"]
+        store.forget(T)
+        assert store.overdue(T, 1e12) == []
+
     def test_decided_marker_and_forget(self, store: StatsStore) -> None:
         full(store, 3)
         store.mark_decided(T, 3)
