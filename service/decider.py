@@ -58,7 +58,7 @@ from service.pool import Launcher, LogLauncher
 from service.queue import PriorityQueue, RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
-from service.upkeep import check_table, enqueue_overdue, enqueue_touched
+from service.upkeep import Waits, check_table, enqueue_overdue, enqueue_touched
 
 log = logging.getLogger("icefloe.decider")
 
@@ -276,7 +276,7 @@ class Decider(LeaderDuties):
         target = int(policy.target_file_size_bytes or 1)
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
-        last = self.stats.last_applied(name)
+        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
         if current_id == last and self.stats.decided(name) != last:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
@@ -285,19 +285,18 @@ class Decider(LeaderDuties):
                 name,
             )
             touched = self.stats.partitions(name)
-            report.count(
-                enqueue_touched(self.queue, self.stats, name, policy, touched, target, now)
-            )
+            report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
             self.stats.mark_decided(name, current_id)
         elif current_id != last:
-            self._catch_up(name, table, policy, target, now, report)
+            self._catch_up(waits, table, policy, target, now, report)
             self.stats.mark_decided(name, current_id)
-        report.count(enqueue_overdue(self.queue, self.stats, name, policy, target, now))
+        report.count(enqueue_overdue(self.queue, waits, policy, target, now))
 
     def _catch_up(
-        self, name: str, table: Any, policy: Any, target: int, now: float, report: StepReport
+        self, waits: Waits, table: Any, policy: Any, target: int, now: float, report: StepReport
     ) -> None:
         """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
+        name = waits.table
         result = catch_up(self.stats, name, table, target, now)
         report.applied.append(result)
         if result.full_scan:
@@ -305,7 +304,7 @@ class Decider(LeaderDuties):
                 "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
             )
         candidates = report.count(
-            enqueue_touched(self.queue, self.stats, name, policy, result.touched, target, now)
+            enqueue_touched(self.queue, waits, policy, result.touched, target, now)
         )
         if not result.full_scan:
             self.stats.count(

@@ -23,7 +23,8 @@ it was scheduled). Orphan removal's interval starts when the table is first seen
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from optimizer import PartitionStats, estimate
@@ -84,35 +85,62 @@ def partition_items(
     return items
 
 
+@dataclass
+class Waits:
+    """One table's partitions that wait for ``min_input_files`` small files (:func:`waiting`)
+    and when each started, read once per pass; only what changes is written back."""
+
+    stats: StatsStore
+    table: str
+    since: dict[str, float]
+
+    @classmethod
+    def read(cls, stats: StatsStore, table: str, policy: Any) -> Waits:
+        """Read unless the policy never merges (then nothing of the table waits)."""
+        merges = policy.enabled and _data_action(policy) in policy.actions
+        return cls(stats, table, stats.waiting(table) if merges else {})
+
+    def update(self, held: Sequence[str], released: Sequence[str], now: float) -> None:
+        """``held`` wait from ``now`` unless they wait already; ``released`` wait no more."""
+        new = [k for k in held if k not in self.since]
+        gone = [k for k in released if k in self.since]
+        if new or gone:
+            self.stats.mark_waiting(self.table, new, gone, now)
+        self.since.update(dict.fromkeys(new, now))
+        for key in gone:
+            del self.since[key]
+
+
 def enqueue_touched(
     queue: PriorityQueue,
-    stats: StatsStore,
-    name: str,
+    waits: Waits,
     policy: Any,
     touched: Mapping[str, PartitionStats],
     target: int,
     now: float,
 ) -> list[int]:
-    """One item per touched partition that needs work (one pipelined enqueue), and the
-    waiting ones marked (:func:`waiting`); the enqueue outcomes (1 new, 0 coalesced)."""
-    items = partition_items(name, policy, touched, target, now)
+    """One item per touched partition of ``waits.table`` that needs work (one pipelined
+    enqueue), and the waiting ones kept in ``waits``; the enqueue outcomes (1 new, 0
+    coalesced)."""
+    items = partition_items(waits.table, policy, touched, target, now)
     outcomes = queue.enqueue_many(items, now) if items else []
-    held, released = waiting(policy, touched, target)
-    stats.mark_waiting(name, held, released, now)
+    waits.update(*waiting(policy, touched, target), now)
     return list(outcomes)
 
 
 def enqueue_overdue(
-    queue: PriorityQueue, stats: StatsStore, name: str, policy: Any, target: int, now: float
+    queue: PriorityQueue, waits: Waits, policy: Any, target: int, now: float
 ) -> list[int]:
     """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
     still need work, enqueued as they are (two small files at least); released only after."""
-    due = stats.overdue(name, now - policy.max_wait_hours * 3600)
+    started_by = now - policy.max_wait_hours * 3600
+    due = sorted(k for k, t in waits.since.items() if t <= started_by)
     if not due:
         return []
-    items = partition_items(name, policy, stats.partitions_of(name, due), target, now, 2)
+    found = waits.stats.partitions_of(waits.table, due)
+    items = partition_items(waits.table, policy, found, target, now, min_input_files=2)
     outcomes = queue.enqueue_many(items, now) if items else []
-    stats.mark_waiting(name, [], due, now)
+    waits.update([], due, now)
     return list(outcomes)
 
 

@@ -163,8 +163,8 @@ class StatsStore(Protocol):
         ``released`` wait no more."""
         ...
 
-    def overdue(self, table: str, started_by: float) -> list[str]:
-        """The partitions that started waiting at ``started_by`` or before, sorted."""
+    def waiting(self, table: str) -> dict[str, float]:
+        """The waiting partitions and when each started waiting."""
         ...
 
     def apply(

@@ -56,8 +56,8 @@ class MemoryStats:
         for key in released:
             waiting.pop(key, None)
 
-    def overdue(self, table: str, started_by: float) -> list[str]:
-        return sorted(k for k, t in self._waiting.get(table, {}).items() if t <= started_by)
+    def waiting(self, table: str) -> dict[str, float]:
+        return dict(self._waiting.get(table, {}))
 
     def apply(
         self,

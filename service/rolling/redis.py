@@ -77,11 +77,10 @@ class RollingStats:
             pipe.zadd(self.k.waiting(table), dict.fromkeys(held, now), nx=True)
         pipe.execute()
 
-    @translated("stats overdue")
-    def overdue(self, table: str, started_by: float) -> list[str]:
-        return sorted(
-            text(k) for k in self.r.zrangebyscore(self.k.waiting(table), "-inf", started_by)
-        )
+    @translated("stats waiting")
+    def waiting(self, table: str) -> dict[str, float]:
+        pairs = self.r.zrange(self.k.waiting(table), 0, -1, withscores=True)
+        return {text(k): float(t) for k, t in pairs}
 
     @translated("stats apply")
     def apply(

@@ -356,10 +356,11 @@ def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
 def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> None:
     """A partition over tolerance with 2..min_input_files-1 small files waits for more, but
     not for ever: ``max_wait_hours`` after it started waiting (a later commit does not
-    restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not."""
+    restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not.
+    Each pass reads the waiting set once and writes only what changed."""
     from service.queue.memory import MemoryQueue
     from service.rolling import MemoryStats
-    from service.upkeep import enqueue_overdue, enqueue_touched
+    from service.upkeep import Waits, enqueue_overdue, enqueue_touched
 
     t, hour = 1000, 3600.0
     defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}
@@ -367,12 +368,23 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
     assert make_config(tmp_path).policy_for("db.t").max_wait_hours == 1.0  # the default
     queue, stats = MemoryQueue(3, 600), MemoryStats()
     table: dict[str, PartitionStats] = {}
+    writes: list[tuple[list[str], list[str]]] = []
+    mark = stats.mark_waiting
+
+    def recorded(name: str, held: list[str], released: list[str], now: float) -> None:
+        writes.append((list(held), list(released)))
+        mark(name, held, released, now)
+
+    stats.mark_waiting = recorded  # type: ignore[method-assign]
 
     def commit(now: float, **parts: list[int]) -> None:
         touched = {k: stats_from_sizes(v, t) for k, v in parts.items()}
         table.update(touched)
         stats.replace("db.t", 1, t, {k: s for k, s in table.items() if not s.is_empty}, now)
-        enqueue_touched(queue, stats, "db.t", policy, touched, t, now)
+        enqueue_touched(queue, Waits.read(stats, "db.t", policy), policy, touched, t, now)
+
+    def overdue(now: float) -> None:
+        enqueue_overdue(queue, Waits.read(stats, "db.t", policy), policy, t, now)
 
     def queued() -> list[str]:
         ids = {p: ActionItem.make_id("db.t", p, "merge") for p in "abcde"}
@@ -380,14 +392,20 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
 
     commit(T0, a=[10] * 3, b=[10] * 5, c=[10], d=[10, 10], e=[10, 10])
     assert queued() == ["b"]  # only b has five small files
-    assert stats.overdue("db.t", T0) == ["a", "d", "e"]  # c's one small file gains nothing
-    enqueue_overdue(queue, stats, "db.t", policy, t, T0 + 1.9 * hour)
+    assert stats.waiting("db.t") == dict.fromkeys("ade", T0)  # c's one small file gains nothing
+    overdue(T0 + 1.9 * hour)
     assert queued() == ["b"]
-    commit(T0 + hour, a=[10] * 4, d=[t])  # a still waits, from T0; d merged elsewhere
+    writes.clear()
+    commit(T0 + hour, a=[10] * 4, d=[t], b=[t])  # a still waits, from T0; d merged elsewhere
+    assert writes == [([], ["d"])]  # a is not written again, b never waited
     del table["e"]  # e's files all gone (the stats of a partition without files are dropped)
     stats.replace("db.t", 2, t, table, T0 + hour)
-    enqueue_overdue(queue, stats, "db.t", policy, t, T0 + 2 * hour)
+    overdue(T0 + 2 * hour)
     assert queued() == ["a", "b"]
     item = queue.get(ActionItem.make_id("db.t", "a", "merge"))
     assert item is not None and "4 small after 2 h" in item.reason
-    assert stats.overdue("db.t", T0 + 10 * hour) == []  # all released
+    assert stats.waiting("db.t") == {}  # all released
+    writes.clear()
+    commit(T0 + 3 * hour, c=[10])
+    overdue(T0 + 3 * hour)
+    assert writes == []  # nothing waits, nothing changes: no write

@@ -91,16 +91,15 @@ class StatsContract:
         full(store, 7, stats)
         assert store.partitions_of(T, ["b", "gone"]) == {"b": stats["b"]}
         assert store.partitions_of(T, []) == {}
-        assert store.overdue(T, 1e12) == []
+        assert store.waiting(T) == {}
         store.mark_waiting(T, ["a", "b"], [], 100.0)
         store.mark_waiting(T, ["b", "c"], ["a"], 200.0)  # b keeps waiting from 100
-        assert store.overdue(T, 99.0) == [] and store.overdue(T, 100.0) == ["b"]
-        assert store.overdue(T, 200.0) == ["b", "c"]
+        assert store.waiting(T) == {"b": 100.0, "c": 200.0}
         store.mark_waiting(T, [], [], 300.0)  # nothing to do
         store.mark_waiting(T, [], ["b", "never"], 300.0)
-        assert store.overdue(T, 1e12) == ["c"]
+        assert store.waiting(T) == {"c": 200.0}
         store.forget(T)
-        assert store.overdue(T, 1e12) == []
+        assert store.waiting(T) == {}
 
     def test_decided_marker_and_forget(self, store: StatsStore) -> None:
         full(store, 3)
