@@ -75,6 +75,7 @@ def make_cfg(home: str, url: str, prefix: str, cluster: bool, **extra: Any) -> A
     raw: dict[str, Any] = {
         "redis": {"url": url, "key_prefix": prefix, "cluster": cluster},
         "managed": {"namespaces": ["bench"]},
+        "defaults": {"min_input_files": 2},  # a commit's 2 small files make an action item
     }
     raw.update(extra)
     return build_config(raw, source="<scale-bench>", home=Path(home))
