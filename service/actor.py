@@ -33,7 +33,7 @@ from service.errors import OperationFailed, ServiceUnavailable
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.queue import ActionItem, Lease, PriorityQueue, open_queue
-from service.redact import scrub_logs
+from service.redact import service_logging
 from service.redis_client import connect
 from service.status import record_action
 
@@ -363,8 +363,7 @@ def run_actor(
     runner: Runner | None = None,
 ) -> ActorReport:
     """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    scrub_logs()
+    service_logging()
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)

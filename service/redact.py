@@ -89,6 +89,14 @@ class ScrubFilter(logging.Filter):
         return True
 
 
+def service_logging() -> None:
+    """The long-running commands' logs (decider, actor): INFO lines with time and logger,
+    secrets scrubbed, and py4j's INFO line per connection closed left out."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    scrub_logs()
+
+
 def scrub_logs() -> None:
     """Put :class:`ScrubFilter` on every handler of the root logger (a handler's filter sees
     the records of every logger, where a logger's own filter would not)."""

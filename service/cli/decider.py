@@ -20,18 +20,13 @@ from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import ServiceUnavailable, UsageError
 from service.keys import Keys
 from service.queue import open_queue
-from service.redact import scrub_logs
+from service.redact import service_logging
 from service.redis_client import connect, connect_retrying, translated
 from service.tablestats import key_value
 
 log = logging.getLogger("icefloe.decider")
 
 AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
-
-
-def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    scrub_logs()
 
 
 @click.command()
@@ -71,7 +66,7 @@ def decide(
     from service.metrics import DeciderMetrics, serve
     from service.pool import SubmitLauncher
 
-    _logging()
+    service_logging()
     cfg = ctx.cfg
     settings = cfg.decider
     if poll:  # re-validated: the leader lease must outlast a poll
