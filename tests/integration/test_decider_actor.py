@@ -30,13 +30,22 @@ SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
 TARGET = 1 << 20
 
 
+@pytest.mark.parametrize("min_input_files", [2, 5])
 def test_actor_fixes_what_the_decider_found(
-    spark: Any, lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+    spark: Any,
+    lake_home: Path,
+    catalog: Any,
+    namespace: str,
+    redis_client: Any,
+    min_input_files: int,
 ) -> None:
+    """Four small files: merged at once with ``min_input_files`` 2; with 5, once the
+    partition has waited ``max_wait_hours`` (the actor then merges the four)."""
+    policy = {"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "max_wait_hours": 1}
     cfg = make_config(
         lake_home,
         managed={"namespaces": [namespace]},
-        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "min_input_files": 2},
+        defaults={**policy, "min_input_files": min_input_files},
     )
     name = f"{namespace}.events"
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
@@ -50,8 +59,13 @@ def test_actor_fixes_what_the_decider_found(
             )
         )
     rows_before = table.scan().to_arrow().num_rows
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    clock = [1_790_000_000.0]
+    decider = Decider(cfg, redis_client, catalog, DeciderSettings(), clock=lambda: clock[0])
     report = decider.step(block_ms=None)
+    if min_input_files > 4:
+        assert report.enqueued == 0  # the partition waits for a fifth small file ...
+        clock[0] += 3600  # ... for an hour
+        report = decider.step(block_ms=None)
     assert report.enqueued == 1 and report.dispatched == 1
     assert full_stats(table, TARGET)["region=eu"].n == 4
 
