@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from jobs.rewrite import arrow_deletes
 from jobs.rewrite import arrow_engine as ar
 from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
 from tests.unit.jobs.test_arrow_rewrite import _arrow_table, _group, _read, table  # noqa: F401
@@ -51,8 +52,12 @@ def test_positions_are_this_files_distinct_in_range_ones(tmp_path: Path) -> None
     assert index.positions("f3", [a], records=10).to_pylist() == []
 
 
-@pytest.mark.parametrize("sizes", [[10], [3, 3, 4], [1] * 10, [0, 5, 0, 5]])
-def test_drop_positions_across_batches_equals_a_brute_force_filter(sizes: list[int]) -> None:
+@pytest.mark.parametrize("few", [0, 3, 64])  # filtered by a mask / sliced out / mixed
+@pytest.mark.parametrize("sizes", [[10], [3, 3, 4], [1] * 10, [0, 5, 0, 5], [300, 1, 200]])
+def test_drop_positions_across_batches_equals_a_brute_force_filter(
+    sizes: list[int], few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arrow_deletes, "FEW", few)
     rng = np.random.default_rng(sum(sizes) + len(sizes))
     values = np.arange(sum(sizes))
     batches, start = [], 0
