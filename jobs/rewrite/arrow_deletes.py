@@ -67,10 +67,12 @@ def _row_numbers(n: int) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not _ROW_NUMBERS or len(_ROW_NUMBERS[0]) < n:
+    numbers = _ROW_NUMBERS[-1] if _ROW_NUMBERS else None  # groups run on several threads:
+    if numbers is None or len(numbers) < n:  # slice only what this call holds
         ones = pa.nulls(max(n, 1 << 17), pa.int64()).fill_null(1)
-        _ROW_NUMBERS[:] = [pc.subtract(pc.cumulative_sum(ones), 1)]
-    return _ROW_NUMBERS[0].slice(0, n)
+        numbers = pc.subtract(pc.cumulative_sum(ones), 1)
+        _ROW_NUMBERS[:] = [numbers]
+    return numbers.slice(0, n)
 
 
 def _within(positions: pa.Array, start: int, end: int) -> pa.Array:

@@ -97,3 +97,10 @@ def test_a_delete_naming_a_row_the_file_lacks_fails_nothing_and_drops_nothing(ta
     group = _with_deletes(_group(table, 1, tmp_path), {only: (d,)})
     result = ar.rewrite_group(_arrow_table(table), group)
     assert result.rows_in == 1500
+
+
+def test_row_numbers_grow_and_are_sliced() -> None:
+    assert arrow_deletes._row_numbers(5).to_pylist() == [0, 1, 2, 3, 4]
+    big = arrow_deletes._row_numbers(300_000)  # longer than the first build: rebuilt
+    assert len(big) == 300_000 and big[0].as_py() == 0 and big[-1].as_py() == 299_999
+    assert arrow_deletes._row_numbers(3).to_pylist() == [0, 1, 2]
