@@ -10,6 +10,7 @@ from typing import Any
 
 from service.config import Config
 from service.errors import ConfigError, ServiceUnavailable
+from service.redact import scrub
 
 log = logging.getLogger("icefloe.redis")
 PROBE_SECONDS = 5.0
@@ -57,7 +58,12 @@ def _probe(cfg: Config) -> bool | None:
     import redis
 
     url = cfg.redis.url
-    probe = redis.Redis.from_url(url, socket_timeout=PROBE_SECONDS, socket_connect_timeout=5)
+    try:
+        probe = redis.Redis.from_url(url, socket_timeout=PROBE_SECONDS, socket_connect_timeout=5)
+    except ValueError as e:  # a URL redis-py cannot use (db, port, query): the config's fault
+        raise ConfigError(
+            f"config key 'redis.url' {cfg.redis.redacted_url()!r} is unusable: {scrub(str(e))}"
+        ) from None
     try:
         probe.ping()
         try:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict
 
 from service.config.identifiers import is_identifier, is_namespace, is_table
 from service.config.messages import FieldProblem, show
+from service.redact import is_secret_name
 
 
 class Action(StrEnum):
@@ -90,7 +92,8 @@ def _scalar_map(raw: Any) -> Any:
     out: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(key, str) or value is None or isinstance(value, (Mapping, list)):
-            raise FieldProblem(f"must be a scalar, got {show(value)}", key=str(key))
+            shown = "a secret's value (not shown)" if is_secret_name(str(key)) else show(value)
+            raise FieldProblem(f"must be a scalar, got {shown}", key=str(key))
         out[key] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
 
@@ -113,6 +116,10 @@ def _redis_url(url: str) -> str:
     # the value is not shown: a URL may hold a password
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise FieldProblem("must start with redis://, rediss:// or unix://")
+    try:
+        urlsplit(url).port  # noqa: B018 (parsing it raises on a port out of 0-65535)
+    except ValueError:
+        raise FieldProblem("has a bad port (expected 0-65535)") from None
     return url
 
 

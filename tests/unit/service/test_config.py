@@ -426,3 +426,34 @@ def test_actions_are_the_action_enum_and_sort_needs_a_sort_order() -> None:
 
 def test_every_default_written_out_is_the_empty_config(tmp_path: Path) -> None:
     assert build_config(embedded_defaults(), home=tmp_path) == build_config({}, home=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"ICEFLOE_CATALOG__PROPERTIES__S3.SECRET-ACCESS-KEY": "[sekritABC, x]"},
+        {"ICEFLOE_CATALOG__PROPERTIES__S3.SECRET-ACCESS-KEY": "{a: sekritABC}"},
+        {"ICEFLOE_CATALOG__PROPERTIES__TOKEN": "[sekritABC]"},
+        {"ICEFLOE_SPARK__CONF__SPARK.HADOOP.FS.S3A.SECRET.KEY": "[sekritABC]"},
+        {  # another key's error while a secret sits beside it
+            "ICEFLOE_CATALOG__PROPERTIES__S3.SECRET-ACCESS-KEY": "sekritABC",
+            "ICEFLOE_CATALOG__PROPERTIES__OTHER": "[sekritABC]",
+        },
+        {"ICEFLOE_CATALOG__URI": "[postgresql://u:sekritABC@h/db]"},
+    ],
+)
+def test_a_config_error_never_prints_a_secret_value(env: dict[str, str]) -> None:
+    """Issue 28 item 8: the "must be a scalar" message printed the secret's value."""
+    with pytest.raises(ConfigError) as err:
+        load_config(env=env)
+    assert "sekritABC" not in str(err.value)
+    assert str(err.value).startswith("config key 'catalog.") or "spark.conf" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:99999/0", "redis://:pw@h:-1/0", "redis://h:x/0"]
+)
+def test_a_redis_url_with_a_bad_port_is_a_config_error(url: str) -> None:
+    """Issue 28 item 9: port 99999 was a ValueError at connect time (exit 1, traceback)."""
+    with pytest.raises(ConfigError, match="'redis.url' has a bad port"):
+        load_config(env={"ICEFLOE_REDIS__URL": url})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.errors import ServiceUnavailable
+from service.errors import ConfigError, ServiceUnavailable
 from service.redis_client import connect, connect_retrying
 from tests.conftest import make_config
 
@@ -22,6 +22,14 @@ def test_an_unreachable_redis_is_one_line_without_the_password(tmp_path: Path) -
     message = str(err.value)
     assert "s3cret" not in message and "\n" not in message
     assert "rediss:// URL needs a TLS server" in message
+
+
+def test_a_url_redis_cannot_use_is_a_config_error_without_the_password(tmp_path: Path) -> None:
+    """Issue 28 item 9: redis-py's ValueError was a traceback, exit 1 (a config error: 2)."""
+    cfg = make_config(tmp_path, redis={"url": "redis://:s3cret@127.0.0.1:6379/0?db=x"})
+    with pytest.raises(ConfigError, match="config key 'redis.url'") as err:
+        connect(cfg)
+    assert "s3cret" not in str(err.value) and "\n" not in str(err.value)
 
 
 def test_connect_retrying_backs_off_then_gives_up(tmp_path: Path) -> None:
