@@ -46,6 +46,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import LongType, NestedField, StructType, TimestampType
 
+from service.partition_key import PartitionKey
+
 MiB = 1 << 20
 TARGET = 128 * MiB  # icefloe's default target
 DATA, ADDED, DELETED = 0, 1, 2  # content DATA; pyiceberg ManifestEntryStatus values
@@ -69,8 +71,8 @@ def partition_date(p: int) -> datetime.date:
 
 
 def partition_key(p: int) -> str:
-    """The rolling stats' key of partition ``p`` (``service.tablestats.partition_key``)."""
-    return f"day={partition_date(p)}"
+    """The rolling stats' key of partition ``p`` (an encoded ``PartitionKey``)."""
+    return PartitionKey.of(0, [("day", "date")], [FIRST_DAY + p]).encode()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.plan import PartitionPlan, TablePlan, plan_table, resolve_sort_columns
+from jobs.committing import Ready, commit_ready, ready_to_commit, worth_committing
+from jobs.plan import TablePlan, plan_table, resolve_sort_columns
 from jobs.report import OptimizeReport, PartitionReport, build_report
 from jobs.verify import prepare as prepare_suite
 from service.catalog import load_catalog, load_table, spark_table_name
@@ -49,15 +50,7 @@ if TYPE_CHECKING:
     from jobs.rewrite.arrow_engine import ArrowTable
     from jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
 
-__all__ = [
-    "ACTIONS",
-    "OptimizeReport",
-    "PartitionReport",
-    "optimize_table",
-    "plan_table",
-    "resolve_sort_columns",
-    "worth_committing",
-]
+__all__ = ["optimize_table", "plan_table", "worth_committing"]
 
 MAX_ATTEMPTS = 3
 
@@ -72,13 +65,15 @@ def optimize_table(
     tolerance: int | None = None,
     collaborators: Collaborators | None = None,
     min_input_files: int | None = None,
+    keys: Sequence[str] | None = None,
 ) -> OptimizeReport:
     """Merge (or sort) ``table``'s small files where needed (``compact_deletes``: and every
     data file a delete file applies to), in the ``partitions`` selected (None = all). Raises
     UsageError / TableNotFound before writing, OperationFailed when a write or a check fails
     (nothing committed); partitions whose commit keeps conflicting are reported ``failed``.
     ``tolerance``: bytes (None = the policy's, with its ``min_input_files``, else 2: also
-    what the actors pass, the decider having applied the policy's)."""
+    what the actors pass). ``keys``: exactly these partitions (encoded ``PartitionKey``s,
+    as queue items carry them); ``partitions`` are a person's ``COL=VALUE`` selectors."""
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
     pt = load_table(catalog := load_catalog(cfg), table)
@@ -88,19 +83,14 @@ def optimize_table(
     min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
     deletes, action = action == "compact_deletes", _data_action(action, policy)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(pt, target, tol, action, partitions, sort_columns, None, deletes, min_files)
+    only = None if keys is None else set(keys)
+    plan = plan_table(pt, target, tol, action, partitions, sort_columns, only, deletes, min_files)
     timings = {"plan": time.monotonic() - started}
     if plan.work and not dry_run:
         prepare_suite()  # GE's import and context, on a thread, while this action writes
     reports = {(p.spec_id, p.key): PartitionReport.from_plan(p, dry_run) for p in plan.partitions}
-    base = dict(
-        table=table,
-        action=action,
-        dry_run=dry_run,
-        target_file_size_bytes=target,
-        tolerance_bytes=tol,
-        start_snapshot_id=plan.snapshot_id,
-    )
+    base = {"table": table, "action": action, "dry_run": dry_run, "tolerance_bytes": tol}
+    base |= {"target_file_size_bytes": target, "start_snapshot_id": plan.snapshot_id}
     suite: dict[str, Any] | None = None
     attempt = 0
     while plan.work and not dry_run:
@@ -199,18 +189,6 @@ def _arrow_table(pt: Table, engine: str) -> ArrowTable | None:
     return ArrowTable(slim_metadata(pt.metadata), dict(pt.io.properties))
 
 
-def worth_committing(sizes_before: Sequence[int], sse_after: int, target: int) -> bool:
-    """Never waste a rewrite: commit only files that lower the partition's SSE.
-
-    The planner predicts the output; a writer that rolls early (its size estimate is taken
-    before compression) can still write files no better than their inputs, and committing
-    those would churn the table forever (the decider would see the same entropy again).
-    """
-    from optimizer import stats_from_sizes
-
-    return sse_after < stats_from_sizes(sizes_before, target).sse
-
-
 def _attempt(
     spark: SparkSession,
     name: str,
@@ -226,7 +204,7 @@ def _attempt(
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit them: all in one snapshot, or
     partition by partition after a conflict. Returns the conflicting partitions."""
-    from jobs.rewrite.exact import CommitConflict, ExactRewrite
+    from jobs.rewrite.exact import ExactRewrite
 
     assert plan.snapshot_id is not None
     clock = time.monotonic()
@@ -252,11 +230,9 @@ def _attempt(
             by_partition.setdefault((r.group.spec_id, r.group.partition), []).append(r)
         untried = {(p.spec_id, p.key) for p in work}
         try:
-            ready: list[_Ready] = []
+            ready: list[Ready] = []
             for p in work:
-                done = _ready_to_commit(
-                    rewrite, p, by_partition.get((p.spec_id, p.key), []), target
-                )
+                done = ready_to_commit(rewrite, p, by_partition.get((p.spec_id, p.key), []), target)
                 if done is None:
                     untried.discard((p.spec_id, p.key))
                     reports[(p.spec_id, p.key)] = replace(
@@ -267,20 +243,10 @@ def _attempt(
                     )
                 else:
                     ready.append(done)
-            if len(ready) > 1 and _commit_together(rewrite, ready, reports, attempt):
-                untried.clear()
-                ready = []
-            for done in ready:  # one by one: a conflict then costs only its own partition
-                untried.discard(done.key)
-                try:
-                    snapshot_id = rewrite.commit(done.results)
-                except CommitConflict:
-                    conflicts.append(done.key)
-                    continue
-                reports[done.key] = done.report(reports[done.key], snapshot_id, attempt, rewrite)
+            conflicts = commit_ready(rewrite, ready, untried, reports, attempt)
         except BaseException:
             # a commit failed in a way that is not a conflict: the files written for the
-            # partitions not yet committed will never be, so delete them now
+            # partitions never handed to a commit will never be committed: delete them now
             for key in untried:
                 rewrite.discard(by_partition.get(key, []))
             raise
@@ -289,90 +255,6 @@ def _attempt(
         for phase, secs in rewrite.timings.items():
             timings[phase] = timings.get(phase, 0.0) + secs
     return conflicts, suite
-
-
-@dataclass(frozen=True)
-class _Ready:
-    """One partition's written groups that passed every check, waiting for its commit."""
-
-    plan: PartitionPlan
-    results: list[GroupResult]
-    new_sizes: list[int]
-    mse_after: float
-
-    @property
-    def key(self) -> tuple[int, str]:
-        return (self.plan.spec_id, self.plan.key)
-
-    def report(
-        self, base: PartitionReport, snapshot_id: int, attempt: int, rewrite: ExactRewrite
-    ) -> PartitionReport:
-        p = self.plan
-        replaced = [path for g in p.groups for path in g.paths]
-        engines = sorted({r.engine for r in self.results})
-        reason = (
-            f"written by Spark: the Arrow engine failed ({rewrite.fallback})"
-            if rewrite.fallback and "spark" in engines
-            else ""
-        )
-        return replace(
-            base,
-            status="rewritten",
-            reason=reason,
-            snapshot_id=snapshot_id,
-            engine="+".join(engines),
-            files_rewritten=len(replaced),
-            bytes_rewritten=sum(g.bytes for g in p.groups),
-            groups=len(p.groups),
-            predicted_mse_after=p.predicted_mse_after,
-            files_added=len(self.new_sizes),
-            bytes_added=sum(self.new_sizes),
-            delete_files_removed=len(rewrite.dangling_deletes(sorted(replaced))),
-            rows=sum(r.input.rows for r in self.results),
-            actual_mse_after=self.mse_after,
-            prediction_error=self.mse_after - p.predicted_mse_after,
-            attempts=attempt,
-        )
-
-
-def _ready_to_commit(
-    rewrite: ExactRewrite, p: PartitionPlan, mine: list[GroupResult], target: int
-) -> _Ready | None:
-    """The partition's commit, or None (files deleted) when it would not lower its SSE."""
-    from optimizer import stats_from_sizes
-
-    new_sizes = [s for r in mine for s in r.new_sizes]
-    replaced = {path for g in p.groups for path in g.paths}
-    kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
-    after = stats_from_sizes(kept + new_sizes, target)
-    if not worth_committing(p.sizes, after.sse, target) and not rewrite.dangling_deletes(
-        sorted(replaced)
-    ):
-        rewrite.discard(mine)
-        return None
-    return _Ready(p, mine, new_sizes, after.mse)
-
-
-def _commit_together(
-    rewrite: ExactRewrite,
-    ready: list[_Ready],
-    reports: dict[tuple[int, str], PartitionReport],
-    attempt: int,
-) -> bool:
-    """Every ready partition in one ``replace`` snapshot (the common case: one metadata
-    write instead of one per partition). False on a conflict, with nothing deleted: the
-    caller then commits partition by partition, so only the conflicting ones re-plan."""
-    from jobs.rewrite.exact import CommitConflict
-
-    try:
-        snapshot_id = rewrite.commit(
-            [r for d in ready for r in d.results], discard_on_conflict=False
-        )
-    except CommitConflict:
-        return False
-    for done in ready:
-        reports[done.key] = done.report(reports[done.key], snapshot_id, attempt, rewrite)
-    return True
 
 
 def _suite(rewrite: ExactRewrite, results: list[GroupResult]) -> dict[str, Any]:

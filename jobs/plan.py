@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from service.errors import UsageError
-from service.tablestats import split_selector
+from service.tablestats import PartitionFiles, split_selector
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -69,8 +69,9 @@ def partition_fields(table: Table) -> dict[str, str]:
     return names
 
 
-def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[str]]:
-    """``["day=2026-11-01/region=eu", ...]`` -> per selector, the key parts it requires."""
+def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[tuple[str, str]]]:
+    """``["day=2026-11-01/region=eu", ...]`` -> per selector, the (partition field,
+    displayed value) pairs it requires (:meth:`PartitionKey.matches`)."""
     if not selectors:
         return []
     fields = partition_fields(table)
@@ -87,33 +88,40 @@ def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[str]
                     f"column {col!r} is not a partition field of {_name(table)}'s current spec "
                     f"(fields: {', '.join(sorted(fields))})"
                 )
-            parts.append(f"{fields[col]}={value}")
+            parts.append((fields[col], value))
         out.append(parts)
     return out
 
 
-def _matches(key: str, parts: list[str]) -> bool:
-    return all(f"/{part}/" in f"/{key}/" for part in parts)
-
-
-def _require_matches(table: Table, wanted: list[list[str]], files: list[Any]) -> None:
+def _require_matches(
+    table: Table, wanted: list[list[tuple[str, str]]], files: list[PartitionFiles]
+) -> None:
     for parts in wanted:
-        if not any(_matches(pf.key, parts) for pf in files):
+        if not any(pf.partition.matches(parts) for pf in files):
+            shown = "/".join(f"{c}={v}" for c, v in parts)
             raise UsageError(
-                f"no partition of {_name(table)} matches {'/'.join(parts)!r} "
+                f"no partition of {_name(table)} matches {shown!r} "
                 f"(try `icefloe plan {_name(table)}`)"
             )
 
 
-def require_partitions(table: Table, selectors: list[str]) -> None:
-    """UsageError unless every selector names a partition the table has now (what
-    ``plan_table`` checks, for callers that queue work to run later)."""
+def require_partitions(table: Table, selectors: list[str]) -> list[str]:
+    """The keys (encoded :class:`~service.partition_key.PartitionKey`) of the partitions of
+    the current spec that the selectors name; UsageError unless every selector names one
+    the table has now (what ``plan_table`` checks, for callers that queue work to run
+    later: each queued item then names exactly one partition)."""
     from service.tablestats import current_partitions
 
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()
     files = current_partitions(table, snapshot.snapshot_id) if snapshot is not None else []
     _require_matches(table, wanted, files)
+    spec_id = table.spec().spec_id
+    return [
+        pf.key
+        for pf in files
+        if pf.spec_id == spec_id and any(pf.partition.matches(w) for w in wanted)
+    ]
 
 
 def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
@@ -250,7 +258,7 @@ def plan_table(
         return TablePlan(None, [])
     files = current_partitions(table, snapshot.snapshot_id)
     _require_matches(table, wanted, files)
-    files = [pf for pf in files if not wanted or any(_matches(pf.key, w) for w in wanted)]
+    files = [pf for pf in files if not wanted or any(pf.partition.matches(w) for w in wanted)]
     files = [pf for pf in files if only is None or pf.key in only]
     needs_details = action == "sort" or any(pf.delete_files for pf in files)
     forced, bounds = (

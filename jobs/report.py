@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jobs.plan import PartitionPlan
+from service.partition_key import display_key
 
 
 @dataclass(frozen=True)
@@ -13,7 +14,7 @@ class PartitionReport:
     """What happened to one partition. MSEs in bytes²; ``prediction_error`` = actual -
     predicted MSE after."""
 
-    key: str
+    key: str  # the encoded PartitionKey (the partition's identity)
     spec_id: int
     status: str  # planned | rewritten | skipped | failed
     reason: str
@@ -81,7 +82,12 @@ class OptimizeReport:
     partitions: tuple[PartitionReport, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The report as JSON: each partition's ``key`` (its identity) and ``partition``
+        (the key for people, ``day=2026-11-01``)."""
+        out = asdict(self)
+        for part in out["partitions"]:
+            part["partition"] = display_key(part["key"])
+        return out
 
 
 def build_report(

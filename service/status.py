@@ -17,6 +17,7 @@ from typing import Any
 from service.config import Config
 from service.health import RedisHealth
 from service.keys import Keys
+from service.partition_key import display_key
 from service.queue import ActionItem, PriorityQueue, open_queue
 from service.redis_client import connect, text
 from service.rolling import RollingStats
@@ -51,7 +52,8 @@ def _item(it: ActionItem) -> dict[str, Any]:
     return {
         "id": it.id,
         "table": it.table,
-        "partition": it.partition,
+        "partition": display_key(it.partition) if it.partition else it.partition,
+        "key": it.partition,
         "action": it.action,
         "priority": it.priority,
         "attempts": it.attempts,
@@ -73,11 +75,18 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
         tol = cfg.policy_for(name, props).tolerance_bytes
         parts = store.partitions(name)
         over = [
-            {"partition": k, "mse": s.mse, "files": s.n, "undersized": s.undersized}
+            {
+                "partition": display_key(k),
+                "key": k,
+                "mse": s.mse,
+                "files": s.n,
+                "undersized": s.undersized,
+            }
             for k, s in sorted(parts.items())
             if s.needs_work(tol)
         ]
-        health = RedisHealth(client, keys).load(name) or {}
+        store_health = RedisHealth(client, keys)
+        health = store_health.load(name) or {}
         tables[name] = {
             "manifests": health.get("manifests"),
             "small_manifests": health.get("manifests_undersized"),
@@ -89,6 +98,7 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
             "tolerance_bytes": tol,
             "partitions": len(parts),
             "over_tolerance": over,
+            "held": store_health.holds(name),  # action → why the decider does not run it
         }
     classes = queue.pending_tables()
     by_class: dict[str, int] = {}
@@ -127,11 +137,12 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
     }
 
 
-def render(data: dict[str, Any]) -> None:
+def render(data: dict[str, Any], console: Any = None) -> None:
+    """Print ``data`` to ``console`` (a rich Console; the CLI's never cuts lines)."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = console or Console()
     console.print(
         f"redis {data['redis']}  leader {data['leader'] or '-'}  "
         f"deciders {' '.join(f'{d}:{n}' for d, n in data['deciders'].items()) or '-'}  "
@@ -158,6 +169,9 @@ def render(data: dict[str, Any]) -> None:
             "-" if info["delete_files"] is None else str(info["delete_files"]),
         )
     console.print(t)
+    for name, info in data["tables"].items():
+        for action, reason in sorted(info.get("held", {}).items()):
+            console.print(f"  held: {name} {action}: {reason}", soft_wrap=True)
     d = data["queue"]["depth"]
     console.print(
         f"queue: pending {d['pending']} (by class {data['queue']['pending_by_class']}) "

@@ -1,17 +1,18 @@
 """Per-partition file stats of an Iceberg table, read from metadata only (no data files).
 
-One PyIceberg ``inspect.files()`` call lists the current data and delete files; the entropy
+One PyIceberg ``inspect.files()`` call lists the current data and delete files, grouped by
+their typed partition identity (:class:`service.partition_key.PartitionKey`); the entropy
 itself is the pure core's (:func:`optimizer.stats_from_sizes`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optimizer import PartitionStats, stats_from_sizes
+from service.partition_key import FieldSpec, PartitionKey
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -21,7 +22,8 @@ DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 
 @dataclass(frozen=True)
 class PartitionFiles:
-    """The current files of one partition: ``key`` is ``col=value/...`` ('' unpartitioned)."""
+    """The current files of one partition: ``key`` is its :class:`PartitionKey`'s
+    encoding (the identity stats, queue items and plans use), ``partition`` the key."""
 
     key: str
     spec_id: int
@@ -31,42 +33,30 @@ class PartitionFiles:
     delete_files: int
     delete_bytes: int = 0
     deleted_rows: int = 0  # the delete files' rows: positions, or equality rows
+    partition: PartitionKey = PartitionKey(0)
 
     def stats(self, target: int) -> PartitionStats:
         rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
         return stats_from_sizes(self.sizes, target, self.delete_files, rows)
 
 
-def partition_key(partition: Mapping[str, Any] | None) -> str:
-    """A stable, readable key for a partition tuple: ``day=2026-11-01/region=eu``.
-
-    ``partition`` is a ``{field: value}`` mapping as PyIceberg's ``inspect.files()`` and
-    ``inspect.partitions()`` rows give it (or any other mapping of field names to values:
-    dates, numbers and strings all print with ``str``; ``None`` is ``null``). A ``/`` inside
-    a value is written ``%2F`` (as in Iceberg's partition paths), so the key splits back into
-    its fields (:func:`parse_partition_key`); an ``=`` in a value needs no escape (a field
-    ends at its first ``=``)."""
-    if not partition:
-        return ""
-    return "/".join(f"{k}={key_value('null' if v is None else v)}" for k, v in partition.items())
-
-
-def key_value(value: Any) -> str:
-    """A partition value as it appears in a key (``/`` escaped)."""
-    return str(value).replace("/", "%2F")
-
-
-def parse_partition_key(key: str) -> dict[str, str]:
-    """:func:`partition_key` backwards: ``{field: value as text}`` (``null`` for NULL)."""
-    return {c: v.replace("%2F", "/") for c, v in split_selector(key)} if key else {}
+def spec_fields(table: Table) -> dict[int, tuple[FieldSpec, ...]]:
+    """Each partition spec's fields: (name, Iceberg result type), in spec order."""
+    schema = table.metadata.schema()
+    out: dict[int, tuple[FieldSpec, ...]] = {}
+    for spec_id, spec in table.metadata.specs().items():
+        struct = spec.partition_type(schema)
+        out[spec_id] = tuple((f.name, str(f.field_type)) for f in struct.fields)
+    return out
 
 
 def split_selector(selector: str) -> list[tuple[str, str]]:
-    """``"day=1/path=a/b"`` → ``[("day", "1"), ("path", "a%2Fb")]``, values key-escaped.
+    """``"day=1/path=a/b"`` → ``[("day", "1"), ("path", "a/b")]``: a ``--partition``
+    selector's (field, displayed value) pairs (:meth:`PartitionKey.matches`).
 
     A ``/`` followed by text without ``=`` belongs to the value before it, so a value with
-    a slash can be given as is (or already escaped, as it appears in keys and queue items).
-    A piece with no ``=`` at the start gives ``("", piece)`` for the caller to reject."""
+    a slash can be given as is. A piece with no ``=`` at the start gives ``("", piece)``
+    for the caller to reject."""
     pairs: list[list[str]] = []
     for piece in selector.split("/"):
         col, sep, value = piece.partition("=")
@@ -74,7 +64,7 @@ def split_selector(selector: str) -> list[tuple[str, str]]:
             pairs.append([col, value] if sep else ["", piece])
         else:
             pairs[-1][1] += "/" + piece
-    return [(c, key_value(v)) for c, v in pairs]
+    return [(c, v) for c, v in pairs]
 
 
 def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:
@@ -89,10 +79,12 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
         )
         .to_pylist()
     )
-    data: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-    deletes: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    fields = spec_fields(table)
+    data: dict[PartitionKey, list[dict[str, Any]]] = defaultdict(list)
+    deletes: dict[PartitionKey, list[int]] = defaultdict(lambda: [0, 0, 0])
     for row in rows:
-        group = (int(row["spec_id"]), partition_key(row["partition"]))
+        spec_id = int(row["spec_id"])
+        group = PartitionKey.from_mapping(spec_id, fields[spec_id], row["partition"])
         if row["content"] == DATA:
             data[group].append(row)
         else:
@@ -101,18 +93,20 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
             d[1] += int(row["file_size_in_bytes"])
             d[2] += int(row["record_count"])
     out = []
-    for (spec_id, key), files in sorted(data.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    for partition, files in sorted(data.items(), key=lambda kv: kv[0].encode()):
         files.sort(key=lambda r: r["file_path"])
+        counts = deletes.get(partition, [0, 0, 0])
         out.append(
             PartitionFiles(
-                key=key,
-                spec_id=spec_id,
+                key=partition.encode(),
+                spec_id=partition.spec_id,
                 paths=tuple(r["file_path"] for r in files),
                 sizes=tuple(int(r["file_size_in_bytes"]) for r in files),
                 records=tuple(int(r["record_count"]) for r in files),
-                delete_files=deletes.get((spec_id, key), [0, 0, 0])[0],
-                delete_bytes=deletes.get((spec_id, key), [0, 0, 0])[1],
-                deleted_rows=deletes.get((spec_id, key), [0, 0, 0])[2],
+                delete_files=counts[0],
+                delete_bytes=counts[1],
+                deleted_rows=counts[2],
+                partition=partition,
             )
         )
     return out

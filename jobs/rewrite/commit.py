@@ -21,10 +21,23 @@ from service.errors import OperationFailed
 REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
 STATUS_CHECK_PAUSES = (0.5, 1.0, 2.0)
 """Pauses between reads of the table after a commit failed with an unclear outcome."""
+NOT_LANDED, UNKNOWN = "not-landed", "unknown"
+"""What reading the table after an unclear commit failure shows (else the snapshot id)."""
 
 
 class CommitConflict(OperationFailed):
     """The commit failed validation (a concurrent change touched a replaced file)."""
+
+
+class CommitUnknown(OperationFailed):
+    """The commit may or may not have landed, and the table could not be read to tell.
+
+    Its new files are kept (they may be live): nothing may delete them until the table has
+    been read and shows they were not committed. ``paths`` are those files."""
+
+    def __init__(self, message: str, paths: Sequence[str]) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
 
 
 class Committer:
@@ -88,26 +101,30 @@ class Committer:
         except Exception as e:
             name = java_class_name(e)
             conflict = name.endswith("ValidationException")
-            kept = ""
             if self._cleanable(e):
                 if discard_on_conflict or not conflict:
                     self.discard(results)
             elif not conflict:
                 landed = self._landed(rewrite_id)
-                if landed is not None:
+                if landed == NOT_LANDED:
+                    self.discard(results)  # the table was read: the commit is not there
+                elif landed is not UNKNOWN:
                     self.tick("commit", clock)
-                    return landed  # the commit went through after all
-                if self._readable():
-                    self.discard(results)
+                    return int(landed)  # the commit went through after all
                 else:
-                    count = sum(len(r.new_paths) for r in results)
-                    kept = f"; the outcome is unknown, so its {count} new file(s) were kept"
+                    paths = [p for r in results for p in r.new_paths]
+                    raise CommitUnknown(
+                        f"commit of {self.table_name} failed ({name}: {java_message(e)}); "
+                        f"the outcome is unknown, so its {len(paths)} new file(s) were kept "
+                        "until the table can be read",
+                        paths,
+                    ) from e
             if conflict:
                 raise CommitConflict(
                     f"commit of {self.table_name} conflicts: {java_message(e)}"
                 ) from e
             raise OperationFailed(
-                f"commit of {self.table_name} failed ({name}: {java_message(e)}){kept}"
+                f"commit of {self.table_name} failed ({name}: {java_message(e)})"
             ) from e
         self.tick("commit", clock)
         return self._snapshot_with(rewrite_id)
@@ -119,23 +136,18 @@ class Committer:
         failure = self.jvm.org.apache.iceberg.exceptions.CleanableFailure._java_lang_class
         return bool(failure.isInstance(java))
 
-    def _landed(self, rewrite_id: str) -> int | None:
-        """The snapshot of ``rewrite_id`` if the table (read again, a few tries) has it."""
+    def _landed(self, rewrite_id: str) -> int | str:
+        """The snapshot of ``rewrite_id`` if the table (read again, a few tries) has it,
+        :data:`NOT_LANDED` when it was read and has not, :data:`UNKNOWN` when it could not
+        be read."""
         for pause in STATUS_CHECK_PAUSES:
             try:
                 return self._snapshot_with(rewrite_id)
             except OperationFailed:
-                return None  # read, and not there
+                return NOT_LANDED  # read, and not there
             except Exception:  # the catalog is still failing: wait a moment
                 time.sleep(pause)
-        return None
-
-    def _readable(self) -> bool:
-        try:
-            self.table.refresh()
-        except Exception:
-            return False
-        return True
+        return UNKNOWN
 
     def _snapshot_with(self, rewrite_id: str) -> int:
         self.table.refresh()

@@ -20,7 +20,8 @@ from typing import Any
 from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
 from optimizer.skew import HotKeyRules, SkewMetrics, skew_metrics
 from service.errors import UsageError
-from service.tablestats import partition_key
+from service.partition_key import PartitionKey
+from service.tablestats import spec_fields
 
 REPORTS_NAMESPACE = "icefloe"
 REPORTS_TABLE = "skew_reports"
@@ -37,20 +38,24 @@ def storage_skew(table: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     if table.current_snapshot() is None:
         return [], [], skew_metrics([])
     parts: list[dict[str, Any]] = []
+    fields = spec_fields(table)
     for row in table.inspect.partitions().to_pylist():
+        spec_id = int(row.get("spec_id") or 0)
+        key = PartitionKey.from_mapping(spec_id, fields[spec_id], row.get("partition"))
         parts.append(
             {
-                "partition": partition_key(row.get("partition")),
+                "partition": key.display(),
+                "key": key.encode(),
                 "bytes": int(row["total_data_file_size_in_bytes"] or 0),
                 "rows": int(row["record_count"] or 0),
                 "files": int(row["file_count"] or 0),
             }
         )
-    parts.sort(key=lambda p: p["partition"])
-    by_bytes = sigma_outliers({p["partition"]: p["bytes"] for p in parts})
-    by_rows = sigma_outliers({p["partition"]: p["rows"] for p in parts})
+    parts.sort(key=lambda p: (p["partition"], p["key"]))
+    by_bytes = sigma_outliers({p["key"]: p["bytes"] for p in parts})
+    by_rows = sigma_outliers({p["key"]: p["rows"] for p in parts})
     flagged = set(by_bytes) | set(by_rows)
-    skewed = sorted((p for p in parts if p["partition"] in flagged), key=lambda p: -p["bytes"])
+    skewed = sorted((p for p in parts if p["key"] in flagged), key=lambda p: -p["bytes"])
     return parts, skewed, skew_metrics(p["bytes"] for p in parts)
 
 

@@ -8,8 +8,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from optimizer import PartitionStats, merge_stats
+from service.partition_key import PartitionKey
 from service.rolling.base import ApplyResult, GapError, PartitionDelta, StatsStore
-from service.tablestats import partition_key
+from service.tablestats import spec_fields
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -46,22 +47,17 @@ def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
 
 
 def _partition_converter(table: Table) -> Any:
-    """Turn raw partition tuples into the same keys ``inspect.files`` produces."""
-    import pyarrow as pa
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-    struct = schema_to_pyarrow(table.metadata.specs_struct())
-    arrow_type = pa.struct(list(struct))
-    specs = table.metadata.specs()
+    """Turn raw partition tuples (spec id, manifest ``Record``) into partition keys: the
+    same encoded :class:`~service.partition_key.PartitionKey` ``inspect.files`` rows give."""
+    fields = spec_fields(table)
 
     def convert(rows: list[tuple[int, Any]]) -> list[str]:
-        dicts = [
-            {f.name: part[pos] for pos, f in enumerate(specs[spec_id].fields)}
+        return [
+            PartitionKey.of(
+                spec_id, fields[spec_id], [part[pos] for pos in range(len(fields[spec_id]))]
+            ).encode()
             for spec_id, part in rows
         ]
-        if not arrow_type.num_fields:
-            return ["" for _ in dicts]
-        return [partition_key(d) for d in pa.array(dicts, type=arrow_type).to_pylist()]
 
     return convert
 
