@@ -9,18 +9,23 @@ Iceberg already does these well; what this module adds is the guard rails:
 * ``older_than`` cannot be too recent. Expiring snapshots newer than ``MIN_SNAPSHOT_AGE``
   could break readers and time travel in flight; removing "orphan" files newer than
   ``MIN_ORPHAN_AGE`` could delete the files of a write (or of an actor's rewrite) that
-  has not committed yet, which is data loss. Both limits are hard: a UsageError.
+  has not committed yet, which is data loss. Both limits are hard: a UsageError;
+* orphan removal never runs on a location another table shares (``jobs.sharing``: a
+  ``register_table`` clone, a table nested inside, or around, this one) unless each such
+  table is explicitly allowed.
 
 ``now`` is a parameter (UTC) so that the limits are testable without a clock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobs.rewrite.locations import local_path
+from jobs.sharing import guard_orphan_removal
 from service.catalog import load_catalog, load_table
 from service.config import Config, parse_table_identifier
 from service.errors import OperationFailed, UsageError
@@ -122,14 +127,22 @@ def remove_orphan_files(
     older_than: datetime | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
+    allow_shared: Collection[str] = (),
 ) -> MaintenanceReport:
     """Delete files under the table location that no snapshot references and that are
-    older than ``older_than`` (default 3 days, never less than one day)."""
+    older than ``older_than`` (default 3 days, never less than one day). Refused
+    (:class:`OperationFailed`, nothing deleted) while another table of the catalog has
+    files under that location, unless each such table is in ``allow_shared``
+    (``jobs.sharing``)."""
     cutoff = _cutoff(
         older_than, _now(now), DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, "remove_orphan_files"
     )
     args = f", older_than => {_sql_timestamp(cutoff)}, dry_run => {str(bool(dry_run)).lower()}"
-    location = load_table(load_catalog(cfg), table).location()
+    parse_table_identifier(table)
+    catalog = load_catalog(cfg)
+    loaded = load_table(catalog, table)
+    guard_orphan_removal(catalog, table, loaded, allow_shared)
+    location = loaded.location()
     if local_path(location) is None:
         # object storage: list through the table's FileIO (S3FileIO lists by prefix); the
         # default listing goes through Hadoop's file systems, which need not reach it

@@ -25,6 +25,7 @@ nacked and its error kept, as for a merge whose checksum differs.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -132,8 +133,11 @@ def run_table_action(
     action: str,
     now: datetime | None = None,
     dry_run: bool = False,
+    allow_shared: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Run one table-level maintenance action with the table's policy, verified."""
+    """Run one table-level maintenance action with the table's policy, verified.
+    ``allow_shared``: tables allowed to share the location of orphan removal, beside the
+    policy's ``maintenance.allow_shared_location``."""
     if action not in TABLE_ACTIONS:
         raise UsageError(
             f"unknown maintenance action {action!r} (known: {', '.join(TABLE_ACTIONS)})"
@@ -152,7 +156,10 @@ def run_table_action(
         report = maintenance.expire_snapshots(spark, cfg, name, cutoff, m.retain_last, now)
     else:
         cutoff = now - timedelta(hours=m.orphan_min_age_hours)
-        report = maintenance.remove_orphan_files(spark, cfg, name, cutoff, dry_run, now)
+        allowed = {*m.allow_shared_location, *allow_shared}
+        report = maintenance.remove_orphan_files(
+            spark, cfg, name, cutoff, dry_run, now, allow_shared=allowed
+        )
     after = load_table(catalog, name)
     only: set[int] | None = None  # a manifest rewrite deletes nothing: check what it wrote
     if action == "rewrite_manifests":

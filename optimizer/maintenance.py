@@ -17,7 +17,8 @@ below says when an action pays:
 * ``expire_snapshots`` — some snapshot beyond the newest ``retain_last`` is older than
   ``snapshot_max_age_ms``, and the last expiry is at least ``expire_interval_ms`` ago;
 * ``remove_orphan_files`` — ``orphan_interval_ms`` since the last run (or since the table
-  was first seen: a new table has nothing to clean yet);
+  was first seen: a new table has nothing to clean yet), and never while it is *held*:
+  another table's files lie under its location (``optimizer.locations``);
 * ``compact_deletes`` (per partition, :func:`deletes_due`) — the rows its delete files
   delete reach ``delete_ratio`` of its data rows.
 
@@ -150,10 +151,13 @@ def table_needs(
     enabled: Iterable[str],
     now_ms: int,
     last_runs_ms: Mapping[str, int],
+    held: Mapping[str, str] | None = None,
 ) -> list[Need]:
     """The table-level actions due among ``enabled``. ``last_runs_ms``: when each action
-    last ran (or, for orphan removal, when the table was first seen)."""
-    on = set(enabled)
+    last ran (or, for orphan removal, when the table was first seen). ``held``: actions
+    that must not run whatever is due, action → why (orphan removal on a location another
+    table shares: ``optimizer.locations.shared_location_hold``)."""
+    on = set(enabled) - set(held or {})
     needs: list[Need | None] = []
     if "rewrite_manifests" in on:
         needs.append(manifests_due(health, rules))

@@ -8,8 +8,9 @@ of commits equals reading it once: the incremental form *is* the full recompute.
 
 The store (:class:`RedisHealth`, in the table's own ``{t:<table>}`` slot; and
 :class:`MemoryHealth` for unit tests) keeps the latest health for ``status`` and the
-metrics, and when each maintenance action last ran (orphan removal: from when the table
-was first seen).
+metrics, when each maintenance action last ran (orphan removal: from when the table
+was first seen), and why an action is held (orphan removal on a location another table
+shares: ``jobs.sharing``).
 """
 
 from __future__ import annotations
@@ -128,6 +129,14 @@ class HealthStore(Protocol):
         self, table: str, action: str, now_ms: int, only_if_unset: bool = False
     ) -> None: ...
 
+    def holds(self, table: str) -> dict[str, str]:
+        """action → why the decider holds it (orphan removal on a shared location)."""
+        ...
+
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        """Keep why ``action`` is held (None: it is not)."""
+        ...
+
 
 class RedisHealth:
     """Health and last-run times in the table's slot: ``<prefix>:{t:<table>}:health``."""
@@ -157,6 +166,18 @@ class RedisHealth:
         else:
             self.r.hset(self.k.health(table), f"run:{action}", now_ms)
 
+    @translated("health holds")
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.r.hgetall(self.k.health(table))
+        return {text(k)[5:]: text(v) for k, v in raw.items() if text(k).startswith("hold:")}
+
+    @translated("health mark_hold")
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        if reason is None:
+            self.r.hdel(self.k.health(table), f"hold:{action}")
+        else:
+            self.r.hset(self.k.health(table), f"hold:{action}", reason)
+
 
 class MemoryHealth:
     """The same in a dict, for unit tests."""
@@ -179,3 +200,14 @@ class MemoryHealth:
         fields = self.data.setdefault(table, {})
         if not (only_if_unset and f"run:{action}" in fields):
             fields[f"run:{action}"] = str(now_ms)
+
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.data.get(table, {})
+        return {k[5:]: v for k, v in raw.items() if k.startswith("hold:")}
+
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        fields = self.data.setdefault(table, {})
+        if reason is None:
+            fields.pop(f"hold:{action}", None)
+        else:
+            fields[f"hold:{action}"] = reason

@@ -14,7 +14,10 @@ metrics; then each table-level action the policy enables (``rewrite_manifests``,
 find due becomes one queue item for the whole table (``partition`` None), on the same queue
 and under the same fair scheduling as the merges. An item's enqueue time counts as the
 action's last run (an action pending or in flight is coalesced; an interval runs from when
-it was scheduled). Orphan removal's interval starts when the table is first seen.
+it was scheduled). Orphan removal's interval starts when the table is first seen; when it
+comes due, every table of the catalog is listed first, and it is *held* (not enqueued, the
+reason kept for ``status``) while another table's location overlaps the table's
+(:func:`hold_orphans`, ``jobs.sharing``).
 
 :func:`assess` is the same decision without a queue, for ``icefloe plan`` and
 ``icefloe maintain``.
@@ -34,6 +37,7 @@ from service.queue import ActionItem, PriorityQueue
 from service.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
+ORPHANS = "remove_orphan_files"
 
 
 def need_item(
@@ -210,15 +214,36 @@ def assess(
     last_runs_ms: Mapping[str, int],
     known: Mapping[str, Any] | None = None,
     actions: tuple[str, ...] = TABLE_ACTIONS,
+    held: Mapping[str, str] | None = None,
 ) -> tuple[MetadataHealth, list[Need]]:
     """The health and the due actions among ``actions`` (default: all three, whatever
-    the policy enables)."""
+    the policy enables), but none of ``held`` (action → why)."""
     m = policy.maintenance
     target = m.manifest_target(table.properties)
     current = read_health(table, target, m.retain_last, known)
     runs = dict(last_runs_ms)
-    runs.setdefault("remove_orphan_files", 0)  # never run: due now
-    return current, table_needs(current, m.rules(target), actions, int(now * 1000), runs)
+    runs.setdefault(ORPHANS, 0)  # never run: due now
+    return current, table_needs(current, m.rules(target), actions, int(now * 1000), runs, held)
+
+
+def hold_orphans(
+    name: str, table: Any, policy: Any, health: HealthStore, now_ms: int, needs: list[Need]
+) -> list[Need]:
+    """``needs`` without orphan removal when another table shares the location
+    (``jobs.sharing``: the catalog is listed only when orphan removal is due). A held scan
+    counts as run: it is checked again after ``orphan_interval_hours``; the reason is kept
+    for ``status``."""
+    if not any(n.action == ORPHANS for n in needs):
+        return needs
+    from jobs.sharing import orphan_hold
+
+    hold = orphan_hold(table.catalog, name, table, policy.maintenance.allow_shared_location)
+    health.mark_hold(name, ORPHANS, hold)
+    if hold is None:
+        return needs
+    log.warning("%s: remove_orphan_files held: %s", name, hold)
+    health.mark_run(name, ORPHANS, now_ms)
+    return [n for n in needs if n.action != ORPHANS]
 
 
 def check_table(
@@ -237,11 +262,12 @@ def check_table(
     if not enabled:
         return [], current
     now_ms = int(now * 1000)
-    if "remove_orphan_files" in enabled:
-        health.mark_run(name, "remove_orphan_files", now_ms, only_if_unset=True)
+    if ORPHANS in enabled:
+        health.mark_run(name, ORPHANS, now_ms, only_if_unset=True)
     m = policy.maintenance
     rules = m.rules(current.manifest_target)
     needs = table_needs(current, rules, enabled, now_ms, health.last_runs(name))
+    needs = hold_orphans(name, table, policy, health, now_ms, needs)
     outcomes = []
     for need in needs:
         outcomes.append(queue.enqueue(need_item(name, None, need, policy, now), now))

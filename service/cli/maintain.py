@@ -6,6 +6,9 @@ come from Redis when it answers), then runs the actions due, or the ones named w
 ``--action`` whether due or not, each through ``jobs.upkeep`` (Iceberg's procedure with
 the policy's parameters, verified from the metadata). ``--dry-run`` changes nothing: it
 shows the health and what would run, and lets orphan removal list its candidates.
+Orphan removal is held (not due, refused when named) while another table of the catalog
+overlaps the location (``jobs.sharing``), unless ``--allow-shared-location`` or the policy's
+``maintenance.allow_shared_location`` names each such table.
 :func:`maintenance_plan` is also the maintenance part of ``icefloe plan``.
 """
 
@@ -19,7 +22,7 @@ from rich.console import Console
 
 from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth
 from service.cli.common import Context, emit, pass_ctx
-from service.errors import ServiceUnavailable
+from service.errors import OperationFailed, ServiceUnavailable
 
 console = Console()
 
@@ -43,13 +46,25 @@ def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
 
 
 def maintenance_plan(
-    cfg: Any, name: str, table: Any, now: float, last_runs: dict[str, int]
+    cfg: Any,
+    name: str,
+    table: Any,
+    now: float,
+    last_runs: dict[str, int],
+    allow_shared: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Health, the due actions (whether the policy enables them) and the enabled ones."""
+    """Health, the due actions (whether the policy enables them), the enabled ones, and
+    the held ones: orphan removal while another table of the catalog (listed here, see
+    ``jobs.sharing``) overlaps the location, unless the policy's
+    ``maintenance.allow_shared_location`` or ``allow_shared`` names it."""
+    from jobs.sharing import orphan_hold
     from service.upkeep import assess
 
     policy = cfg.policy_for(name, table.properties)
-    health, needs = assess(table, policy, now, last_runs)
+    allowed = (*policy.maintenance.allow_shared_location, *allow_shared)
+    hold = orphan_hold(table.catalog, name, table, allowed)
+    held = {} if hold is None else {"remove_orphan_files": hold}
+    health, needs = assess(table, policy, now, last_runs, held=held)
     enabled = [a for a in policy.actions if a in TABLE_ACTIONS]
     return {
         "health": health_dict(health, now),
@@ -57,6 +72,7 @@ def maintenance_plan(
         "due": [
             {"action": n.action, "reason": n.reason, "enabled": n.action in enabled} for n in needs
         ],
+        "held": [{"action": a, "reason": r} for a, r in held.items()],
     }
 
 
@@ -86,6 +102,8 @@ def render_health(d: dict[str, Any]) -> None:
     for n in d["due"]:
         state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it)"
         console.print(f"  due: {n['action']}: {n['reason']}{state}")
+    for n in d.get("held", []):
+        console.print(f"  held: {n['action']}: {n['reason']}", soft_wrap=True)
     if not d["due"]:
         console.print("  nothing due")
 
@@ -99,24 +117,43 @@ def render_health(d: dict[str, Any]) -> None:
     type=click.Choice(TABLE_ACTIONS),
     help="Run this action whether due or not (repeatable; default: the actions due).",
 )
+@click.option(
+    "--allow-shared-location",
+    "allow_shared",
+    multiple=True,
+    metavar="OTHER_TABLE",
+    help="Let orphan removal run although OTHER_TABLE's location overlaps TABLE's "
+    "(repeatable; its files there are deleted unless TABLE references them).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would run; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def maintain(
-    ctx: Context, table: str, actions: tuple[str, ...], dry_run: bool, as_json: bool
+    ctx: Context,
+    table: str,
+    actions: tuple[str, ...],
+    allow_shared: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Run TABLE's metadata maintenance now (rewrite_manifests, expire_snapshots,
-    remove_orphan_files): the actions due, or those named; each verified."""
+    remove_orphan_files): the actions due, or those named; each verified. Orphan removal
+    is refused while another table's location overlaps TABLE's."""
     from service.catalog import load_catalog, load_table
     from service.config import parse_table_identifier
 
     cfg = ctx.cfg
     parse_table_identifier(table)
+    for other in allow_shared:
+        parse_table_identifier(other, "--allow-shared-location table")
     pt = load_table(load_catalog(cfg), table)  # TableNotFound before Spark starts
     runs, store = stored_runs(cfg, table)
     now = time.time()
-    data = {"table": table, **maintenance_plan(cfg, table, pt, now, runs)}
+    data = {"table": table, **maintenance_plan(cfg, table, pt, now, runs, allow_shared)}
     todo = list(dict.fromkeys(actions)) or [n["action"] for n in data["due"]]
+    for held in data["held"]:
+        if held["action"] in todo:  # named by --action: refused before Spark starts
+            raise OperationFailed(f"{held['action']} on {table} refused: {held['reason']}")
     data["dry_run"], data["ran"] = dry_run, []
     if todo and (not dry_run or "remove_orphan_files" in todo):
         from jobs.upkeep import run_table_action
@@ -126,7 +163,10 @@ def maintain(
         for action in todo:
             if dry_run and action != "remove_orphan_files":
                 continue  # only orphan removal has a dry run of its own (it lists)
-            data["ran"].append(run_table_action(spark, cfg, table, action, dry_run=dry_run))
+            done = run_table_action(
+                spark, cfg, table, action, dry_run=dry_run, allow_shared=allow_shared
+            )
+            data["ran"].append(done)
             if store is not None and not dry_run:
                 store.mark_run(table, action, int(time.time() * 1000))
     data["would_run"] = todo if dry_run else []

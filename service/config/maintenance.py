@@ -19,7 +19,14 @@ from pydantic import model_validator
 from pydantic.dataclasses import dataclass
 
 from optimizer.maintenance import DEFAULT_MANIFEST_TARGET, MaintenanceRules
-from service.config.fields import STRICT, Fraction, NonNegativeInt, PositiveFloat, PositiveInt
+from service.config.fields import (
+    STRICT,
+    Fraction,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Tables,
+)
 from service.config.messages import FieldProblem
 
 MANIFEST_TARGET_PROPERTY = "commit.manifest.target-size-bytes"
@@ -46,6 +53,9 @@ class MaintenancePolicy:
     orphan_min_age_hours: PositiveFloat = 72.0
     # delete files: compact a partition when they delete this share of its rows
     delete_ratio: Fraction = 0.1
+    # tables allowed to have files under this table's location: orphan removal is held
+    # while any other table overlaps it (jobs.sharing), unless each such table is named here
+    allow_shared_location: Tables = ()
 
     @model_validator(mode="after")
     def _floors(self) -> MaintenancePolicy:
