@@ -44,6 +44,7 @@ from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message
 from jobs.rewrite.locations import attempt_table
 from jobs.rewrite.new_files import NewFiles
+from jobs.rewrite.partitions import partition_mismatch
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
 from jobs.rewrite.tasks import ScanTasks
@@ -256,7 +257,13 @@ class ExactRewrite:
         """The one verification pass: the output measures (rows, checksum, non-null counts)
         of the groups Spark wrote, in one Spark job (the Arrow engine measured its files as
         it wrote them); then ``also_check`` on every group's measures. Raises when a check
-        fails or any group's output does not match its input."""
+        fails or any group's output does not match its input, or any new file is not in
+        the partition of the files it replaces (:mod:`jobs.rewrite.partitions`)."""
+        moved = partition_mismatch(self.jvm, self.table, self.scan.files, results)
+        if moved:
+            raise OperationFailed(
+                f"partition check failed for {self.table_name}: {moved}; nothing committed"
+            )
         checked = [r for r in results if r.engine == "spark"]
         if checked:
             like = self.spark_engine.read(checked[0])  # schema only; already staged

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from optimizer import PartitionStats, apply_delta
+from service.partition_key import KEY_FORMAT
 
 
 @dataclass
@@ -70,13 +71,15 @@ def chain_start(
     parent: int | None,
     snapshot_ids: Sequence[int],
     target: int,
+    key_format: int | None = KEY_FORMAT,
 ) -> int | None:
     """The compare-and-set guard of :meth:`StatsStore.apply`: the index in
     ``snapshot_ids`` (a chain of snapshots, oldest first, the first one a child of
     ``parent``) of the first snapshot still to apply, or None when the whole chain is
     applied (a replay: change nothing). A chain applied part way by another decider goes on
     from where it stands. Raises :class:`GapError` when the stored state is neither the
-    chain's parent nor one of its snapshots, or the target changed."""
+    chain's parent nor one of its snapshots, the target changed, or the stored partition
+    keys are of another ``key_format`` (an upgrade: the full scan rebuilds them)."""
     if not snapshot_ids or last_id == snapshot_ids[-1]:
         return None
     if last_id is not None and last_id in snapshot_ids:
@@ -87,6 +90,8 @@ def chain_start(
         raise GapError(f"last applied {last_id} is not the parent {parent}")
     if stored_target != target:
         raise GapError(f"target changed to {target}")
+    if key_format != KEY_FORMAT:
+        raise GapError(f"partition keys of format {key_format or 1}, now {KEY_FORMAT}")
     return start
 
 

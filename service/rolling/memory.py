@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer import PartitionStats
+from service.partition_key import KEY_FORMAT
 from service.rolling.base import PartitionDelta, chain_start, chain_stats
 
 
@@ -71,7 +72,8 @@ class MemoryStats:
     ) -> dict[str, PartitionStats] | None:
         steps = [*earlier, (snapshot_id, deltas)]
         ids = [step_id for step_id, _ in steps]
-        start = chain_start(self.last_applied(table), self.target(table), parent, ids, target)
+        fmt = self._state.get(table, {}).get("keys")
+        start = chain_start(self.last_applied(table), self.target(table), parent, ids, target, fmt)
         if start is None:
             return None
         stats = self._stats.setdefault(table, {})
@@ -102,6 +104,7 @@ class MemoryStats:
             target=target,
             applied_at=now,
             full_scans=state.get("full_scans", 0) + 1,
+            keys=KEY_FORMAT,
         )
         self._known.add(table)
         self.count({"full_scans": 1})

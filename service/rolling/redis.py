@@ -23,6 +23,7 @@ from typing import Any
 
 from optimizer import PartitionStats
 from service.keys import Keys
+from service.partition_key import KEY_FORMAT
 from service.redis_client import text, translated
 from service.rolling.base import PartitionDelta, chain_start, chain_stats, decode, encode
 
@@ -104,8 +105,10 @@ class RollingStats:
             while True:
                 try:
                     pipe.watch(state, stats_key)
-                    last, cur_target = pipe.hmget(state, "last_snapshot", "target")
-                    start = chain_start(_int(last) or None, _int(cur_target), parent, ids, target)
+                    last, cur_target, fmt = pipe.hmget(state, "last_snapshot", "target", "keys")
+                    start = chain_start(
+                        _int(last) or None, _int(cur_target), parent, ids, target, _int(fmt)
+                    )
                     if start is None:
                         pipe.reset()
                         return None
@@ -147,9 +150,10 @@ class RollingStats:
         pipe.delete(stats_key)
         if stats:
             pipe.hset(stats_key, mapping={k: encode(s) for k, s in stats.items()})
-        pipe.hset(
-            state, mapping={"last_snapshot": snapshot_id or 0, "target": target, "applied_at": now}
-        )
+        stamp = {"last_snapshot": snapshot_id or 0, "target": target, "applied_at": now}
+        if _int(self.r.hget(state, "keys")) != KEY_FORMAT:  # partition keys of an older icefloe
+            pipe.delete(self.k.waiting(table))
+        pipe.hset(state, mapping=stamp | {"keys": KEY_FORMAT})
         pipe.hincrby(state, "full_scans", 1)
         pipe.execute()
         self.r.hincrby(self.k.counters, "full_scans", 1)

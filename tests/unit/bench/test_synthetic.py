@@ -104,3 +104,23 @@ def test_only_live_files_can_be_deleted_and_only_current_files_listed() -> None:
     catalog = w.catalog()
     assert catalog.load_table(("bench", "t000000")) is table
     assert catalog.list_tables("bench") == [("bench", "t000000")]
+
+
+def test_stats_of_an_older_key_format_are_rebuilt_by_a_full_scan() -> None:
+    """Stats a decider before typed partition keys wrote (``day=…`` keys, no ``keys``
+    stamp) are not updated in place at the table's next commit: a full scan replaces them,
+    so an old key never meets a new one."""
+    w = synthetic.SyntheticWarehouse(1, 4, seed=3)
+    name = w.names[0]
+    table = w.table(name)
+    store = MemoryStats()
+    assert catch_up(store, name, table, w.target).full_scan
+    old = {display_key(k): s for k, s in store.partitions(name).items()}  # 'day=…' keys
+    store._stats[name] = old
+    del store._state[name]["keys"]
+    table.append_small([1], random.Random(4), files=2)
+    result = catch_up(store, name, table, w.target)
+    assert result.full_scan and "format 1" in result.reason
+    assert store.partitions(name) == full_stats(table, w.target)
+    assert not result.full_scan or all(k.startswith("[0,") for k in store.partitions(name))
+    assert not catch_up(store, name, table, w.target).full_scan
