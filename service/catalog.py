@@ -6,13 +6,21 @@ Spark is seen by PyIceberg and the other way round.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from service.config import CatalogConfig, Config, parse_table_identifier
-from service.errors import ConfigError, ServiceUnavailable, TableNotFound
+from service.errors import (
+    ConfigError,
+    IcefloeError,
+    OperationFailed,
+    ServiceUnavailable,
+    TableNotFound,
+    describe,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -81,12 +89,45 @@ def load_catalog(cfg: Config) -> Catalog:
 
     try:
         _local_paths(cfg.catalog)
-        return _load(cfg.catalog.name, **pyiceberg_properties(cfg.catalog))
+        props = pyiceberg_properties(cfg.catalog)
+        if cfg.catalog.type == "rest":  # every request bounded in time
+            bounded: Catalog = rest_catalog_class()(cfg.catalog.name, **props)
+            return bounded
+        return _load(cfg.catalog.name, **props)
     except ServiceUnavailable:
         raise
     except Exception as e:  # library errors vary by backend; SQLAlchemy's span lines
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ServiceUnavailable(f"cannot open catalog {cfg.catalog.name!r}: {first}") from e
+
+
+REST_TIMEOUT = (5.0, 20.0)
+"""Seconds to connect to a REST catalog server and to wait for each reply. PyIceberg sets
+none: a server retrying its own storage (S3 down: about two minutes per table) held every
+command that long, per table. A healthy server answers in well under a second."""
+
+
+@functools.cache
+def rest_catalog_class() -> type:
+    """PyIceberg's ``RestCatalog`` whose HTTP session bounds every request by
+    :data:`REST_TIMEOUT` (a timeout is then one line: the catalog is unreachable)."""
+    from pyiceberg.catalog.rest import RestCatalog
+    from requests.adapters import HTTPAdapter
+
+    class BoundedAdapter(HTTPAdapter):
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = REST_TIMEOUT
+            return super().send(request, *args, **kwargs)
+
+    class BoundedRestCatalog(RestCatalog):
+        def _create_session(self) -> Any:
+            session = super()._create_session()
+            for prefix in ("http://", "https://"):  # a SigV4 adapter on the URI stays first
+                session.mount(prefix, BoundedAdapter())
+            return session
+
+    return BoundedRestCatalog
 
 
 def _local_paths(cat: CatalogConfig) -> None:
@@ -122,6 +163,23 @@ def load_table(catalog: Catalog, ident: str) -> Table:
         return catalog.load_table(parts)
     except (NoSuchTableError, NoSuchNamespaceError):
         raise TableNotFound(f"table {ident!r} not found in catalog {catalog.name!r}") from None
+    except Exception as e:
+        raise catalog_error(catalog.name, f"load table {ident!r}", e) from e
+
+
+def catalog_error(name: str, what: str, e: Exception) -> Exception:
+    """A catalog library's error as one line naming the catalog: its database or server
+    unreachable is :class:`ServiceUnavailable`, any other failure (the table's metadata
+    missing or unreadable, storage refusing) :class:`OperationFailed`."""
+    if isinstance(e, IcefloeError):
+        return e
+    kind = type(e).__module__.split(".", 1)[0]
+    unreachable = (  # the database refused or dropped the connection; requests' ConnectionError
+        kind == "sqlalchemy" and type(e).__name__ in ("OperationalError", "InterfaceError")
+    ) or (kind == "requests" and isinstance(e, OSError))
+    if unreachable:
+        return ServiceUnavailable(f"catalog {name!r} is unreachable ({describe(e)})")
+    return OperationFailed(f"catalog {name!r} could not {what}: {describe(e)}")
 
 
 def spark_table_name(cfg: Config, ident: str) -> str:
@@ -141,4 +199,6 @@ def managed_tables(cfg: Config, catalog: Catalog) -> list[str]:
                 names.add(".".join(ident))
         except NoSuchNamespaceError:  # a missing namespace lists nothing
             pass
+        except Exception as e:
+            raise catalog_error(catalog.name, f"list namespace {ns!r}", e) from e
     return sorted(names)

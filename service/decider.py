@@ -48,7 +48,7 @@ from typing import Any
 from optimizer.maintenance import MetadataHealth
 from service.config import Config, DeciderSettings, parse_table_identifier
 from service.duties import LeaderDuties
-from service.errors import IcefloeError, ServiceUnavailable
+from service.errors import IcefloeError, ServiceUnavailable, describe
 from service.events import CommitEvent, CommitEvents, RedisEvents
 from service.health import HealthStore, MemoryHealth, RedisHealth
 from service.intents import Intent, Intents, RedisIntents
@@ -80,6 +80,7 @@ class StepReport:
     shards: list[int] = field(default_factory=list)  # the shards this decider observes
     polled: bool = False  # every table of its shards was polled (not only evented ones)
     next_lapse: float | None = None  # seconds until another decider's shard lease lapses
+    failed: dict[str, str] = field(default_factory=dict)  # tables skipped: why (one line)
 
     def count(self, outcomes: list[int]) -> int:
         """Count enqueue outcomes (1 new, 0 coalesced); their number."""
@@ -249,7 +250,7 @@ class Decider(LeaderDuties):
             self._to_poll = deque(sorted(mine))
         return changed, events, report
 
-    def _refresh_safely(self, name: str, now: float, report: StepReport, failed: set[str]) -> None:
+    def _refresh_safely(self, name: str, now: float, report: StepReport) -> None:
         if not self._still_mine(name):
             return  # its shard passed to another decider during a long pass
         try:
@@ -257,8 +258,8 @@ class Decider(LeaderDuties):
         except ServiceUnavailable:
             raise  # the loop backs off; events stay pending
         except Exception as e:  # one broken or dropped table must not stop the others
-            failed.add(name)
-            log.warning("skipped %s this pass: %s: %s", name, type(e).__name__, e)
+            report.failed[name] = describe(e)  # SQLAlchemy's and Java's span lines: one
+            log.warning("skipped %s this pass: %s", name, report.failed[name])
 
     # ---- orient + decide ----------------------------------------------------------------
     def refresh(self, name: str, now: float, report: StepReport) -> None:
@@ -329,18 +330,17 @@ class Decider(LeaderDuties):
         tables, events, report = self.observe(block_ms)
         report.leader = leader
         now = self.clock()
-        failed: set[str] = set()
         for name in sorted(tables):  # the evented tables first
-            self._refresh_safely(name, now, report, failed)
+            self._refresh_safely(name, now, report)
         # then the poll, a budget at a time (all of it in a one-shot pass), so an event
         # waits for at most one budget, however many tables a poll has
         budget_end = None if block_ms is None else time.monotonic() + self.s.poll_budget_seconds
         while self._to_poll and (budget_end is None or time.monotonic() < budget_end):
             name = self._to_poll.popleft()
             if name not in tables:
-                self._refresh_safely(name, now, report, failed)
+                self._refresh_safely(name, now, report)
         # ack only now, and not for tables that failed: a crash before this leaves them pending
-        self.events.ack([e for e in events if e.table not in failed])
+        self.events.ack([e for e in events if e.table not in report.failed])
         if not leader:
             report.holder = self.leader.holder()
             return report
@@ -378,13 +378,9 @@ class Decider(LeaderDuties):
                 wait = 0.0 if report.shards else self.s.poll_seconds  # it blocked on events
                 if not report.leader and report.next_lapse is not None:
                     wait = min(wait, report.next_lapse + 0.05)  # a dead decider's shards
-            except ServiceUnavailable as e:
-                log.error(
-                    "decider: %s (redis %s); retrying in %.1fs",
-                    e,
-                    self.cfg.redis.redacted_url(),
-                    delay,
-                )
+            except ServiceUnavailable as e:  # the Redis URL only when Redis is what failed
+                where = f" (redis {self.cfg.redis.redacted_url()})" if "redis" in str(e) else ""
+                log.error("decider: %s%s; retrying in %.1fs", e, where, delay)
                 if once:
                     raise
                 wait = delay

@@ -1,17 +1,20 @@
 """The ``icefloe`` command line.
 
 Exit codes: 0 ok, 1 the operation failed, 2 bad usage or config. A user mistake is one
-line on stderr, never a traceback. Every command that reports takes ``--json``.
+line on stderr, never a traceback (a library error no layer translated too: its type and
+first line; ``ICEFLOE_DEBUG=1`` shows its traceback). Every command that reports takes
+``--json``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from service.cli.common import Context
-from service.errors import IcefloeError
+from service.errors import IcefloeError, describe
 from service.redact import scrub
 
 
@@ -56,6 +59,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as e:  # a library's error no layer translated: still one line
+        if os.environ.get("ICEFLOE_DEBUG"):
+            raise
+        click.echo(f"icefloe: error: {describe(e)}", err=True)
+        sys.exit(1)
     sys.exit(0)
 
 

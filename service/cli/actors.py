@@ -1,8 +1,9 @@
 """``icefloe optimize`` and ``icefloe plan``: the actors, by hand; ``icefloe pack``.
 
 ``plan`` reads PyIceberg metadata only (no Spark, no data read, nothing written), so it
-answers in a second and is safe on any table. ``optimize`` validates its tables with
-PyIceberg first, then starts Spark in-process (``build_spark``) once and runs the same
+answers in a second and is safe on any table. ``optimize`` plans its tables with
+PyIceberg first (a typo or a broken table fails before a JVM starts), then starts Spark
+in-process (``build_spark``) once, only if a plan has work, and runs the same
 ``jobs.optimize.optimize_table`` the decider's actors run, table after table.
 """
 
@@ -12,14 +13,14 @@ import time
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table as RichTable
 
-from service.cli.common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, make_console, pass_ctx
 from service.config import ACTIONS
-from service.errors import IcefloeError, UsageError
+from service.errors import ServiceUnavailable, UsageError, describe
+from service.partition_key import display_key
 
-console = Console()
+console = make_console()
 MIB = 1 << 20
 
 _partition_option = click.option(
@@ -71,7 +72,8 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
         "sort_columns": list(sort_columns),
         "partitions": [
             {
-                "partition": p.key,
+                "partition": display_key(p.key),
+                "key": p.key,
                 "spec_id": p.spec_id,
                 "files": len(p.paths),
                 "bytes": sum(p.sizes),
@@ -157,9 +159,9 @@ def optimize(
 ) -> None:
     """Merge (or sort) each TABLE's small files (or every managed table's, with --all):
     exact planned groups, one `replace` commit per partition, verified before commit. The
-    tables share one Spark session; a table that fails does not stop the others."""
-    from service.catalog import load_catalog, load_table, managed_tables
-    from service.config import parse_table_identifier
+    tables share one Spark session, started only when a plan has work; a table that fails
+    does not stop the others."""
+    from service.catalog import load_catalog, managed_tables
 
     cfg = ctx.cfg
     if bool(tables) == all_managed:
@@ -168,28 +170,66 @@ def optimize(
     names = managed_tables(cfg, catalog) if all_managed else list(dict.fromkeys(tables))
     if partitions and (all_managed or len(names) != 1):
         raise UsageError("--partition needs exactly one TABLE")
+    single = len(names) == 1 and not all_managed  # its report, its errors as they are
+    work: dict[str, bool] = {}
+    failed: list[dict[str, str]] = []
     for name in names:  # a typo fails here, before a JVM starts
-        parse_table_identifier(name)
-        load_table(catalog, name)
+        try:
+            work[name] = has_work(cfg, catalog, name, list(partitions), action)
+        except ServiceUnavailable:
+            raise  # the catalog is gone: the same for every table
+        except Exception as e:
+            if single:
+                raise
+            failed.append({"table": name, "error": describe(e)})
     from jobs.optimize import optimize_table
-    from service.spark import build_spark
 
-    spark = build_spark(cfg, app_name="icefloe-optimize")
-    if len(names) == 1 and not all_managed:  # one table: its report, its errors as they are
+    spark: Any = None  # PyIceberg planned: Spark (15 s to start) only for real work
+    if not dry_run and any(work.values()):
+        from service.spark import build_spark
+
+        spark = build_spark(cfg, app_name="icefloe-optimize")
+    if single:
         report = optimize_table(spark, cfg, names[0], list(partitions) or None, action, dry_run)
         emit(report.to_dict(), as_json, _render_report)
         if report.partitions_failed:
             raise SystemExit(1)  # some partitions could not be committed (see the report)
         return
-    reports, failed = [], []
-    for name in names:
+    reports = []
+    for name in work:
         try:
             reports.append(optimize_table(spark, cfg, name, None, action, dry_run).to_dict())
-        except IcefloeError as e:
-            failed.append({"table": name, "error": str(e)})
+        except ServiceUnavailable:
+            raise
+        except Exception as e:  # one broken table must not stop the others
+            failed.append({"table": name, "error": describe(e)})
     emit({"tables": reports, "failed": failed}, as_json, _render_reports)
     if failed or any(r["partitions_failed"] for r in reports):
         raise SystemExit(1)
+
+
+def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
+    """Whether ``optimize`` would rewrite anything in table ``name`` (PyIceberg planning
+    only, as ``optimize_table`` plans it); raises what loading or planning it raises."""
+    from jobs.plan import plan_table, resolve_sort_columns
+    from service.catalog import load_table
+    from service.config import parse_table_identifier
+
+    parse_table_identifier(name)
+    pt = load_table(catalog, name)
+    policy = cfg.policy_for(name, pt.properties)
+    sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
+    target = int(policy.target_file_size_bytes or 1)
+    plan = plan_table(
+        pt,
+        target,
+        policy.tolerance_bytes,
+        action,
+        partitions or None,
+        sort_columns,
+        min_input_files=policy.min_input_files,
+    )
+    return bool(plan.work)
 
 
 def _render_reports(d: dict[str, Any]) -> None:
@@ -224,7 +264,7 @@ def _render_report(d: dict[str, Any]) -> None:
         out.add_column(col)
     for p in d["partitions"]:
         out.add_row(
-            p["key"] or "(unpartitioned)",
+            p["partition"] or "(unpartitioned)",
             p["status"],
             str(p["files"]),
             str(p["files_rewritten"]),

@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
-from service.cli.common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, make_console, pass_ctx
 from service.config import Config
 from service.demo import DEFAULT_ROUNDS
-from service.errors import UsageError
+from service.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 
 MIB = 1 << 20
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = make_console()
 
 
 @click.command()
@@ -63,7 +63,8 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         s = p.stats(target)
         parts.append(
             {
-                "partition": p.key,
+                "partition": p.partition.display(),
+                "key": p.key,
                 "files": s.n,
                 "bytes": s.total_bytes,
                 "mse": s.mse,
@@ -119,9 +120,15 @@ def tables(ctx: Context, as_json: bool) -> None:
     from service.catalog import load_catalog, managed_tables
 
     catalog = load_catalog(ctx.cfg)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in managed_tables(ctx.cfg, catalog):
-        s = table_summary(ctx.cfg, catalog, name)
+        try:  # one broken table (metadata missing, storage refusing) is its row's error
+            s = table_summary(ctx.cfg, catalog, name)
+        except ServiceUnavailable:
+            raise  # the catalog itself is gone: the same for every table
+        except Exception as e:
+            rows.append({"table": name, "error": describe(e)})
+            continue
         rows.append(
             {k: s[k] for k in ("table", "files", "bytes", "snapshot_id", "manifests", "snapshots")}
             | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
@@ -138,6 +145,9 @@ def tables(ctx: Context, as_json: bool) -> None:
         for col in (*cols, "snapshot"):
             out.add_column(col)
         for r in rows:
+            if r.get("error"):  # the row says so; its one line follows the table
+                out.add_row(r["table"], "[red]error[/]", *["-"] * (len(cols) - 1))
+                continue
             out.add_row(
                 r["table"],
                 str(r["files"]),
@@ -155,8 +165,16 @@ def tables(ctx: Context, as_json: bool) -> None:
             )
         else:
             console.print(out)
+        for r in rows:
+            if r.get("error"):
+                console.print(f"[red]{escape(r['table'])}: error: {escape(r['error'])}[/]")
 
     emit(rows, as_json, render)
+    failed = [r["table"] for r in rows if r.get("error")]
+    if failed:
+        raise OperationFailed(
+            f"{len(failed)} of {len(rows)} table(s) could not be read: {', '.join(failed)}"
+        )
 
 
 @click.command()

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+from rich.console import Console
 
 from service.config import Config, load_config
+from service.errors import UsageError
+
+PIPE_WIDTH = 4096  # a file or pipe: whole lines (rich would cut them at 80 columns)
+
+
+def make_console() -> Console:
+    """The rich console of a command's output: a terminal's own width; to a file or a pipe,
+    lines as long as they are, never cut (``tolera…``) or wrapped."""
+    return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 
 class Context:
@@ -48,3 +59,18 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return rv
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Act on TABLE even though the config does not manage it."
+)
+
+
+def require_managed(cfg: Config, table: str, force: bool) -> None:
+    """A command that changes a table refuses one the config does not manage (a typo of a
+    managed name, a table of another team) unless ``--force``."""
+    if not force and not cfg.is_managed(table):
+        raise UsageError(
+            f"table {table!r} is not managed (managed.namespaces, managed.tables or "
+            "tables.<name> in the config): add --force to act on it anyway"
+        )

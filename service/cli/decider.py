@@ -15,9 +15,17 @@ from typing import Any
 
 import click
 
-from service.cli.common import Context, FiniteFloat, emit, pass_ctx
+from service.cli.common import (
+    Context,
+    FiniteFloat,
+    emit,
+    force_option,
+    make_console,
+    pass_ctx,
+    require_managed,
+)
 from service.config import ACTIONS, DeciderSettings, parse_table_identifier
-from service.errors import ServiceUnavailable, UsageError
+from service.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.keys import Keys
 from service.queue import open_queue
 from service.redact import service_logging
@@ -90,10 +98,28 @@ def decide(
     if metrics_port:
         serve(metrics, metrics_port)
 
+    reports: list[Any] = []
+    on_step = _on_step(decider, client, metrics, once, as_json)
+
+    def step(report: Any) -> None:
+        reports.append(report)
+        on_step(report)
+
     try:
-        decider.run(once=once, on_step=_on_step(decider, client, metrics, once, as_json))
+        decider.run(once=once, on_step=step)
     finally:  # --once too: the next decider (or the next --once) leads at once
         _hand_back(decider)
+    if once and reports:
+        _fail_if_all_skipped(reports[-1])
+
+
+def _fail_if_all_skipped(report: Any) -> None:
+    """A ``--once`` pass that could read none of its tables failed (exit 1), and says why."""
+    if report.tables and len(report.failed) >= report.tables:
+        name, why = sorted(report.failed.items())[0]
+        raise OperationFailed(
+            f"every table ({report.tables}) was skipped this pass, e.g. {name}: {why}"
+        )
 
 
 def _on_step(
@@ -145,6 +171,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
         "dispatched": report.dispatched,
         "snapshots_applied": sum(a.snapshots_applied for a in report.applied),
         "full_scans": [a.table for a in report.applied if a.full_scan],
+        "skipped": sorted(report.failed),
         "desired_actors": report.desired_actors,
         "queue": depth,
     }
@@ -202,6 +229,7 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
     default=None,
     help="Priority class (0 highest; default: the table's).",
 )
+@force_option
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def request(
@@ -210,6 +238,7 @@ def request(
     partitions: tuple[str, ...],
     action: str,
     priority: int | None,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
@@ -218,6 +247,7 @@ def request(
 
     parse_table_identifier(table)
     pt = load_table(load_catalog(ctx.cfg), table)
+    require_managed(ctx.cfg, table, force)
     selector = partition_selector([f.name for f in pt.spec().fields], partitions)
     if selector is not None:  # a partition the table has now: nothing queued that fails later
         from jobs.plan import require_partitions
@@ -252,7 +282,7 @@ def status(ctx: Context, as_json: bool) -> None:
 
     client = connect(ctx.cfg)
     data = gather(ctx.cfg, client, open_queue(ctx.cfg, client), time.time())
-    emit(data, as_json, render)
+    emit(data, as_json, lambda d: render(d, make_console()))
 
 
 @click.command()

@@ -18,13 +18,12 @@ import time
 from typing import Any
 
 import click
-from rich.console import Console
 
 from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth
-from service.cli.common import Context, emit, pass_ctx
+from service.cli.common import Context, emit, force_option, make_console, pass_ctx, require_managed
 from service.errors import OperationFailed, ServiceUnavailable
 
-console = Console()
+console = make_console()
 
 
 def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
@@ -126,6 +125,7 @@ def render_health(d: dict[str, Any]) -> None:
     "(repeatable; its files there are deleted unless TABLE references them).",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would run; change nothing.")
+@force_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def maintain(
@@ -134,6 +134,7 @@ def maintain(
     actions: tuple[str, ...],
     allow_shared: tuple[str, ...],
     dry_run: bool,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Run TABLE's metadata maintenance now (rewrite_manifests, expire_snapshots,
@@ -147,6 +148,8 @@ def maintain(
     for other in allow_shared:
         parse_table_identifier(other, "--allow-shared-location table")
     pt = load_table(load_catalog(cfg), table)  # TableNotFound before Spark starts
+    if not dry_run:  # a dry run changes nothing: any table
+        require_managed(cfg, table, force)
     runs, store = stored_runs(cfg, table)
     now = time.time()
     data = {"table": table, **maintenance_plan(cfg, table, pt, now, runs, allow_shared)}

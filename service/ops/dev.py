@@ -207,10 +207,16 @@ def _running(svc: Service | None) -> bool:
 
 
 def _port_for(
-    name: str, recorded: Service | None, free_ports: bool, ports: Mapping[str, int]
+    name: str,
+    recorded: Service | None,
+    free_ports: bool,
+    ports: Mapping[str, int],
+    alone: bool = True,
 ) -> int:
     """The port ``name`` starts on: its recorded one (the overlay and the other services
-    know it), else the one asked for, else a free one or the default."""
+    know it), else the one asked for, else a free one or the default. With ``free_ports``
+    a recorded port another process took moves to a free one, when no other service of
+    the profile runs (``alone``: none of them knows the old port)."""
     if recorded is not None:
         port = recorded.port
     elif name in ports:
@@ -221,12 +227,20 @@ def _port_for(
         port = DEFAULT_PORTS[name]
     # a recorded port may still be held for a moment by its server, dying
     grace = 5.0 if recorded is not None and port == recorded.port else 0.0
-    if not servers.port_free(port, grace=grace):
-        raise ServiceUnavailable(
-            f"port {port} on {LOOPBACK} is taken by another process ({name} needs it): "
-            "stop that process, or start with free ports (`icefloe dev up --free-ports`)"
-        )
-    return port
+    if servers.port_free(port, grace=grace):
+        return port
+    if recorded is not None and free_ports and alone and name not in ports:
+        return servers.free_port()
+    if recorded is None:
+        fix = "start with free ports (`icefloe dev up --free-ports`)"
+    elif free_ports:
+        fix = "stop the profile's other services (`icefloe dev down`), then `dev up --free-ports`"
+    else:
+        fix = "move the profile's services to free ports (`icefloe dev up --free-ports`)"
+    raise ServiceUnavailable(
+        f"port {port} on {LOOPBACK} is taken by another process ({name} needs it): "
+        f"stop that process, or {fix}"
+    )
 
 
 def _start(
@@ -274,7 +288,9 @@ def up(
         recorded = {name: _recorded(state, name) for name in names}
         keep = {n: s for n, s in recorded.items() if s and servers.alive(s.pid, s.marker)}
         chosen = {
-            n: _port_for(n, recorded[n], free_ports, ports or {}) for n in names if n not in keep
+            n: _port_for(n, recorded[n], free_ports, ports or {}, alone=not keep)
+            for n in names
+            if n not in keep
         }
         all_ports = {**{n: s.port for n, s in keep.items()}, **chosen}
         started = []

@@ -150,6 +150,7 @@ def test_cli_maintain_dry_run_then_run(spark, cfg, catalog, namespace, tmp_path,
         "redis": {"url": cfg.redis.url, "key_prefix": cfg.redis.key_prefix},
         "spark": {"master": cfg.spark.master, "conf": dict(cfg.spark.conf)},
         "defaults": {"maintenance": {"min_manifests": 4}},
+        "managed": {"namespaces": [namespace]},  # maintain refuses an unmanaged table
     }
     path.write_text(yaml.safe_dump(raw))
 

@@ -112,3 +112,22 @@ def test_server_jars_are_listed_apart_from_sparks(capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out.strip() == (
         "org/gaul/s3proxy/4.1.0/s3proxy-4.1.0-jar-with-dependencies.jar"
     )
+
+
+def test_free_ports_moves_a_recorded_port_another_process_took(tmp_path: Path) -> None:
+    """Issue 28 item 10: the hint said `--free-ports`, which kept the taken recorded port."""
+    from service.ops.servers import Service
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        svc = Service("postgres", 1, "127.0.0.1", port, tmp_path / "log", "marker")
+        moved = dev._port_for("postgres", svc, True, {})
+        assert moved != port
+        with pytest.raises(ServiceUnavailable) as e:  # without the flag: what to do
+            dev._port_for("postgres", svc, False, {})
+        assert "--free-ports" in str(e.value)
+        with pytest.raises(ServiceUnavailable) as e:  # another service knows the old port
+            dev._port_for("postgres", svc, True, {}, alone=False)
+        assert "dev down" in str(e.value)
