@@ -142,17 +142,21 @@ class CommitLock:
 
 @pytest.mark.spark
 @pytest.mark.integration
-def test_catalog_locked_at_the_commit_of_optimize(spark: Any, fault_env: Any, ledger: Any) -> None:
+@pytest.mark.parametrize("days", [1, 2])
+def test_catalog_locked_at_the_commit_of_optimize(
+    spark: Any, fault_env: Any, ledger: Any, days: int
+) -> None:
     """What ``icefloe optimize`` runs: the commit fails in one line and nothing is committed.
     The catalog stays locked, so whether the commit landed cannot be known: the new files
     are kept (they might be live, as Iceberg keeps them) and the error says how many. Once
     the catalog is back they are exactly the unreferenced files, which the orphan cleaner
-    (what an actor's retry or the decider runs) then deletes."""
+    (what an actor's retry or the decider runs) then deletes. With two partitions the
+    commit carries both: no clean-up path may delete what the committer kept (#28.2)."""
     from jobs.orphans import remove_unreferenced
 
     env = fault_env
     name = f"{env.namespace}.events"
-    table = make_table(env.catalog, name, days=DAYS[:1], files_per_day=3)
+    table = make_table(env.catalog, name, days=DAYS[:days], files_per_day=3)
     before = ledger.contents(table)
     snapshot = current_snapshot_id(table)
     started = time.time()
