@@ -89,11 +89,16 @@ class ScrubFilter(logging.Filter):
         return True
 
 
+QUIET_LOGGERS = ("py4j", "great_expectations")
+
+
 def service_logging() -> None:
     """The long-running commands' logs (decider, actor): INFO lines with time and logger,
-    secrets scrubbed, and py4j's INFO line per connection closed left out."""
+    secrets scrubbed; py4j's INFO line per connection closed and Great Expectations' ~200
+    INFO lines per verified action left out (their warnings stay)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    for chatty in QUIET_LOGGERS:
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     scrub_logs()
 
 

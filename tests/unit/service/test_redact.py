@@ -122,3 +122,16 @@ def test_cli_errors_are_scrubbed(
         cli_module.main(["tables"])
     assert done.value.code == 2
     assert capsys.readouterr().err == "icefloe: error: the catalog said: bad password ***\n"
+
+
+def test_service_logging_leaves_great_expectations_info_out() -> None:
+    """Issue 28 item 10: an actor printed ~200 lines of Great Expectations logging per run:
+    its INFO lines are left out from the start (before its import), its warnings stay."""
+    import logging
+
+    from service.redact import service_logging
+
+    service_logging()
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        ge = logging.getLogger(name)
+        assert not ge.isEnabledFor(logging.INFO) and ge.isEnabledFor(logging.WARNING)
