@@ -20,6 +20,7 @@ from optimizer import stats_from_sizes
 from service.intents import RedisIntents
 from service.keys import Keys
 from service.leader import RedisLeader
+from service.partition_key import KEY_FORMAT
 from service.queue import LUA_DIR, ActionItem, RedisQueue
 from service.rolling import PartitionDelta, RollingStats
 from service.shards import RedisShards
@@ -68,8 +69,8 @@ class FakePipeline:
 
     def hmget(self, key: str, *fields: Any) -> list[Any]:
         self.keys.append(key)
-        if fields == ("last_snapshot", "target"):  # the state apply compares and sets
-            return [b"1", b"1000"]
+        if fields == ("last_snapshot", "target", "keys"):  # the state apply compares and sets
+            return [b"1", b"1000", str(KEY_FORMAT).encode()]
         names = fields[0] if len(fields) == 1 and isinstance(fields[0], list) else fields
         return [None] * len(names)
 
