@@ -78,6 +78,15 @@ def _no_default_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 
 
 @pytest.fixture(scope="session")
+def dev_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's one folder of backend profile services (``icefloe dev up --root``): the
+    contract suite (tests/contract) and the fault suite (tests/faults) start each profile's
+    servers there, on free ports, and a later ``up`` finds them (or restarts them on the
+    same data and ports)."""
+    return tmp_path_factory.mktemp("dev")
+
+
+@pytest.fixture(scope="session")
 def lake_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("lakehouse")
 

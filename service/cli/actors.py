@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 
 from service.cli.common import Context, emit, make_console, pass_ctx
 from service.config import ACTIONS
-from service.errors import ServiceUnavailable, UsageError, describe
+from service.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 from service.partition_key import display_key
 
 console = make_console()
@@ -204,8 +204,13 @@ def optimize(
         except Exception as e:  # one broken table must not stop the others
             failed.append({"table": name, "error": describe(e)})
     emit({"tables": reports, "failed": failed}, as_json, _render_reports)
-    if failed or any(r["partitions_failed"] for r in reports):
-        raise SystemExit(1)
+    if failed:
+        raise OperationFailed(
+            f"{len(failed)} of {len(names)} table(s) failed: "
+            + ", ".join(f["table"] for f in failed)
+        )
+    if any(r["partitions_failed"] for r in reports):
+        raise SystemExit(1)  # some partitions could not be committed (see the reports)
 
 
 def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:

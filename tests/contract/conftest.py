@@ -80,11 +80,6 @@ def redis_client(private_redis: Any) -> Iterator[Any]:
     client.close()
 
 
-@pytest.fixture(scope="session")
-def dev_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("dev")
-
-
 @pytest.fixture(scope="session", params=PROFILES)
 def backend(
     request: pytest.FixtureRequest,

@@ -36,6 +36,8 @@ import yaml
 from service.config import Config, build_config
 from service.keys import Keys
 from tests.conftest import config_raw
+from tests.faults.backends import Profile
+from tests.faults.backends import start as start_profile
 from tests.faults.checks import (
     Contents,
     assert_clean_output,
@@ -255,3 +257,26 @@ def fault_env(
         namespace=namespace,
         home=lake_home,
     )
+
+
+# ---- backend profiles (REST catalog on S3, PostgreSQL) -------------------------------------
+
+
+@pytest.fixture(scope="session")
+def rest_s3(dev_root: Path) -> Iterator[Profile]:
+    """The REST catalog server and s3proxy, once per run (stopped at its end)."""
+    from service.ops import dev
+
+    profile = start_profile("rest-s3", dev_root)
+    yield profile
+    dev.down("rest-s3", dev_root)
+
+
+@pytest.fixture(scope="session")
+def postgres(dev_root: Path) -> Iterator[Profile]:
+    """The private PostgreSQL of the ``postgres`` profile, once per run."""
+    from service.ops import dev
+
+    profile = start_profile("postgres", dev_root)
+    yield profile
+    dev.down("postgres", dev_root)
