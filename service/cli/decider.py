@@ -27,10 +27,10 @@ from service.cli.common import (
 from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.keys import Keys
+from service.partition_key import display_key
 from service.queue import open_queue
 from service.redact import service_logging
 from service.redis_client import connect, connect_retrying, translated
-from service.tablestats import key_value
 
 log = logging.getLogger("icefloe.decider")
 
@@ -210,7 +210,7 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
         if col in given:
             raise UsageError(f"--partition {col!r} given twice")
         given[col] = value
-    return "/".join(f"{c}={key_value(given[c])}" for c in spec_fields if c in given)
+    return "/".join(f"{c}={given[c]}" for c in spec_fields if c in given)
 
 
 @click.command()
@@ -249,10 +249,11 @@ def request(
     pt = load_table(load_catalog(ctx.cfg), table)
     require_managed(ctx.cfg, table, force)
     selector = partition_selector([f.name for f in pt.spec().fields], partitions)
-    if selector is not None:  # a partition the table has now: nothing queued that fails later
+    keys: list[str | None] = [None]  # the whole table
+    if selector is not None:  # partitions the table has now: nothing queued that fails later
         from jobs.plan import require_partitions
 
-        require_partitions(pt, [selector])
+        keys = list(require_partitions(pt, [selector]))  # one item per partition, exactly
     policy = ctx.cfg.policy_for(table, pt.properties)
     if action == "sort":  # a sort needs a sort order: say so now, not in an actor later
         from jobs.plan import resolve_sort_columns
@@ -260,16 +261,31 @@ def request(
         resolve_sort_columns(pt, policy.sort_order)
     cls = policy.priority if priority is None else priority
     client = connect(ctx.cfg)
-    item = ActionItem.new(
-        table, selector, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason="ad-hoc request"
-    )
+    items = [
+        ActionItem.new(
+            table, key, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason="ad-hoc request"
+        )
+        for key in keys
+    ]
     queue = open_queue(ctx.cfg, client)
-    outcome = queue.enqueue(item, time.time(), force=True)
-    data = {"id": item.id, "queued": outcome == 1, "coalesced": outcome == 0}
+    outcomes = [queue.enqueue(item, time.time(), force=True) for item in items]
+    data = {
+        "id": items[0].id,
+        "queued": outcomes[0] == 1,
+        "coalesced": outcomes[0] == 0,
+        "items": [
+            {"id": i.id, "partition": display_key(i.partition), "queued": o == 1}
+            for i, o in zip(items, outcomes, strict=True)
+        ],
+    }
     emit(
         data,
         as_json,
-        lambda d: click.echo(f"{'queued' if d['queued'] else 'already queued'}: {d['id']}"),
+        lambda d: click.echo(
+            "\n".join(
+                f"{'queued' if i['queued'] else 'already queued'}: {i['id']}" for i in d["items"]
+            )
+        ),
     )
 
 
