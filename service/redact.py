@@ -100,6 +100,19 @@ def service_logging() -> None:
     for chatty in QUIET_LOGGERS:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     scrub_logs()
+    for handler in logging.getLogger().handlers:  # GE sets INFO on its own child loggers
+        if not any(isinstance(f, QuietFilter) for f in handler.filters):
+            handler.addFilter(QuietFilter())
+
+
+class QuietFilter(logging.Filter):
+    """A handler filter that drops the records under WARNING of :data:`QUIET_LOGGERS` and
+    their children, whatever level a library set on its child loggers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        return not any(record.name == q or record.name.startswith(q + ".") for q in QUIET_LOGGERS)
 
 
 def scrub_logs() -> None:
