@@ -20,6 +20,7 @@ from jobs.rewrite.locations import new_locations
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.tasks import ScanTasks
+from jobs.rewrite.write_properties import spark_only_reason
 from jobs.verify import Checksum
 from service.spark import in_process_master
 
@@ -68,6 +69,13 @@ class ArrowDriver:
         self.in_driver = in_driver
         self.guard = guard
         self._where: dict[str, tuple[Any, Any]] = {}  # each group's Java spec and partition
+
+    def refusal(self, arrow: ArrowTable) -> str:
+        """Why none of the table's groups may go to the Arrow engine ("" when they may): a
+        write property it does not honour, or row lineage
+        (:func:`jobs.rewrite.write_properties.spark_only_reason`)."""
+        metadata = arrow.metadata
+        return spark_only_reason(metadata.properties, int(metadata.format_version))
 
     def eligible(self, group: FileGroup, target: int, sorting: bool) -> bool:
         """Can the Arrow engine write ``group`` exactly (:func:`arrow_engine.eligible`)?"""

@@ -23,12 +23,12 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    stronger than the Spark engine's order-independent checksum: equal tables imply
    equal checksums, and a row dropped, duplicated or altered anywhere fails.
 
-Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet data
-files whose delete files, if any, are all Parquet position deletes (their positions are
-dropped as each file is read: ``jobs.rewrite.arrow_deletes``), and no more than
-``MAX_IN_MEMORY_BYTES`` to hold at once. Anything else, and any group whose Arrow task
-fails for any reason, goes through the Spark engine (the caller's job); files a failed
-task wrote are deleted by the caller, which knows every path in advance.
+Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet files
+whose delete files are all Parquet position deletes (``jobs.rewrite.arrow_deletes``), no
+more than ``MAX_IN_MEMORY_BYTES`` to hold at once, of a table without row lineage whose
+write properties it all honours (``jobs.rewrite.write_properties``). Anything else, and
+any group whose Arrow task fails for any reason, goes through the Spark engine (the
+caller's job); files a failed task wrote are deleted by the caller, which knows them all.
 
 This module runs in Spark's Python workers: no SparkSession, no py4j, no ``service``.
 """

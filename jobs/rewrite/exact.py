@@ -113,6 +113,7 @@ class ExactRewrite:
         ).lower()
         self.check_result: Any = None
         self.fallback: str = ""  # why Arrow-eligible groups went through Spark after all
+        self.spark_only: str = ""  # why none of the table's groups may go to Arrow
         self.timings: dict[str, float] = {}
         c = self.collaborators
         self.rewrite_id = uuid.uuid4().hex
@@ -219,10 +220,13 @@ class ExactRewrite:
     ) -> None:
         """Arrow-eligible groups through the Arrow engine (one job), the rest through
         Spark's writer, at the same time; Arrow groups whose job fails go through Spark
-        after all (their partial files deleted first), the reason kept in ``fallback``."""
+        after all (their partial files deleted first), the reason kept in ``fallback``.
+        A table whose write properties the Arrow engine does not honour goes all through
+        Spark, the reason kept in ``spark_only``."""
+        self.spark_only = "" if arrow is None else self.arrow.refusal(arrow)
         fast = (
             []
-            if arrow is None
+            if arrow is None or self.spark_only
             else [r for r in results if self.arrow.eligible(r.group, target, bool(sort_columns))]
         )
         chosen = {id(r) for r in fast}

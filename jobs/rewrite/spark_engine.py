@@ -16,6 +16,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from functools import reduce
 from typing import TYPE_CHECKING, Any, cast
 
 from jobs.rewrite.locations import local_path
@@ -55,6 +56,13 @@ PLAIN_TYPE = re.compile(
 )
 
 
+def _plain_schema(schema: Any) -> Any:
+    """``schema`` (a Spark ``StructType``) with no field metadata."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, f.nullable) for f in schema.fields])
+
+
 def write_target(group_bytes: int, target: int) -> int:
     """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
     factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
@@ -86,6 +94,7 @@ class SparkEngine:
         self._staged: set[str] = set()
         self._cache: Any = None
         self._plain: bool | None = None  # see plain_columns
+        self._lineage: bool | None = None  # see row_lineage
 
     # ---------------------------------------------------------------- staging
     def _table_cache(self) -> Any:
@@ -194,9 +203,24 @@ class SparkEngine:
             through_table = not all(local_path(p) is not None for p in paths)
         if not through_table:
             return self.read_files(paths, like), F.col("_metadata.file_name")
-        set_id = self._stage_new([f for r in results for f in r.new_files])
-        read = self.spark.read.format("iceberg").option("file-open-cost", "0").load(set_id)
-        return read.select("*", "_file"), F.substring_index(F.col("_file"), "/", -1)
+        files = [f for r in results for f in r.new_files]
+        if not self.row_lineage():
+            read = self._read_staged(files)
+            return read.select("*", "_file"), F.substring_index(F.col("_file"), "/", -1)
+        # row lineage (format version 3): the staged read's output holds the lineage
+        # metadata columns, so Spark adds no other (``_file`` cannot be resolved); each
+        # file is read on its own instead, its name a literal
+        name = "__icefloe_file"
+        parts = [
+            self._read_staged([f]).withColumn(name, F.lit(str(f.location()).rsplit("/", 1)[-1]))
+            for f in files
+        ]
+        return reduce(lambda a, b: a.unionByName(b), parts), F.col(name)
+
+    def _read_staged(self, files: Sequence[Any]) -> DataFrame:
+        """A staged Iceberg read of uncommitted Java ``DataFile``s (no deletes)."""
+        set_id = self._stage_new(files)
+        return self.spark.read.format("iceberg").option("file-open-cost", "0").load(set_id)
 
     def _stage_new(self, files: Sequence[Any]) -> str:
         """Stage a scan of uncommitted Java ``DataFile``s (no deletes); its set id."""
@@ -231,7 +255,10 @@ class SparkEngine:
         :meth:`read_new`."""
         reader = self.spark.read.format(self.file_format)
         if like is not None and self.plain_columns():
-            reader = reader.schema(like.schema)
+            # without the fields' metadata: a field Iceberg marks as a metadata column (the
+            # row lineage of a format version 3 table) would keep Spark from adding
+            # ``_metadata``
+            reader = reader.schema(_plain_schema(like.schema))
         with _LISTING:
             conf = self.spark.conf
             before = conf.get(LISTING_THRESHOLD, None)
@@ -243,6 +270,15 @@ class SparkEngine:
                     conf.unset(LISTING_THRESHOLD)
                 else:
                     conf.set(LISTING_THRESHOLD, before)
+
+    def row_lineage(self) -> bool:
+        """Does the table keep row lineage (format version 3 and later)? Then a staged
+        read outputs ``_row_id`` and ``_last_updated_sequence_number`` too, and Spark's
+        writer keeps them in the new files, as Iceberg's own rewrite does."""
+        if self._lineage is None:
+            util = self.jvm.org.apache.iceberg.TableUtil
+            self._lineage = bool(util.supportsRowLineage(self.table))
+        return self._lineage
 
     def plain_columns(self) -> bool:
         """Is every column of the table of a primitive type whose Spark type a Parquet

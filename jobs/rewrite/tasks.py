@@ -13,6 +13,7 @@ from jobs.rewrite.locations import local_path
 from service.errors import OperationFailed
 
 POSITION_DELETES = "POSITION_DELETES"
+PUFFIN = "PUFFIN"  # the format of deletion vectors (format version 3)
 
 
 class ScanTasks:
@@ -121,11 +122,15 @@ class ScanTasks:
         return tuple(location for location, *_ in found)
 
     def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
-        """Position delete files that reference only files among ``paths``."""
+        """Position delete files that reference only files among ``paths``: file-scoped
+        position delete files and deletion vectors (each DV names its one data file;
+        several DVs share one Puffin file, told apart by their offset in it, as
+        Iceberg's ``DeleteFileSet`` does)."""
         rewritten = set(paths)
-        found: dict[str, Any] = {}
+        found: dict[tuple[str, int], Any] = {}
         for path in paths:
-            for location, delete, kind, _, ref in self._delete_files(path):
+            for location, delete, kind, form, ref in self._delete_files(path):
                 if kind == POSITION_DELETES and ref is not None and ref in rewritten:
-                    found[location] = delete
+                    offset = delete.contentOffset() if form == PUFFIN else None
+                    found[(location, -1 if offset is None else int(offset))] = delete
         return [found[k] for k in sorted(found)]
