@@ -7,11 +7,14 @@ several DVs share one Puffin file. Through ``optimize_table`` and the decider + 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from chispa import assert_df_equality
 
 from jobs.optimize import optimize_table
+from jobs.rewrite.exact import ExactRewrite
 from service.actor import run_actor
 from service.config import DeciderSettings
 from service.decider import Decider
@@ -148,3 +151,28 @@ def test_the_decider_and_actor_compact_deletion_vectors(
     assert len(before) == 85
     assert dvs(spark, fq) == []
     assert decider.queue.depth()["dead"] == 0
+
+
+def test_new_files_of_a_v3_table_read_through_the_table_equal_the_plain_read(
+    spark: Any, namespace: str
+) -> None:
+    """The route for object storage (a staged scan of the new ``DataFile``s) on a table
+    with row lineage, where Spark cannot add ``_file``: each file read on its own, named
+    by a literal. The same rows, each named by the same file, as the plain read."""
+    fq = make_v3_table(spark, namespace, "through")
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {fq}.snapshots ORDER BY committed_at").collect()
+    rewrite = ExactRewrite(spark, fq, snapshot[-1].snapshot_id)
+    try:
+        paths = [r.file_path for r in spark.sql(f"SELECT file_path FROM {fq}.data_files").collect()]
+        rewrite.load_tasks(paths)
+        group = SimpleNamespace(new_paths=paths, new_files=[rewrite.scan.files[p] for p in paths])
+        like = spark.table(fq)
+        engine = rewrite.spark_engine
+        assert engine.row_lineage()
+        sides = [engine.read_new([group], like, through_table=way) for way in (False, True)]
+        plain, staged = (df.select(*like.columns, name.alias("f")) for df, name in sides)
+        assert staged.count() == plain.count() == 300  # no deletes: every row of the files
+        assert plain.select("f").distinct().count() == len(paths)
+        assert_df_equality(staged, plain, ignore_row_order=True, ignore_nullable=True)
+    finally:
+        rewrite.close()
