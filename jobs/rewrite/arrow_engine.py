@@ -15,8 +15,8 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    nulls first, as Spark's ``sortWithinPartitions``);
 2. split the rows evenly into the planned number of output files
    (``optimizer.predict_output_sizes``) and write each with pyarrow's Parquet writer and
-   PyIceberg's options for it (the table's codec, level, page and row-group settings;
-   Iceberg field ids);
+   PyIceberg's options for it (the table's codec, level, page settings; row groups by
+   :func:`~jobs.rewrite.write_properties.row_group_rows`; Iceberg field ids);
 3. **verify every file before it counts**: read it back and compare it value by value
    with the rows that were written (floating point compared by bit pattern, so a NaN
    equals itself), and check that the rows read equal the inputs' record counts. This is
@@ -42,6 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
+from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,25 +88,15 @@ class ArrowTable:
     @cached_property
     def writer_options(self) -> dict[str, Any]:
         """``pq.ParquetWriter`` options from the table's properties, as PyIceberg's writer
-        takes them (codec, level, page and dictionary sizes, page row limit)."""
+        takes them (codec, level, page and dictionary sizes, page row limit); row groups
+        are sized here (PyIceberg would warn that it does not)."""
         from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
 
+        props = {k: v for k, v in self.metadata.properties.items() if k != ROW_GROUP_BYTES}
         return {
-            **_get_parquet_writer_kwargs(self.metadata.properties),
+            **_get_parquet_writer_kwargs(props),
             "store_decimal_as_integer": True,
         }
-
-    @cached_property
-    def row_group_rows(self) -> int:
-        from pyiceberg.table import TableProperties
-        from pyiceberg.utils.properties import property_as_int
-
-        rows = property_as_int(
-            self.metadata.properties,
-            TableProperties.PARQUET_ROW_GROUP_LIMIT,
-            TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
-        )
-        return int(rows or TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -327,7 +318,8 @@ def _write(table: ArrowTable, io: FileIO, path: str, chunk: pa.Table) -> pa.Tabl
     arrow = _as_written(table, chunk)
     with io.new_output(path).create(overwrite=True) as out:
         with pq.ParquetWriter(out, schema=arrow.schema, **table.writer_options) as writer:
-            writer.write(arrow, row_group_size=table.row_group_rows)
+            rows = row_group_rows(table.metadata.properties, arrow.num_rows, arrow.nbytes)
+            writer.write(arrow, row_group_size=rows)
     return arrow
 
 

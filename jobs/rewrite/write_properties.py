@@ -7,7 +7,13 @@ Spark's Iceberg writer applies every ``write.*`` property of the table. The Arro
 * **in the file it writes**: ``write.parquet.compression-codec`` and
   ``write.parquet.compression-level``, ``write.parquet.page-size-bytes``,
   ``write.parquet.page-row-limit`` and ``write.parquet.dict-size-bytes`` (PyIceberg's
-  writer options), ``write.parquet.row-group-limit`` (rows per row group, PyIceberg's);
+  writer options); row groups (:func:`row_group_rows`) of at most
+  ``write.parquet.row-group-limit`` rows (PyIceberg's) and at most
+  ``write.parquet.row-group-size-bytes`` (Iceberg's; 128 MiB by default) counted
+  uncompressed, so never larger than Spark's writer makes them, which by default counts
+  encoded bytes (``row-group-size-track-uncompressed`` and the ``row-group-check-*``
+  counts only tune when Spark's writer looks: the Arrow engine sizes each row group from
+  its rows' size);
 * **around it**: ``write.target-file-size-bytes`` (the planner sizes every output),
   ``write.metadata.metrics.*`` (the new files' metrics are Iceberg's own, built in the
   JVM from each file's footer with the table's ``MetricsConfig``:
@@ -20,10 +26,10 @@ Spark's Iceberg writer applies every ``write.*`` property of the table. The Arro
   (``bloom-filter-max-bytes``, ``-fpp``, ``-ndv``, ``-adaptive-enabled``) while no column
   has one (Spark's writer then writes none either).
 
-Every other ``write.parquet.*`` property (bloom filters, row-group size in bytes and its
-checks, page version, statistics or dictionaries turned off for a column, variant
-shredding, and any key this list does not know) changes the file Spark would write: a
-table that sets one gets Spark's writer for every group. Properties that never touch a
+Every other ``write.parquet.*`` property (bloom filters, page version, statistics or
+dictionaries turned off for a column, variant shredding, and any key this list does not
+know) changes the file Spark would write: a table that sets one gets Spark's writer for
+every group. Properties that never touch a
 data file's bytes (delete files, manifests, metadata files, commit modes, distribution,
 isolation, Spark-only switches, other file formats) do not matter here. A format version
 3 table keeps row lineage (``_row_id``, ``_last_updated_sequence_number``), which only
@@ -45,6 +51,10 @@ HONOURED = frozenset(
         "write.parquet.page-row-limit",
         "write.parquet.dict-size-bytes",
         "write.parquet.row-group-limit",
+        "write.parquet.row-group-size-bytes",
+        "write.parquet.row-group-size-track-uncompressed",
+        "write.parquet.row-group-check-min-record-count",
+        "write.parquet.row-group-check-max-record-count",
         "write.target-file-size-bytes",
         "write.data.path",
         "write.folder-storage.path",
@@ -133,3 +143,26 @@ def spark_only_reason(properties: Mapping[str, str], format_version: int) -> str
         return ""
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
     return f"the Arrow engine does not honour the table's {', '.join(keys[:3])}{more}"
+
+
+ROW_GROUP_LIMIT, ROW_GROUP_LIMIT_DEFAULT = "write.parquet.row-group-limit", 1 << 20
+ROW_GROUP_BYTES, ROW_GROUP_BYTES_DEFAULT = "write.parquet.row-group-size-bytes", 128 << 20
+
+
+def row_group_rows(properties: Mapping[str, str], rows: int, nbytes: int) -> int:
+    """Rows per row group for a file of ``rows`` rows that take ``nbytes`` in memory
+    (uncompressed): at most ``write.parquet.row-group-limit`` rows and at most
+    ``write.parquet.row-group-size-bytes`` bytes (defaults: PyIceberg's and Iceberg's)."""
+    limit = _positive(properties.get(ROW_GROUP_LIMIT), ROW_GROUP_LIMIT_DEFAULT)
+    size = _positive(properties.get(ROW_GROUP_BYTES), ROW_GROUP_BYTES_DEFAULT)
+    if rows > 0 and nbytes > 0:
+        limit = min(limit, size * rows // nbytes)
+    return max(1, limit)
+
+
+def _positive(value: str | None, default: int) -> int:
+    try:
+        number = int(str(value).strip()) if value is not None else default
+    except ValueError:
+        return default
+    return number if number > 0 else default

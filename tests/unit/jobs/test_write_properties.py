@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from jobs.rewrite.arrow_driver import ArrowDriver
-from jobs.rewrite.write_properties import HONOURED, spark_only_reason, unhonoured
+from jobs.rewrite.write_properties import (
+    HONOURED,
+    row_group_rows,
+    spark_only_reason,
+    unhonoured,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -29,6 +34,9 @@ SPARK_DEFAULTS = {"write.parquet.compression-codec": "zstd", "owner": "root"}
             "write.parquet.page-row-limit": "1000",
             "write.parquet.dict-size-bytes": "1048576",
             "write.parquet.row-group-limit": "50000",
+            "write.parquet.row-group-size-bytes": "8388608",
+            "write.parquet.row-group-size-track-uncompressed": "false",
+            "write.parquet.row-group-check-max-record-count": "100",
             "write.target-file-size-bytes": "1000",
             "write.format.default": "parquet",
         },
@@ -81,11 +89,10 @@ def test_what_the_arrow_engine_honours_keeps_it(props: dict[str, str]) -> None:
     ("key", "value"),
     [
         ("write.parquet.bloom-filter-enabled.column.k", "true"),
-        ("write.parquet.row-group-size-bytes", "8388608"),
         ("write.parquet.page-version", "v2"),
         ("write.parquet.stats-enabled.column.k", "false"),
         ("write.parquet.dict-encoding-enabled.column.k", "false"),
-        ("write.parquet.row-group-check-max-record-count", "100"),
+        ("write.parquet.bloom-filter-enabled.column.k", "TRUE"),
         ("write.parquet.shred-variants", "true"),
         ("write.parquet.some-future-option", "x"),  # unknown: not promised
         ("write.some-future-option", "x"),
@@ -139,9 +146,50 @@ def test_every_writer_option_pyiceberg_applies_is_listed_as_honoured() -> None:
         P.PARQUET_ROW_GROUP_LIMIT,
     }
     assert read <= HONOURED
-    # what PyIceberg warns it does not implement is not honoured
-    assert P.PARQUET_ROW_GROUP_SIZE_BYTES not in HONOURED
-    assert unhonoured({P.PARQUET_ROW_GROUP_SIZE_BYTES: "1"})
+    # what PyIceberg warns it does not implement: row-group bytes (done here), bloom filters
+    assert P.PARQUET_ROW_GROUP_SIZE_BYTES in HONOURED
+    assert unhonoured({f"{P.PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX}.k": "true"})
+
+
+def test_row_groups_hold_the_row_limit_and_the_byte_size_at_most() -> None:
+    assert row_group_rows({}, 3_000_000, 30_000_000) == 1 << 20  # PyIceberg's row limit
+    assert row_group_rows({}, 1000, 1 << 30) == 125  # 128 MiB of 1 MiB rows
+    props = {"write.parquet.row-group-size-bytes": "1000", "write.parquet.row-group-limit": "7"}
+    assert row_group_rows(props, 100, 10_000) == 7  # 10 rows of 1000 bytes, limit 7
+    assert row_group_rows(props, 100, 1_000_000) == 1  # never less than one row
+    assert row_group_rows({"write.parquet.row-group-size-bytes": "1000"}, 100, 10_000) == 10
+    bad = {"write.parquet.row-group-size-bytes": "x", "write.parquet.row-group-limit": "0"}
+    assert row_group_rows(bad, 0, 0) == 1 << 20  # defaults for unusable values
+
+
+def test_the_arrow_engine_writes_row_groups_of_the_tables_byte_size(tmp_path: Any) -> None:
+    """A table with ``write.parquet.row-group-size-bytes``: the Arrow engine's file has
+    row groups of at most about that many (uncompressed) bytes, every row kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from jobs.rewrite import arrow_engine as ar
+
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}")
+    catalog.create_namespace("db")
+    rows = pa.table({"id": pa.array(range(4000), pa.int64())})  # 8 bytes a row
+    props = {"write.parquet.row-group-size-bytes": "8000"}  # 1000 rows
+    table = catalog.create_table("db.t", schema=rows.schema, properties=props)
+    table.append(rows)
+    files = [t.file for t in table.scan().plan_files()]
+    group = ar.ArrowGroup(
+        "g",
+        0,
+        tuple((f.file_path, f.record_count) for f in files),
+        (f"file://{tmp_path}/o.parquet",),
+    )
+    done = ar.rewrite_group(ar.ArrowTable(ar.slim_metadata(table.metadata), {}), group)
+    meta = pq.ParquetFile(f"{tmp_path}/o.parquet").metadata
+    assert done.files[0][1] == 4000
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 4000 and len(groups) in (4, 5)  # 8 bytes a row, and its validity
+    assert all(900 < n <= 1000 for n in groups[:4]), groups
 
 
 def test_the_driver_asks_with_the_tables_properties_and_format_version() -> None:
