@@ -50,6 +50,7 @@ from service.catalog import load_catalog  # noqa: E402
 from service.config import DeciderSettings, build_config  # noqa: E402
 from service.decider import Decider  # noqa: E402
 from service.keys import Keys  # noqa: E402
+from service.partition_key import PartitionKey  # noqa: E402
 from service.queue import ActionItem, RedisQueue  # noqa: E402
 from service.rolling import RollingStats, catch_up  # noqa: E402
 from service.status import counters, scans_avoided_pct  # noqa: E402
@@ -248,7 +249,7 @@ def scans_avoided(
         table.append(batch)
         decider.step(block_ms=None)
         while lease := decider.queue.dequeue(time.time(), 60):  # the "actor": compact it
-            region = (lease.item.partition or "").split("=", 1)[1]
+            region = PartitionKey.decode(lease.item.partition or "").fields[0][2]
             data = table.scan(row_filter=EqualTo("region", region)).to_arrow()
             table.overwrite(data, overwrite_filter=EqualTo("region", region))
             decider.queue.ack(lease.item.id, lease.token)

@@ -70,6 +70,7 @@ from maintenance_stream import Append, Commit, StreamShape  # noqa: E402
 from service.catalog import load_catalog, spark_table_name  # noqa: E402
 from service.config import Config, build_config  # noqa: E402
 from service.errors import ConfigError  # noqa: E402
+from service.partition_key import display_key  # noqa: E402
 
 ARMS = ("none", "blind", "icefloe")
 BLIND = (
@@ -198,7 +199,8 @@ class Icefloe:
             self.engines[p.get("engine") or "?"] = self.engines.get(p.get("engine") or "?", 0) + 1
         if self.verbose:
             print(
-                f"    {item.action} {item.partition or ''}: {out.get('files_rewritten', 0)} files, "
+                f"    {item.action} {display_key(item.partition)}: "
+                f"{out.get('files_rewritten', 0)} files, "
                 f"{int(out.get('bytes_rewritten') or 0) >> 10} KiB, "
                 f"{out.get('delete_files_removed', 0)} delete files removed, "
                 f"{out.get('seconds')} s {out.get('timings') or ''}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +27,10 @@ from service.queue import LUA_DIR
 from service.redis_client import text, translated
 
 log = logging.getLogger("icefloe.intents")
+
+ADHOC = "adhoc:"
+"""The item id of an ad-hoc run's intent: ``adhoc:<token>`` (no queue item; its lease is
+a deadline in the ``adhoc`` hash)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class RedisIntents:
         self.r = client
         self.k = keys
         self._record = client.register_script((LUA_DIR / "intent.lua").read_text())
+        self._adhoc_record = client.register_script((LUA_DIR / "adhoc_intent.lua").read_text())
+        self._adhoc_renew = client.register_script((LUA_DIR / "adhoc_renew.lua").read_text())
 
     def record(
         self,
@@ -91,21 +98,59 @@ class RedisIntents:
 
     @translated("intent forget")
     def forget(self, token: str) -> None:
-        self.r.hdel(self.k.intents, token)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hdel(self.k.intents, token)
+        pipe.hdel(self.k.adhoc, token)  # an ad-hoc run's lease, if it was one
+        pipe.execute()
 
     @translated("intents")
     def all(self) -> list[Intent]:
         return [Intent.from_json(raw) for raw in self.r.hvals(self.k.intents)]
 
     @translated("intents abandoned")
-    def abandoned(self, item_id: str | None = None) -> list[Intent]:
+    def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]:
         """Intents whose token no longer holds their item's lease (of ``item_id``: one
-        item's only)."""
+        item's only); an ad-hoc run's, once its deadline has passed."""
+        now = time.time() if now is None else now
         intents = [i for i in self.all() if item_id is None or i.item == item_id]
-        if not intents:
-            return []
-        holders = self.r.hmget(self.k.leases, [i.item for i in intents])
-        return [i for i, h in zip(intents, holders, strict=True) if h is None or text(h) != i.token]
+        queued = [i for i in intents if not i.item.startswith(ADHOC)]
+        adhoc = [i for i in intents if i.item.startswith(ADHOC)]
+        holders = self.r.hmget(self.k.leases, [i.item for i in queued]) if queued else []
+        deadlines = self.r.hmget(self.k.adhoc, [i.token for i in adhoc]) if adhoc else []
+        return [
+            i for i, h in zip(queued, holders, strict=True) if h is None or text(h) != i.token
+        ] + [i for i, d in zip(adhoc, deadlines, strict=True) if d is None or float(d) < now]
+
+    # ---- ad-hoc runs: a lease of their own (a deadline), no queue item -------------------
+    @translated("ad-hoc lease")
+    def begin_adhoc(self, token: str, now: float, seconds: float) -> None:
+        self.r.hset(self.k.adhoc, token, repr(now + seconds))
+
+    @translated("ad-hoc lease renew")
+    def renew_adhoc(self, token: str, now: float, seconds: float) -> bool:
+        return bool(self._adhoc_renew(keys=[self.k.adhoc], args=[token, now, repr(now + seconds)]))
+
+    @translated("ad-hoc lease end")
+    def end_adhoc(self, token: str) -> None:
+        self.r.hdel(self.k.adhoc, token)
+
+    def record_adhoc(
+        self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
+    ) -> bool:
+        """Add to the ad-hoc run's intent; False when its lease has expired."""
+        with translated("ad-hoc intent record"):
+            got = self._adhoc_record(
+                keys=[self.k.adhoc, self.k.intents],
+                args=[
+                    ADHOC + token,
+                    token,
+                    table,
+                    repr(now),
+                    json.dumps(list(paths)),
+                    json.dumps(list(prefixes)),
+                ],
+            )
+        return bool(got)
 
 
 @dataclass
@@ -114,6 +159,7 @@ class MemoryIntents:
 
     holder: Callable[[str], str | None]
     records: dict[str, Intent] = field(default_factory=dict)
+    deadlines: dict[str, float] = field(default_factory=dict)  # ad-hoc runs' leases
 
     def record(
         self,
@@ -139,16 +185,48 @@ class MemoryIntents:
 
     def forget(self, token: str) -> None:
         self.records.pop(token, None)
+        self.deadlines.pop(token, None)
 
     def all(self) -> list[Intent]:
         return list(self.records.values())
 
-    def abandoned(self, item_id: str | None = None) -> list[Intent]:
-        return [
-            i
-            for i in self.records.values()
-            if (item_id is None or i.item == item_id) and self.holder(i.item) != i.token
-        ]
+    def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]:
+        now = time.time() if now is None else now
+
+        def gone(i: Intent) -> bool:
+            if i.item.startswith(ADHOC):
+                return self.deadlines.get(i.token, float("-inf")) < now
+            return self.holder(i.item) != i.token
+
+        return [i for i in self.records.values() if item_id in (None, i.item) and gone(i)]
+
+    def begin_adhoc(self, token: str, now: float, seconds: float) -> None:
+        self.deadlines[token] = now + seconds
+
+    def renew_adhoc(self, token: str, now: float, seconds: float) -> bool:
+        if self.deadlines.get(token, float("-inf")) < now:
+            return False
+        self.deadlines[token] = now + seconds
+        return True
+
+    def end_adhoc(self, token: str) -> None:
+        self.deadlines.pop(token, None)
+
+    def record_adhoc(
+        self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
+    ) -> bool:
+        if self.deadlines.get(token, float("-inf")) < now:
+            return False
+        old = self.records.get(token) or Intent(ADHOC + token, token, table, now)
+        self.records[token] = Intent(
+            old.item,
+            token,
+            table,
+            old.started,
+            old.paths + tuple(paths),
+            old.prefixes + tuple(prefixes),
+        )
+        return True
 
 
 class Intents(Protocol):
@@ -166,7 +244,22 @@ class Intents(Protocol):
 
     def forget(self, token: str) -> None: ...
 
-    def abandoned(self, item_id: str | None = None) -> list[Intent]: ...
+    def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]: ...
+
+
+class AdhocLeases(Intents, Protocol):
+    """What an ad-hoc run (:mod:`service.adhoc`) needs: a lease of its own, a deadline it
+    renews, and its intent recorded under it."""
+
+    def begin_adhoc(self, token: str, now: float, seconds: float) -> None: ...
+
+    def renew_adhoc(self, token: str, now: float, seconds: float) -> bool: ...
+
+    def end_adhoc(self, token: str) -> None: ...
+
+    def record_adhoc(
+        self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
+    ) -> bool: ...
 
 
 def sweep(intents: Intents, clean: Callable[[Intent], int], item_id: str | None = None) -> int:

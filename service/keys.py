@@ -107,6 +107,12 @@ class Keys:
         return self._key(QUEUE_TAG, "intents")
 
     @property
+    def adhoc(self) -> str:
+        """hash: token of an ad-hoc run (``icefloe optimize``) → its lease deadline (unix
+        seconds): its write intents are abandoned once the deadline passes."""
+        return self._key(QUEUE_TAG, "adhoc")
+
+    @property
     def dead(self) -> str:
         """zset: dead-lettered item id → time it died (its item hash keeps the last error)."""
         return self._key(QUEUE_TAG, "dead")

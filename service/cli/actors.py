@@ -182,15 +182,16 @@ def optimize(
             if single:
                 raise
             failed.append({"table": name, "error": describe(e)})
-    from jobs.optimize import optimize_table
-
     spark: Any = None  # PyIceberg planned: Spark (15 s to start) only for real work
+    adhoc: Any = None
     if not dry_run and any(work.values()):
+        from service.adhoc import open_adhoc
         from service.spark import build_spark
 
         spark = build_spark(cfg, app_name="icefloe-optimize")
+        adhoc = open_adhoc(cfg)  # write intents: no orphan file even after kill -9
     if single:
-        report = optimize_table(spark, cfg, names[0], list(partitions) or None, action, dry_run)
+        report = _optimize_one(spark, cfg, names[0], list(partitions), action, dry_run, adhoc)
         emit(report.to_dict(), as_json, _render_report)
         if report.partitions_failed:
             raise SystemExit(1)  # some partitions could not be committed (see the report)
@@ -198,7 +199,7 @@ def optimize(
     reports = []
     for name in work:
         try:
-            reports.append(optimize_table(spark, cfg, name, None, action, dry_run).to_dict())
+            reports.append(_optimize_one(spark, cfg, name, [], action, dry_run, adhoc).to_dict())
         except ServiceUnavailable:
             raise
         except Exception as e:  # one broken table must not stop the others
@@ -211,6 +212,30 @@ def optimize(
         )
     if any(r["partitions_failed"] for r in reports):
         raise SystemExit(1)  # some partitions could not be committed (see the reports)
+
+
+def _optimize_one(
+    spark: Any,
+    cfg: Any,
+    name: str,
+    partitions: list[str],
+    action: str,
+    dry_run: bool,
+    adhoc: Any,
+) -> Any:
+    """``optimize_table`` of one table, its new files recorded under a lease of the run's
+    own (:mod:`service.adhoc`) when there is Spark, i.e. work, to do."""
+    from jobs.optimize import optimize_table
+
+    if spark is None or dry_run:
+        return optimize_table(spark, cfg, name, partitions or None, action, dry_run)
+    from jobs.rewrite.exact import Collaborators
+    from service.adhoc import adhoc_run
+
+    with adhoc_run(adhoc, name) as guard:
+        return optimize_table(
+            spark, cfg, name, partitions or None, action, collaborators=Collaborators(guard=guard)
+        )
 
 
 def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:

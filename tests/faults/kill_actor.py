@@ -80,9 +80,9 @@ def main(warm_config: str) -> None:
             )
         elif point == "before-commit":
             collaborators = Collaborators(guard=guard, before_commit=lambda *a: die(point))
-        partitions = [item.partition] if item.partition else None
+        keys = [item.partition] if item.partition else None
         report = optimize_table(
-            spark, cfg, item.table, partitions, item.action, collaborators=collaborators
+            spark, cfg, item.table, None, item.action, collaborators=collaborators, keys=keys
         )
         if point == "after-commit":
             die(point)

@@ -197,7 +197,7 @@ def test_catalog_locked_at_the_commit_of_an_actor(spark: Any, fault_env: Any, le
             spark,
             env.cfg,
             item.table,
-            [item.partition],
+            keys=[item.partition],
             collaborators=Collaborators(guard=guard, before_commit=lock),
         )
         return dict(report.to_dict())

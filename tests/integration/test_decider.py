@@ -18,6 +18,7 @@ from service.cli import main
 from service.config import Config, DeciderSettings
 from service.decider import Decider
 from service.keys import Keys
+from service.partition_key import display_key
 from service.rolling import full_stats
 from tests.conftest import TEST_REDIS_URL, make_config
 
@@ -271,7 +272,9 @@ def test_cli_request_notify_status_decide_and_actor(
         return {"bytes_rewritten": 5, "partitions": []}
 
     report = run_actor(cfg, max_actions=None, idle_exit=0, runner=runner)
-    assert report.done == 1 and calls == [(name, "region=eu", "sort")]
+    assert report.done == 1 and [(t, display_key(p), a) for t, p, a in calls] == [
+        (name, "region=eu", "sort")
+    ]
     code, out, err = run_cli(["--config", conf, "status", "--json"], capsys)
     assert code == 0, err
     data = json.loads(out)

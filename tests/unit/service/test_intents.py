@@ -73,6 +73,33 @@ class IntentsContract:
         assert sweep(intents, lambda i: len(i.paths)) == 2
         assert intents.abandoned() == []
 
+    def test_an_adhoc_run_records_under_its_own_deadline(self) -> None:
+        """``icefloe optimize`` (service.adhoc): no queue item, a deadline it renews."""
+        q, intents = self.make()
+        adhoc: Any = intents
+        assert adhoc.record_adhoc("run-1", "db.t", T0, ["/a"], []) is False  # no lease yet
+        adhoc.begin_adhoc("run-1", T0, 30)
+        assert adhoc.record_adhoc("run-1", "db.t", T0, ["/a"], []) is True
+        assert adhoc.record_adhoc("run-1", "db.t", T0 + 1, [], ["/d/"]) is True
+        assert intents.abandoned(now=T0 + 29) == []
+        assert adhoc.renew_adhoc("run-1", T0 + 20, 30) is True  # now until T0 + 50
+        assert intents.abandoned(now=T0 + 49) == []
+        [gone] = intents.abandoned(now=T0 + 51)
+        assert (gone.item, gone.paths, gone.prefixes, gone.started) == (
+            "adhoc:run-1",
+            ("/a",),
+            ("/d/",),
+            T0,
+        )
+        # expired: it never comes back to life, and writes nothing more
+        assert adhoc.renew_adhoc("run-1", T0 + 51, 30) is False
+        assert adhoc.record_adhoc("run-1", "db.t", T0 + 51, ["/b"], []) is False
+        assert sweep(intents, lambda i: len(i.paths), "adhoc:run-1") == 1
+        assert intents.abandoned(now=T0 + 99) == []
+        adhoc.begin_adhoc("run-2", T0, 30)
+        adhoc.end_adhoc("run-2")  # a run that failed: abandoned at once (none recorded)
+        assert adhoc.renew_adhoc("run-2", T0, 30) is False
+
 
 class TestMemoryIntents(IntentsContract):
     __test__ = True

@@ -137,6 +137,9 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
         q.nack(item.id, "token", "boom", T0)
         q.renew(item.id, "token", T0, 30)
         RedisIntents(client, keys).record(item.id, "token", item.table, T0, ["/a"], ["/p/"])
+    adhoc = RedisIntents(client, keys)  # an ad-hoc run's lease and intent (service.adhoc)
+    adhoc.renew_adhoc("adhoc-token", T0, 30)
+    adhoc.record_adhoc("adhoc-token", "db.t", T0, ["/a"], [])
     q.dequeue(T0, 30)
     q.reap(T0)
     leader = RedisLeader(client, keys, 30, token="a")
@@ -175,7 +178,7 @@ def test_every_transaction_touches_one_slot(recorded: FakeRedis) -> None:
 def test_the_slot_groups_of_the_key_layout() -> None:
     k = Keys("icefloe")
     queue = [k.item("merge:db.t:p={x}"), k.pending("db.t"), k.pending("db.u"), k.tables]
-    queue += [k.ready, k.seq, k.inflight, k.leases, k.intents, k.dead]
+    queue += [k.ready, k.seq, k.inflight, k.leases, k.intents, k.adhoc, k.dead]
     decider = [k.events(0), k.events(15), k.leader, k.scheduler, k.counters, k.recent]
     decider += [k.actors, k.launch_guard, k.known_tables, k.deciders, k.shard_leases]
     assert len(slots(queue)) == 1 and len(slots(decider)) == 1
