@@ -26,6 +26,15 @@ TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:637
 REPO = Path(__file__).resolve().parents[1]
 
 
+def part(spec_id: int = 0, kind: str = "string", **values: Any) -> str:
+    """The encoded :class:`~service.partition_key.PartitionKey` of a partition whose fields
+    are all of type ``kind`` (``part(region="eu")``: a string identity partition)."""
+    from service.partition_key import PartitionKey
+
+    fields = [(name, kind) for name in values]
+    return PartitionKey.of(spec_id, fields, list(values.values())).encode()
+
+
 def make_config(home: Path, **overrides: Any) -> Config:
     """A config whose catalog and warehouse live under ``home`` (tests never touch the demo)."""
     return build_config(config_raw(home, **overrides), source="<tests>", home=home)

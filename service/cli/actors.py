@@ -208,7 +208,7 @@ def optimize(
     if failed:
         raise OperationFailed(
             f"{len(failed)} of {len(names)} table(s) failed: "
-            + ", ".join(f["table"] for f in failed)
+            + "; ".join(f"{f['table']} ({f['error']})" for f in failed)
         )
     if any(r["partitions_failed"] for r in reports):
         raise SystemExit(1)  # some partitions could not be committed (see the reports)

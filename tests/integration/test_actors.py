@@ -20,6 +20,7 @@ from jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from jobs.verify import Checksum, checksums_by_key
 from service.catalog import load_table
 from service.errors import OperationFailed
+from tests.conftest import part
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -143,7 +144,7 @@ def test_merge_rewrites_planned_files_in_one_replace(spark, ecfg, catalog, names
         assert p.status == "rewritten" and p.engine == engine_of(ecfg) and not p.reason
         assert p.actual_mse_after is not None and p.actual_mse_after < p.mse_before
         assert p.prediction_error == p.actual_mse_after - p.predicted_mse_after
-    assert report.to_dict()["partitions"][0]["key"] in ("day=d0", "day=d1")
+    assert report.to_dict()["partitions"][0]["partition"] in ("day=d0", "day=d1")
     # A second run finds nothing worth doing and commits nothing.
     again = optimize_table(spark, ecfg, ident)
     assert again.partitions_rewritten == 0 and again.snapshot_ids == ()
@@ -332,7 +333,7 @@ def test_concurrent_delete_of_a_replaced_file_fails_the_commit_and_replans(
     expected = set(range(1, 120))
     assert {r.id for r in contents(spark, ident).select("id").collect()} == expected
     assert contents(spark, ident).count() == len(expected)
-    d0 = next(p for p in report.partitions if p.key == "day=d0")
+    d0 = next(p for p in report.partitions if p.key == part(day="d0"))
     assert d0.status == "rewritten" and d0.attempts == 2
     assert current_operation(catalog, ident) == "replace"
     # The failed attempt's files were deleted at once: every file on disk is referenced

@@ -20,7 +20,7 @@ from service.decider import Decider
 from service.keys import Keys
 from service.partition_key import display_key
 from service.rolling import full_stats
-from tests.conftest import TEST_REDIS_URL, make_config
+from tests.conftest import TEST_REDIS_URL, make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 
@@ -82,7 +82,7 @@ def test_commits_become_coalesced_fairly_dispatched_actions(
     assert report.enqueued == 1 and report.dispatched == 1  # eu has 2 small files, us only 1
     assert launches.counts == [1]
     ready = decider.queue.dequeue(T0, 60)
-    assert ready is not None and ready.item.id == f"merge:{name}:region=eu"
+    assert ready is not None and ready.item.id == f"merge:{name}:{part(region='eu')}"
     assert ready.item.cost_bytes > 0 and ready.item.benefit > 0
     # three more commits between two polls, all rolling; eu is in flight → coalesced
     table.append(batch("us", 1000))
@@ -121,7 +121,7 @@ def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
     assert decider.step().enqueued == 0
     clock[0] += 1800
     assert decider.step().enqueued == 1  # eu, an hour later, without a new snapshot
-    item = decider.queue.get(f"merge:{namespace}.events:region=eu")
+    item = decider.queue.get(f"merge:{namespace}.events:{part(region='eu')}")
     assert item is not None and "3 small after 1 h" in item.reason
     clock[0] += 7200
     assert decider.step().enqueued == 0  # released: enqueued once
@@ -242,7 +242,13 @@ def test_cli_request_notify_status_decide_and_actor(
         capsys,
     )
     assert code == 0, err
-    assert json.loads(out) == {"id": f"sort:{name}:region=eu", "queued": True, "coalesced": False}
+    eu = part(region="eu")
+    assert json.loads(out) == {
+        "id": f"sort:{name}:{eu}",
+        "queued": True,
+        "coalesced": False,
+        "items": [{"id": f"sort:{name}:{eu}", "partition": "region=eu", "queued": True}],
+    }
     for bad, message in [
         (["request", "no_dots"], "bad table identifier"),
         (["request", f"{namespace}.nope"], "not found"),
@@ -278,7 +284,8 @@ def test_cli_request_notify_status_decide_and_actor(
     code, out, err = run_cli(["--config", conf, "status", "--json"], capsys)
     assert code == 0, err
     data = json.loads(out)
-    assert data["recent"][0]["id"] == f"sort:{name}:region=eu" and data["recent"][0]["ok"]
+    assert data["recent"][0]["id"] == f"sort:{name}:{eu}" and data["recent"][0]["ok"]
+    assert data["recent"][0]["partition"] == "region=eu"
     assert name in data["tables"] and data["queue"]["depth"]["inflight"] == 0
     code, out, err = run_cli(["--config", conf, "status"], capsys)
     assert code == 0 and "queue: pending" in out

@@ -18,7 +18,7 @@ from service.config import DeciderSettings
 from service.decider import Decider
 from service.rolling import full_stats
 from service.status import gather
-from tests.conftest import make_config
+from tests.conftest import make_config, part
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
 
@@ -28,6 +28,7 @@ SCHEMA = Schema(
 )
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
 TARGET = 1 << 20
+EU = part(region="eu")
 
 
 @pytest.mark.parametrize("min_input_files", [2, 5])
@@ -67,7 +68,7 @@ def test_actor_fixes_what_the_decider_found(
         clock[0] += 3600  # ... for an hour
         report = decider.step(block_ms=None)
     assert report.enqueued == 1 and report.dispatched == 1
-    assert full_stats(table, TARGET)["region=eu"].n == 4
+    assert full_stats(table, TARGET)[EU].n == 4
 
     done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
     assert done.done == 1 and done.failed == 0
@@ -78,7 +79,7 @@ def test_actor_fixes_what_the_decider_found(
     (applied,) = report.applied
     assert not applied.full_scan and applied.snapshots_applied >= 1
     after = decider.stats.partitions(name)
-    assert after == full_stats(table, TARGET) and after["region=eu"].n == 1
+    assert after == full_stats(table, TARGET) and after[EU].n == 1
     assert report.enqueued == 0  # one file: nothing left to do
     data = gather(cfg, redis_client, decider.queue, 0.0)
     recent = data["recent"][0]
@@ -151,7 +152,7 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     spark.sql(f"DELETE FROM {fq} WHERE region = 'eu' AND id >= 10 AND id < 30")  # 15 of 50 now
     report = decider.step(block_ms=None)
     stats = decider.stats.partitions(name)
-    eu = stats["region=eu"]
+    eu = stats[EU]
     # Iceberg's file-scoped position deletes: the second DELETE rewrote the first's file
     assert eu.data_rows == 50 and eu.deleted_rows == 15 and eu.delete_files == 1
     assert stats == full_stats(catalog.load_table(name), TARGET)  # rows and deletes too
@@ -163,13 +164,13 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
     assert done.done == 1 and done.failed == 0
     recent = gather(cfg, redis_client, decider.queue, 0.0)["recent"][0]
-    assert recent["action"] == "compact_deletes" and recent["id"] == f"merge:{name}:region=eu"
+    assert recent["action"] == "compact_deletes" and recent["id"] == f"merge:{name}:{EU}"
     assert sorted(r.id for r in spark.table(fq).collect()) == rows  # every row kept once
     table = catalog.load_table(name)
     files = table.inspect.files().to_pylist()
     assert not [f for f in files if f["content"] != 0]  # no delete file left
     decider.step(block_ms=None)
-    eu = decider.stats.partitions(name)["region=eu"]
+    eu = decider.stats.partitions(name)[EU]
     assert (eu.delete_files, eu.deleted_rows, eu.data_rows) == (0, 0, 35)
     health = decider.healths[name]
     assert (health.data_rows, health.delete_files, health.deleted_rows) == (85, 0, 0)
