@@ -170,6 +170,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(TOTALS.line())
 
 
+@pytest.fixture
+def dropped(fault_env: Any) -> Iterator[list[str]]:
+    """Tables to drop after the test: the catalog is the whole run's, and a table left
+    broken or sharing a location would hold every later orphan removal."""
+    names: list[str] = []
+    yield names
+    for name in reversed(names):
+        fault_env.catalog.drop_table(name)
+
+
 # ---- Redis ----------------------------------------------------------------------------------
 
 

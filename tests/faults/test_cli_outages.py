@@ -57,10 +57,13 @@ def _one_line_failure(ledger: Any, run: Any, match: str = "") -> str:
     return str(last)
 
 
-def test_one_broken_table_does_not_stop_the_others(fault_env: Any, ledger: Any) -> None:
+def test_one_broken_table_does_not_stop_the_others(
+    fault_env: Any, ledger: Any, dropped: list[str]
+) -> None:
     ns, catalog = fault_env.namespace, fault_env.catalog
     good = [make_table(catalog, f"{ns}.{n}", files_per_day=2, rows_per_file=10) for n in "ac"]
     broken = make_table(catalog, f"{ns}.b", files_per_day=2, rows_per_file=10)
+    dropped.append(f"{ns}.b")  # a broken table left behind would hold later orphan removals
     Path(broken.metadata_location.removeprefix("file:").removeprefix("//")).unlink()
     ledger.fault("a table's metadata file deleted")
     before = [current_snapshot_id(t) for t in good]
@@ -85,8 +88,11 @@ def test_one_broken_table_does_not_stop_the_others(fault_env: Any, ledger: Any) 
     assert all(a != b for a, b in zip(after, before, strict=True)), "the others were optimized"
 
 
-def test_decide_once_with_every_table_skipped_exits_1(fault_env: Any, ledger: Any) -> None:
+def test_decide_once_with_every_table_skipped_exits_1(
+    fault_env: Any, ledger: Any, dropped: list[str]
+) -> None:
     broken = make_table(fault_env.catalog, f"{fault_env.namespace}.b", files_per_day=2)
+    dropped.append(f"{fault_env.namespace}.b")
     Path(broken.metadata_location.removeprefix("file:").removeprefix("//")).unlink()
     ledger.fault("the only table's metadata file deleted")
     run = run_cli(fault_env.config_path, "decide", "--once")

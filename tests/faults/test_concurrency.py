@@ -26,6 +26,7 @@ from service.actor import Actor, run_actor
 from service.decider import Decider
 from service.queue import RedisQueue
 from service.rolling import RollingStats, catch_up, full_stats
+from tests.conftest import part
 from tests.faults.checks import Contents, operations, queue_places
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli_parallel
 
@@ -69,7 +70,7 @@ def test_two_actors_on_one_queue_do_each_action_once(
     assert sum(r.done for r in reports) == len(DAYS), reports
     assert all(r.failed == 0 and r.lost == 0 and r.done >= 1 for r in reports), reports
     entries = [json.loads(r) for r in client.lrange(env.keys.recent, 0, -1)]
-    assert sorted(e["id"] for e in entries) == sorted(f"merge:{name}:day={d}" for d in DAYS)
+    assert sorted(e["id"] for e in entries) == sorted(f"merge:{name}:{part(day=d)}" for d in DAYS)
     assert all(e["ok"] and e["files_rewritten"] == 3 for e in entries), entries
     assert len({e["actor"] for e in entries}) == 2
     table = env.catalog.load_table(name)
@@ -121,7 +122,7 @@ def test_two_deciders_at_once(fault_env: Any, ledger: Any) -> None:
     counters = stats.counters()
     applied, scans = counters.get("snapshots_applied", 0), counters.get("full_scans", 0)
     assert applied <= 2 and 1 <= scans <= 2 and applied + scans >= 3, counters
-    expected = {f"merge:{name}:day={d}" for d in DAYS}
+    expected = {f"merge:{name}:{part(day=d)}" for d in DAYS}
     places = queue_places(deciders[0].r, env.keys)
     assert set(places) == expected and all(len(p) == 1 for p in places.values()), places
     drain_once(env, deciders[0].r, expected)
@@ -146,7 +147,7 @@ def test_two_decide_once_processes(fault_env: Any, ledger: Any) -> None:
     assert sum(s["enqueued"] for s in steps) == len(DAYS), steps
     client = env.client()
     assert client.get(env.keys.leader) is None  # --once hands the lease back
-    expected = {f"merge:{name}:day={d}" for d in DAYS}
+    expected = {f"merge:{name}:{part(day=d)}" for d in DAYS}
     places = queue_places(client, env.keys)
     assert set(places) == expected and all(p == ["ready"] for p in places.values()), places
     drain_once(env, client, expected)

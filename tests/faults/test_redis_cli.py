@@ -21,6 +21,7 @@ import yaml
 
 from service.keys import Keys
 from service.queue import RedisQueue
+from tests.conftest import part
 from tests.faults.checks import Contents
 from tests.faults.harness import (
     DAYS,
@@ -55,14 +56,14 @@ def test_commands_with_redis_down_say_one_line_without_the_password(
 
     env.server.kill()
     ledger.fault("redis down for the command line")
-    part = f"day={DAYS[0]}"
+    selector = f"day={DAYS[0]}"
     commands = [
         ("decide", "--once"),
         ("status",),
         ("status", "--json"),
         ("actor", "--max-actions", "1", "--idle-exit", "0"),
         ("notify", name),
-        ("request", name, "--partition", part),
+        ("request", name, "--partition", selector),
         ("--config", str(query_config), "decide", "--once", "--json"),
         ("--config", str(query_config), "status", "--json"),
         ("--config", str(query_config), "doctor", "--json"),
@@ -168,5 +169,5 @@ def test_decide_service_backs_off_through_redis_outages(fault_env: Any, ledger: 
     ledger.clean(decide.output)
     assert client.get(env.keys.leader) is None  # the lease was handed back
     ready = {raw.decode() for raw in client.zrange(env.keys.ready, 0, -1)}
-    assert ready == {f"merge:{name}:day={d}" for d in DAYS[:2]}  # each once
+    assert ready == {f"merge:{name}:{part(day=d)}" for d in DAYS[:2]}  # each once
     ledger.assert_intact(env.catalog.load_table(name), expected)

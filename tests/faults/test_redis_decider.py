@@ -21,6 +21,7 @@ from service.decider import Decider
 from service.events import RedisEvents
 from service.queue import RedisQueue
 from service.rolling import full_stats
+from tests.conftest import part
 from tests.faults.checks import queue_places
 from tests.faults.harness import DAYS, append_rows, kill_around, make_table
 
@@ -85,7 +86,7 @@ def test_decider_survives_redis_killed_at_each_step(
     assert counters.get("snapshots_applied") == 2 and counters.get("full_scans") == 1, counters
 
     # the queue: one item per partition needing work, each in exactly one place
-    expected = {f"merge:{name}:day={d}" for d in DAYS}
+    expected = {f"merge:{name}:{part(day=d)}" for d in DAYS}
     places = queue_places(client, env.keys)
     assert set(places) == expected, places
     assert all(p == ["ready"] for p in places.values()), places

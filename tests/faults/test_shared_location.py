@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +40,6 @@ def age(root: Path) -> None:
     then = time.time() - FOUR_DAYS
     for path in files_under(root):
         os.utime(path, (then, then))
-
-
-@pytest.fixture
-def dropped(fault_env: Any) -> Iterator[list[str]]:
-    """Tables to drop after the test: the catalog is the whole run's, and a table left
-    broken or sharing would hold every later orphan removal."""
-    names: list[str] = []
-    yield names
-    for name in reversed(names):
-        fault_env.catalog.drop_table(name)
 
 
 def clone_of(env: Any, ledger: Any, dropped: list[str]) -> tuple[str, str, Path]:
