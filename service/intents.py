@@ -69,7 +69,6 @@ class RedisIntents:
         self.r = client
         self.k = keys
         self._record = client.register_script((LUA_DIR / "intent.lua").read_text())
-        self._adhoc_record = client.register_script((LUA_DIR / "adhoc_intent.lua").read_text())
         self._adhoc_renew = client.register_script((LUA_DIR / "adhoc_renew.lua").read_text())
 
     def record(
@@ -82,9 +81,21 @@ class RedisIntents:
         prefixes: Sequence[str] = (),
     ) -> bool:
         """Add ``paths``/``prefixes`` to the attempt's intent; False when the lease is gone."""
+        return self._run_record(item_id, token, table, now, paths, prefixes, adhoc=False)
+
+    def _run_record(
+        self,
+        item_id: str,
+        token: str,
+        table: str,
+        now: float,
+        paths: Sequence[str],
+        prefixes: Sequence[str],
+        adhoc: bool,
+    ) -> bool:
         with translated("intent record"):
             got = self._record(
-                keys=[self.k.leases, self.k.intents],
+                keys=[self.k.leases, self.k.intents, self.k.adhoc],
                 args=[
                     item_id,
                     token,
@@ -92,6 +103,7 @@ class RedisIntents:
                     repr(now),
                     json.dumps(list(paths)),
                     json.dumps(list(prefixes)),
+                    "1" if adhoc else "0",
                 ],
             )
         return bool(got)
@@ -138,19 +150,7 @@ class RedisIntents:
         self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
     ) -> bool:
         """Add to the ad-hoc run's intent; False when its lease has expired."""
-        with translated("ad-hoc intent record"):
-            got = self._adhoc_record(
-                keys=[self.k.adhoc, self.k.intents],
-                args=[
-                    ADHOC + token,
-                    token,
-                    table,
-                    repr(now),
-                    json.dumps(list(paths)),
-                    json.dumps(list(prefixes)),
-                ],
-            )
-        return bool(got)
+        return self._run_record(ADHOC + token, token, table, now, paths, prefixes, adhoc=True)
 
 
 @dataclass
