@@ -42,24 +42,10 @@ def _rmse(mse: float | None) -> str:
 
 def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
-    from jobs.plan import plan_table, resolve_sort_columns
-    from service.catalog import load_catalog, load_table
-    from service.config import parse_table_identifier
+    from service.catalog import load_catalog
 
-    parse_table_identifier(table)
-    pt = load_table(load_catalog(cfg), table)
-    policy = cfg.policy_for(table, pt.properties)
+    pt, policy, sort_columns, plan = _plan(cfg, load_catalog(cfg), table, partitions, action)
     target = int(policy.target_file_size_bytes)
-    sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(
-        pt,
-        target,
-        policy.tolerance_bytes,
-        action,
-        partitions or None,
-        sort_columns,
-        min_input_files=policy.min_input_files,
-    )
     from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
@@ -241,6 +227,14 @@ def _optimize_one(
 def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
     """Whether ``optimize`` would rewrite anything in table ``name`` (PyIceberg planning
     only, as ``optimize_table`` plans it); raises what loading or planning it raises."""
+    return bool(_plan(cfg, catalog, name, partitions, action)[3].work)
+
+
+def _plan(
+    cfg: Any, catalog: Any, name: str, partitions: list[str], action: str
+) -> tuple[Any, Any, tuple[str, ...], Any]:
+    """Table ``name`` loaded and planned as ``optimize_table`` plans it (PyIceberg only):
+    the table, its policy, the sort columns and the plan."""
     from jobs.plan import plan_table, resolve_sort_columns
     from service.catalog import load_table
     from service.config import parse_table_identifier
@@ -249,17 +243,16 @@ def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: s
     pt = load_table(catalog, name)
     policy = cfg.policy_for(name, pt.properties)
     sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    target = int(policy.target_file_size_bytes or 1)
     plan = plan_table(
         pt,
-        target,
+        int(policy.target_file_size_bytes or 1),
         policy.tolerance_bytes,
         action,
         partitions or None,
         sort_columns,
         min_input_files=policy.min_input_files,
     )
-    return bool(plan.work)
+    return pt, policy, sort_columns, plan
 
 
 def _render_reports(d: dict[str, Any]) -> None:
