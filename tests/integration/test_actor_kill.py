@@ -3,6 +3,7 @@ completes once, and the table holds every row exactly once."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -100,5 +101,6 @@ def test_kill_9_mid_action_loses_nothing_and_runs_once(
     assert not queue.dead() and not queue.inflight() and sum(queue.depth().values()) == 0
     item_id = leased.item.id
     recent = [r for r in redis_client.lrange(Keys.for_config(cfg).recent, 0, -1)]
-    runs = [r for r in recent if item_id.encode() in r and b'"ok": true' in r]
+    entries = [json.loads(r) for r in recent]
+    runs = [e for e in entries if e["id"] == item_id and e["ok"]]
     assert len(runs) == 1  # the killed attempt never acked; the retry completed once

@@ -257,10 +257,10 @@ def _check_commits(table: Any, entries: list[dict[str, Any]], old: set[int], row
         assert summary.operation.value == "replace"
         assert summary["changed-partition-count"] == "1"
         assert int(summary["deleted-data-files"]) == APPENDS
-        assert int(summary["added-data-files"]) == len(after[e["partition"]].paths) == 1
-        part_rows = str(rows[e["partition"].split("=", 1)[1]])
+        assert int(summary["added-data-files"]) == len(after[e["key"]].paths) == 1
+        part_rows = str(rows[e["partition"].split("=", 1)[1]])  # 'part=eu', as people see it
         assert summary["deleted-records"] == summary["added-records"] == part_rows
-        assert _added_by(table, snap.snapshot_id) == set(after[e["partition"]].paths)
+        assert _added_by(table, snap.snapshot_id) == set(after[e["key"]].paths)
 
 
 def _event_log(events: Path) -> list[dict[str, Any]]:
@@ -343,7 +343,7 @@ def test_actors_run_the_arrow_engine_on_a_standalone_cluster(
     queue = open_queue(cfg, redis_client)
     assert queue.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
     entries = gather(cfg, redis_client, queue, time.time())["recent"]
-    assert sorted(e["partition"] for e in entries) == sorted(partitions)
+    assert sorted(e["key"] for e in entries) == sorted(partitions)
     for e in entries:
         assert e["ok"] and e["outcome"] == "done" and e["attempt"] == 1, e
         assert e["engine"] == "arrow", e
