@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 mode=${1:-}
-echo "== ruff"; ruff check . && ruff format --check --quiet .
+echo "== ruff"; ruff check .; ruff format --check --quiet .
 echo "== mypy"; mypy optimizer service jobs
-echo "== import contracts"; lint-imports --no-cache >/dev/null && echo "contracts kept"
+echo "== import contracts"; lint-imports --no-cache >/dev/null; echo "contracts kept"
 [ "$mode" = "--lint-only" ] && exit 0
 echo "== pytest"
 set +e
