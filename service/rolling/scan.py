@@ -48,16 +48,22 @@ def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
 
 def _partition_converter(table: Table) -> Any:
     """Turn raw partition tuples (spec id, manifest ``Record``) into partition keys: the
-    same encoded :class:`~service.partition_key.PartitionKey` ``inspect.files`` rows give."""
+    same encoded :class:`~service.partition_key.PartitionKey` ``inspect.files`` rows give.
+    Each distinct tuple is encoded once per converter (a chain's snapshots touch the same
+    partitions over and over)."""
     fields = spec_fields(table)
+    known: dict[tuple[int, tuple[Any, ...]], str] = {}
 
     def convert(rows: list[tuple[int, Any]]) -> list[str]:
-        return [
-            PartitionKey.of(
-                spec_id, fields[spec_id], [part[pos] for pos in range(len(fields[spec_id]))]
-            ).encode()
-            for spec_id, part in rows
-        ]
+        out = []
+        for spec_id, part in rows:
+            spec = fields[spec_id]
+            values = tuple(part[pos] for pos in range(len(spec)))
+            key = known.get((spec_id, values))
+            if key is None:
+                key = known[(spec_id, values)] = PartitionKey.of(spec_id, spec, values).encode()
+            out.append(key)
+        return out
 
     return convert
 
