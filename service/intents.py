@@ -172,16 +172,21 @@ class MemoryIntents:
     ) -> bool:
         if self.holder(item_id) != token:
             return False
-        old = self.records.get(token) or Intent(item_id, token, table, now)
-        self.records[token] = Intent(
-            item_id,
-            token,
-            table,
-            old.started,
-            old.paths + tuple(paths),
-            old.prefixes + tuple(prefixes),
-        )
+        self._add(item_id, token, table, now, paths, prefixes)
         return True
+
+    def _add(
+        self,
+        item_id: str,
+        token: str,
+        table: str,
+        now: float,
+        paths: Sequence[str],
+        prefixes: Sequence[str],
+    ) -> None:
+        old = self.records.get(token) or Intent(item_id, token, table, now)
+        paths, prefixes = old.paths + tuple(paths), old.prefixes + tuple(prefixes)
+        self.records[token] = Intent(old.item, token, table, old.started, paths, prefixes)
 
     def forget(self, token: str) -> None:
         self.records.pop(token, None)
@@ -217,15 +222,7 @@ class MemoryIntents:
     ) -> bool:
         if self.deadlines.get(token, float("-inf")) < now:
             return False
-        old = self.records.get(token) or Intent(ADHOC + token, token, table, now)
-        self.records[token] = Intent(
-            old.item,
-            token,
-            table,
-            old.started,
-            old.paths + tuple(paths),
-            old.prefixes + tuple(prefixes),
-        )
+        self._add(ADHOC + token, token, table, now, paths, prefixes)
         return True
 
 
