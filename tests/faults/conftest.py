@@ -7,6 +7,9 @@ Stable names (``test_kill_points.py`` and the other fault tests use them):
   (its own port, password :data:`~tests.faults.harness.REDIS_PASSWORD`, AOF fsynced on
   every write), started once; ``redis_server`` (per test) — the same server, running and
   flushed before the test, restarted after it if the test left it dead.
+* ``fault_cluster`` (session) — a 3-master Redis Cluster of the run's own
+  (:class:`tests.redis.cluster.LocalCluster`, every node with an append-only file fsynced on
+  every write), started the first time a test asks for it, for killing one master.
 * ``fault_env`` (per test) — a :class:`FaultEnv`: the config (``cfg``, and the same as a
   YAML file at ``config_path`` for ``icefloe`` child processes) on the session's catalog
   and warehouse (the shared ``spark`` fixture sees the same tables), the private Redis
@@ -48,6 +51,7 @@ from tests.faults.checks import (
     unreferenced_data_files,
 )
 from tests.faults.harness import S3_SECRET, SECRETS, RedisServer
+from tests.redis.cluster import LocalCluster
 
 FAST_DECIDER = {
     "poll_seconds": 0.2,
@@ -189,6 +193,18 @@ def redis_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisSer
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def fault_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path_factory.mktemp("fault-cluster"), persistent=True)
+    try:
+        cluster.start()
+    except (OSError, RuntimeError) as e:
+        cluster.stop()
+        pytest.fail(f"could not start a Redis Cluster on loopback: {e}")
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

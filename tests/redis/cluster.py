@@ -5,6 +5,12 @@ Each node is ``redis-server --cluster-enabled yes`` on a free port (its cluster 
 port + 10000 must be free too) in its own folder, without persistence; ``redis-cli
 --cluster create ... --cluster-replicas 0`` splits the 16384 slots over the three, and the
 cluster is ready once every node reports ``cluster_state:ok``.
+
+``LocalCluster(..., persistent=True)`` (the fault suite's) gives every node an append-only
+file fsynced on every write in its own folder: :meth:`LocalCluster.kill` SIGKILLs one
+master (a crashed process, not a lost disk) and :meth:`LocalCluster.restart` starts it
+again on the same port and folder, where it finds its node id, its slots and every write
+it acknowledged. :meth:`LocalCluster.owner` names the master that holds a key's slot.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class LocalCluster:
     """The nodes of one loopback cluster; :meth:`start`, then :meth:`stop`."""
 
     workdir: Path
+    persistent: bool = False
     ports: list[int] = field(default_factory=list)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -58,20 +65,7 @@ class LocalCluster:
 
     def start(self, timeout: float = 30.0) -> None:
         self.ports = free_ports(MASTERS)
-        for port in self.ports:
-            node = self.workdir / str(port)
-            node.mkdir(parents=True, exist_ok=True)
-            self.procs.append(
-                subprocess.Popen(
-                    ["redis-server", "--port", str(port), "--cluster-enabled", "yes"]
-                    + ["--cluster-config-file", f"nodes-{port}.conf", "--bind", "127.0.0.1"]
-                    + ["--save", "", "--appendonly", "no", "--daemonize", "no"]
-                    + ["--dir", str(node), "--logfile", str(node / "redis.log")],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+        self.procs = [self._spawn(port) for port in self.ports]
         deadline = time.monotonic() + timeout
         for port in self.ports:
             self._wait(port, "PING", "PONG", deadline)
@@ -87,6 +81,59 @@ class LocalCluster:
             raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout[-2000:]}")
         for port in self.ports:
             self._wait(port, "CLUSTER INFO", "cluster_state:ok", deadline)
+
+    def _spawn(self, port: int) -> subprocess.Popen[bytes]:
+        node = self.workdir / str(port)
+        node.mkdir(parents=True, exist_ok=True)
+        persistence = ["--appendonly", "no"]
+        if self.persistent:
+            persistence = ["--appendonly", "yes", "--appendfsync", "always"]
+        return subprocess.Popen(
+            ["redis-server", "--port", str(port), "--cluster-enabled", "yes"]
+            + ["--cluster-config-file", f"nodes-{port}.conf", "--bind", "127.0.0.1"]
+            + ["--save", "", *persistence, "--daemonize", "no"]
+            + ["--dir", str(node), "--logfile", str(node / "redis.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def owner(self, key: str) -> int:
+        """The port of the master that holds ``key``'s slot (from ``CLUSTER NODES``: id,
+        ``host:port@bus``, flags, ..., then the node's slot ranges from the 9th field)."""
+        slot = int(self._ask(self.ports[0], "CLUSTER", "KEYSLOT", key))
+        for line in self._ask(self.ports[0], "CLUSTER", "NODES").splitlines():
+            fields = line.split()
+            for served in fields[8:]:
+                first, _, last = served.partition("-")
+                if first.isdigit() and int(first) <= slot <= int(last or first):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        raise RuntimeError(f"no master holds slot {slot}")
+
+    def kill(self, port: int) -> None:
+        """SIGKILL the node on ``port`` (no shutdown, no final write) and wait for it."""
+        proc = self.procs[self.ports.index(port)]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def restart(self, port: int, timeout: float = 30.0) -> None:
+        """Start the node on ``port`` again, same folder (its node id, slots and, when
+        persistent, data), and wait until every node reports the cluster ok again."""
+        index = self.ports.index(port)
+        assert self.procs[index].poll() is not None, f"node {port} is running"
+        self.procs[index] = self._spawn(port)
+        deadline = time.monotonic() + timeout
+        self._wait(port, "PING", "PONG", deadline)
+        for p in self.ports:
+            self._wait(p, "CLUSTER INFO", "cluster_state:ok", deadline)
+
+    def _ask(self, port: int, *command: str) -> str:
+        return subprocess.run(
+            ["redis-cli", "-p", str(port), *command],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
 
     def _wait(self, port: int, command: str, expect: str, deadline: float) -> None:
         while True:
