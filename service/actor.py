@@ -22,18 +22,26 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from optimizer.maintenance import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.config import Config
-from service.errors import OperationFailed, ServiceUnavailable
+from service.errors import OperationFailed, ServiceUnavailable, describe
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.partition_key import display_key, is_key
-from service.queue import ActionItem, Lease, PriorityQueue, open_queue
+from service.queue import (
+    REQUESTED,
+    ActionItem,
+    Budget,
+    Lease,
+    PriorityQueue,
+    budget_of,
+    open_queue,
+)
 from service.redact import service_logging
 from service.redis_client import connect
 from service.status import record_action
@@ -46,6 +54,19 @@ Recorder = Callable[[dict[str, Any]], None]
 
 
 @dataclass
+class BatchResult:
+    """What a batch run did: its report, and the items it could not do (item id → why),
+    which are nacked and retried alone; every other item of the batch is acked."""
+
+    report: dict[str, Any]
+    failed: dict[str, str]
+
+
+BatchRunner = Callable[[Sequence[ActionItem], WriteGuard], BatchResult]
+"""Runs several items of one table and action together (one plan, one commit)."""
+
+
+@dataclass
 class ActorReport:
     done: int = 0
     failed: int = 0
@@ -54,18 +75,20 @@ class ActorReport:
 
 
 class _Renewer(threading.Thread):
-    """Renews one lease until stopped; notes when the lease was lost."""
+    """Renews the leases of one run (one item, or a batch's: one pipelined call) until
+    stopped; notes when a lease was lost."""
 
     def __init__(
         self,
         queue: PriorityQueue,
-        lease: Lease,
+        leases: Sequence[Lease],
         lease_seconds: float,
         clock: Callable[[], float],
         on_renew: Callable[[float], None],
     ):
-        super().__init__(daemon=True, name=f"renew-{lease.item.id}")
-        self.queue, self.lease, self.lease_seconds, self.clock = queue, lease, lease_seconds, clock
+        super().__init__(daemon=True, name=f"renew-{leases[0].item.id}")
+        self.queue, self.leases, self.clock = queue, leases, clock
+        self.lease_seconds = lease_seconds
         self.on_renew = on_renew
         self.stop_event = threading.Event()
         self.renewals = 0
@@ -74,17 +97,29 @@ class _Renewer(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.wait(self.lease_seconds / 3):
             try:
-                if self.queue.renew(
-                    self.lease.item.id, self.lease.token, self.clock(), self.lease_seconds
-                ):
+                if all(renew_all(self.queue, self.leases, self.clock(), self.lease_seconds)):
                     self.renewals += 1
                     self.on_renew(self.clock())  # a long action still shows a live actor
                 else:
                     self.lost = True
-                    log.warning("lease of %s lost", self.lease.item.id)
+                    log.warning("lease of %s lost", self.leases[0].item.id)
                     return
             except Exception as e:  # Redis blip: try again next period
-                log.warning("lease renewal of %s failed: %s", self.lease.item.id, e)
+                log.warning("lease renewal of %s failed: %s", self.leases[0].item.id, e)
+
+    def finish(self) -> None:
+        self.stop_event.set()
+        self.join()
+
+
+def renew_all(
+    queue: PriorityQueue, leases: Sequence[Lease], now: float, lease_seconds: float
+) -> list[bool]:
+    """Renew each lease (a batch's in one pipelined call); which still hold."""
+    if len(leases) == 1:
+        lease = leases[0]
+        return [queue.renew(lease.item.id, lease.token, now, lease_seconds)]
+    return queue.renew_many([(x.item.id, x.token) for x in leases], now, lease_seconds)
 
 
 class LeaseLost(OperationFailed):
@@ -92,20 +127,23 @@ class LeaseLost(OperationFailed):
 
 
 class LeaseGuard:
-    """The write guard of one leased attempt: new files are recorded under the lease
-    before they are written (:mod:`service.intents`), and a commit needs the lease renewed
-    a moment before (an attempt whose lease expired may have its files deleted as an
-    abandoned attempt's, and another actor may be running the same action)."""
+    """The write guard of one leased attempt (one item, or a batch: every lease of it): new
+    files are recorded under the first lease before they are written
+    (:mod:`service.intents`), and a commit needs every lease renewed a moment before (an
+    attempt whose lease expired may have its files deleted as an abandoned attempt's, and
+    another actor may be running the same action)."""
 
     def __init__(
         self,
         queue: PriorityQueue,
         intents: Intents,
-        lease: Lease,
+        lease: Lease | Sequence[Lease],
         lease_seconds: float,
         clock: Callable[[], float],
     ):
-        self.queue, self.intents, self.lease = queue, intents, lease
+        self.queue, self.intents = queue, intents
+        self.leases = [lease] if isinstance(lease, Lease) else list(lease)
+        self.lease = self.leases[0]  # the intent's anchor
         self.lease_seconds, self.clock = lease_seconds, clock
 
     def before_write(self, paths: Sequence[str], prefixes: Sequence[str]) -> None:
@@ -116,9 +154,10 @@ class LeaseGuard:
             raise LeaseLost(f"lease of {item.id} lost before writing; nothing written")
 
     def before_commit(self) -> None:
-        item = self.lease.item
-        if not self.queue.renew(item.id, self.lease.token, self.clock(), self.lease_seconds):
-            raise LeaseLost(f"lease of {item.id} lost before the commit; nothing committed")
+        held = renew_all(self.queue, self.leases, self.clock(), self.lease_seconds)
+        if not all(held):
+            lost = next(x.item.id for x, ok in zip(self.leases, held, strict=True) if not ok)
+            raise LeaseLost(f"lease of {lost} lost before the commit; nothing committed")
 
 
 class Actor:
@@ -140,8 +179,11 @@ class Actor:
         actor_id: str | None = None,
         intents: Intents | None = None,
         clean: Callable[[Intent], int] | None = None,
+        batch_runner: BatchRunner | None = None,
+        budget: Callable[[str], Budget] | None = None,
     ):
         self.queue, self.runner = queue, runner
+        self.batch_runner, self.budget = batch_runner, budget
         self.lease_seconds, self.poll_seconds = lease_seconds, poll_seconds
         self.recorder = recorder or (lambda entry: None)
         self.heartbeat = heartbeat or (lambda actor, now: None)
@@ -150,32 +192,39 @@ class Actor:
         self.intents, self.clean = intents, clean
         self._redis_away = False
 
-    def _sweep(self, item_id: str) -> int:
-        """Delete what earlier attempts of ``item_id`` left behind; how many files (never
-        raises: a failed clean-up keeps the record for the next sweep)."""
+    def _sweep(self, item_id: str, items: Collection[str] | None = None) -> int:
+        """Delete what earlier attempts of ``item_id`` (or of any of ``items``) left behind;
+        how many files (never raises: a failed clean-up keeps the record for the next
+        sweep)."""
         if self.intents is None or self.clean is None:
             return 0
         try:
+            if items is not None:
+                return sweep(self.intents, self.clean, items=items)
             return sweep(self.intents, self.clean, item_id)
         except Exception as e:  # Redis away: the records wait for the next sweep
             log.warning("could not clean up after an earlier attempt: %s", type(e).__name__)
             return 0
 
-    def _guard(self, lease: Lease) -> WriteGuard:
+    def _guard(self, lease: Lease | Sequence[Lease]) -> WriteGuard:
         if self.intents is None:
             return NO_GUARD
         return LeaseGuard(self.queue, self.intents, lease, self.lease_seconds, self.clock)
 
-    def run_one(self, lease: Lease, report: ActorReport) -> None:
-        item = lease.item
+    def _renewer(self, leases: Sequence[Lease]) -> _Renewer:
         renewer = _Renewer(
             self.queue,
-            lease,
+            leases,
             self.lease_seconds,
             self.clock,
             lambda now: self.heartbeat(self.id, now),
         )
         renewer.start()
+        return renewer
+
+    def run_one(self, lease: Lease, report: ActorReport) -> None:
+        item = lease.item
+        renewer = self._renewer([lease])
         started = self.clock()
         entry: dict[str, Any] = {
             "id": item.id,
@@ -190,8 +239,7 @@ class Actor:
         try:
             result = self.runner(item, self._guard(lease))
         except Exception as e:
-            renewer.stop_event.set()
-            renewer.join()
+            renewer.finish()
             error = f"{type(e).__name__}: {e}"[:500]
             log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
             log.debug("action %s failed", item.id, exc_info=True)
@@ -202,8 +250,7 @@ class Actor:
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")
         else:
-            renewer.stop_event.set()
-            renewer.join()
+            renewer.finish()
             acked = self._settle("ack", lambda: self.queue.ack(item.id, lease.token))
             if acked:
                 report.done += 1
@@ -213,6 +260,9 @@ class Actor:
             if self.intents is not None:  # committed or deleted: nothing left to clean
                 _best_effort("forget the attempt's files", self.intents.forget, lease.token)
             entry.update(ok=True, **_summary(result))
+        self._record(entry, started, renewer)
+
+    def _record(self, entry: dict[str, Any], started: float, renewer: _Renewer) -> None:
         entry.update(
             seconds=round(self.clock() - started, 3),
             finished_at=self.clock(),
@@ -252,19 +302,97 @@ class Actor:
                 self.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
-    def _dequeue(self, now: float) -> Lease | None:
-        """The next lease; None when there is none or Redis is away (logged once an outage)."""
+    def _dequeue(self, now: float) -> list[Lease]:
+        """The next lease, or a batch's (with a batch runner); [] when there is none or Redis
+        is away (logged once an outage)."""
         try:
-            lease = self.queue.dequeue(now, self.lease_seconds)
+            if self.batch_runner is not None and self.budget is not None:
+                leases = self.queue.dequeue_batch(now, self.lease_seconds, self.budget)
+            else:
+                lease = self.queue.dequeue(now, self.lease_seconds)
+                leases = [] if lease is None else [lease]
         except ServiceUnavailable as e:
             if not self._redis_away:
                 log.warning("queue unreachable (%s); waiting for it", e)
             self._redis_away = True
-            return None
+            return []
         if self._redis_away:
             log.info("queue reachable again")
             self._redis_away = False
-        return lease
+        return leases
+
+    def run_batch(self, leases: Sequence[Lease], report: ActorReport) -> None:
+        """Several items of one table and action, run together (one plan, one commit): each
+        item is acked once the batch is done, except those the run could not do (a
+        partition whose commit kept conflicting), which are nacked and retried alone; a
+        batch that fails as a whole nacks every item. The write intent is recorded under
+        the first lease and covers the whole batch."""
+        assert self.batch_runner is not None
+        items = [x.item for x in leases]
+        ids = {it.id for it in items}
+        renewer = self._renewer(leases)
+        started = self.clock()
+        entry: dict[str, Any] = {
+            "id": items[0].id,
+            "table": items[0].table,
+            "partition": f"{len(items)} partitions",
+            "key": None,
+            "action": items[0].action,
+            "actor": self.id,
+            "attempt": max(it.attempts for it in items) + 1,
+            "orphans_deleted": self._sweep(items[0].id, ids),
+        }
+        try:
+            result = self.batch_runner(items, self._guard(leases))
+        except Exception as e:
+            renewer.finish()
+            error = f"{type(e).__name__}: {e}"[:500]
+            log.error("batch of %d from %s failed: %s", len(items), items[0].id, error)
+            log.debug("batch of %s failed", items[0].id, exc_info=True)
+            outcomes = self._nack_each(leases, dict.fromkeys(ids, error))
+            entry["orphans_deleted"] += self._sweep(items[0].id, ids)  # this attempt's files
+            report.failed += len(items)
+            entry.update(ok=False, error=error, outcome=_outcomes(outcomes))
+            entry["batch"] = {"items": len(items), "committed": 0}
+            self._record(entry, started, renewer)
+            return
+        renewer.finish()
+        failed = {i: why for i, why in result.failed.items() if i in ids}
+        done = [x for x in leases if x.item.id not in failed]
+        acked = self._settle(
+            "ack", lambda: self.queue.ack_many([(x.item.id, x.token) for x in done])
+        )
+        acked = acked if acked is not None else [None] * len(done)
+        report.done += sum(1 for a in acked if a)
+        report.lost += sum(1 for a in acked if a == 0)
+        outcomes = self._nack_each([x for x in leases if x.item.id in failed], failed)
+        report.failed += len(failed)
+        if failed:  # the failed partitions' files: whatever no snapshot references goes
+            entry["orphans_deleted"] += self._sweep(items[0].id, ids)
+        elif self.intents is not None:  # committed or deleted: nothing left to clean
+            _best_effort("forget the attempt's files", self.intents.forget, leases[0].token)
+        outcomes |= {x.item.id: _ack_outcome(a) for x, a in zip(done, acked, strict=True)}
+        entry.update(ok=not failed, outcome=_outcomes(outcomes), **_summary(result.report))
+        if failed:
+            entry["error"] = "; ".join(sorted(set(failed.values())))[:500]
+        entry["batch"] = _batch_figures(result.report, len(items), self.clock() - started)
+        upkeep = result.report.get("maintenance")
+        if upkeep:  # what ran in the same lease after the batch
+            entry["maintenance"] = {
+                k: upkeep[k] for k in ("action", "error", "verified", "seconds") if k in upkeep
+            }
+        self._record(entry, started, renewer)
+
+    def _nack_each(self, leases: Sequence[Lease], why: dict[str, str]) -> dict[str, str]:
+        """Nack each lease with its reason; item id → 'pending', 'dead' or 'lease lost'."""
+        out = {}
+        for x in leases:
+
+            def nack(x: Lease = x) -> str | None:
+                return self.queue.nack(x.item.id, x.token, why[x.item.id], self.clock())
+
+            out[x.item.id] = self._settle("nack", nack) or "lease lost"
+        return out
 
     def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
         """Work until ``max_actions`` were taken or nothing came for ``idle_exit`` seconds."""
@@ -274,17 +402,47 @@ class Actor:
         while max_actions is None or taken < max_actions:
             now = self.clock()
             _best_effort("send a heartbeat", self.heartbeat, self.id, now)
-            lease = self._dequeue(now)
-            if lease is None:
+            leases = self._dequeue(now)
+            if not leases:
                 if idle_exit is not None and now - idle_since >= idle_exit:
                     report.idle_exit = True
                     break
                 self.sleep(self.poll_seconds)
                 continue
             taken += 1
-            self.run_one(lease, report)
+            if len(leases) == 1:
+                self.run_one(leases[0], report)
+            else:
+                self.run_batch(leases, report)
             idle_since = self.clock()
         return report
+
+
+def _ack_outcome(acked: int | None) -> str:
+    return "done" if acked else ("unacked" if acked is None else "lease lost")
+
+
+def _outcomes(by_item: dict[str, str]) -> str:
+    """A batch's outcomes as counts: ``done×199 pending×1``."""
+    counts: dict[str, int] = {}
+    for outcome in by_item.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return " ".join(f"{k}×{n}" for k, n in sorted(counts.items()))
+
+
+def _batch_figures(result: dict[str, Any], items: int, seconds: float) -> dict[str, Any]:
+    """A batch in figures: items, partitions rewritten, commits, bytes, seconds each."""
+    parts = result.get("partitions") or []
+    rewritten = sum(1 for p in parts if p.get("status") == "rewritten")
+    commits = len(result.get("snapshot_ids") or [])
+    return {
+        "items": items,
+        "partitions_rewritten": rewritten,
+        "commits": commits,
+        "partitions_per_commit": round(rewritten / commits, 1) if commits else 0,
+        "bytes": int(result.get("bytes_rewritten") or 0),
+        "seconds_per_partition": round(seconds / max(1, items), 3),
+    }
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -309,38 +467,38 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def spark_runner(cfg: Any, spark: Any = None) -> Runner:
-    """The production runner: one SparkSession; ``jobs.optimize.optimize_table`` per data
-    item, ``jobs.upkeep.run_table_action`` (the procedure, verified) per table-level
-    maintenance item."""
+    """The production runner of one item (:func:`spark_runners`)."""
+    return spark_runners(cfg, spark)[0]
+
+
+def spark_runners(cfg: Any, spark: Any = None) -> tuple[Runner, BatchRunner]:
+    """The production runners, on one SparkSession: ``jobs.optimize.optimize_table`` per
+    data item, or per batch of a table's items (one plan, one commit, then its manifests
+    rewritten in the same lease when that is due: :func:`_manifests_after`);
+    ``jobs.upkeep.run_table_action`` (the procedure, verified) per table-level maintenance
+    item."""
     state: dict[str, Any] = {"spark": spark}
 
-    def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
-        # heavy (Spark, great-expectations): imported only when there is work
-        from jobs.optimize import optimize_table
-        from jobs.rewrite.exact import Collaborators
-
+    def session() -> Any:
         if state["spark"] is None:
             from service.spark import build_spark
 
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
+        return state["spark"]
+
+    def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
         if item.action in TABLE_MAINTENANCE:
             from jobs.upkeep import run_table_action
 
-            return run_table_action(state["spark"], cfg, item.table, item.action)
+            if item.action == "rewrite_manifests" and item.reason != REQUESTED:
+                if not _manifests_due(cfg, item.table):  # e.g. done after a batch since
+                    return {"partitions": [], "skipped": "manifests no longer due"}
+            return run_table_action(session(), cfg, item.table, item.action)
         if item.partition and not is_key(item.partition):
             # queued before typed keys: its ``day=1`` may name several partitions as one;
             # acked unrun (the decider rebuilds such stats by a full scan and queues anew)
             return {"partitions": [], "skipped": f"older partition text {item.partition!r}"}
-        report = optimize_table(
-            state["spark"],
-            cfg,
-            item.table,
-            keys=[item.partition] if item.partition else None,
-            action=item.action,
-            collaborators=Collaborators(guard=guard),
-            min_input_files=2,  # the decider's to apply (it merges after max_wait_hours)
-        )
-        out: dict[str, Any] = report.to_dict()
+        out = _optimize(session(), cfg, [item], guard)
         if out.get("partitions_failed"):
             # e.g. a commit that kept conflicting: nack, so the action is retried (or dead-
             # lettered with this reason) instead of acked as if the work were done
@@ -349,7 +507,70 @@ def spark_runner(cfg: Any, spark: Any = None) -> Runner:
             raise OperationFailed(f"{out['partitions_failed']} partition(s) failed: {reasons}")
         return out
 
-    return run
+    def run_batch(items: Sequence[ActionItem], guard: WriteGuard = NO_GUARD) -> BatchResult:
+        usable = [it for it in items if it.partition and is_key(it.partition)]
+        out = _optimize(session(), cfg, usable, guard) if usable else {"partitions": []}
+        why = {
+            p.get("key"): f"{p.get('partition')}: {p.get('reason')}"
+            for p in out.get("partitions", [])
+            if p.get("status") == "failed"
+        }
+        failed = {it.id: why[it.partition] for it in usable if it.partition in why}
+        if out.get("snapshot_ids"):
+            out["maintenance"] = _manifests_after(session(), cfg, items[0].table)
+        return BatchResult(out, failed)
+
+    return run, run_batch
+
+
+def _optimize(
+    spark: Any, cfg: Any, items: Sequence[ActionItem], guard: WriteGuard
+) -> dict[str, Any]:
+    """``optimize_table`` over exactly the items' partitions (one table, one action)."""
+    # heavy (Spark, great-expectations): imported only when there is work
+    from jobs.optimize import optimize_table
+    from jobs.rewrite.exact import Collaborators
+
+    keys = [it.partition for it in items if it.partition]
+    report = optimize_table(
+        spark,
+        cfg,
+        items[0].table,
+        keys=keys or None,
+        action=items[0].action,
+        collaborators=Collaborators(guard=guard),
+        min_input_files=2,  # the decider's to apply (it merges after max_wait_hours)
+    )
+    out: dict[str, Any] = report.to_dict()
+    return out
+
+
+def _manifests_due(cfg: Any, name: str) -> bool:
+    """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
+    rule of ``optimizer.maintenance.manifests_due`` holds: the manifest list only)."""
+    from service.catalog import load_catalog, load_table
+    from service.upkeep import assess
+
+    table = load_table(load_catalog(cfg), name)
+    policy = cfg.policy_for(name, table.properties)
+    if not policy.enabled or "rewrite_manifests" not in policy.actions:
+        return False
+    return bool(assess(table, policy, time.time(), {}, actions=("rewrite_manifests",))[1])
+
+
+def _manifests_after(spark: Any, cfg: Any, name: str) -> dict[str, Any] | None:
+    """After a batch committed: the table's manifests rewritten in the same lease when
+    they are due (one more round trip saved: the decider would queue it next); None when
+    not due. Best effort: the batch is done whatever happens here."""
+    try:
+        if not _manifests_due(cfg, name):
+            return None
+        from jobs.upkeep import run_table_action
+
+        return run_table_action(spark, cfg, name, "rewrite_manifests")
+    except Exception as e:  # the decider queues it as usual next pass
+        log.warning("manifest rewrite after the batch of %s failed: %s", name, describe(e))
+        return {"error": describe(e)}
 
 
 def _best_effort(what: str, func: Callable[..., object], *args: Any) -> None:
@@ -366,8 +587,11 @@ def run_actor(
     idle_exit: float | None,
     spark: Any = None,
     runner: Runner | None = None,
+    batch_runner: BatchRunner | None = None,
 ) -> ActorReport:
-    """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it."""
+    """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it. Without
+    ``runner``, the production runners (batches on); a given ``runner`` runs one item at
+    a time unless ``batch_runner`` is given too."""
     service_logging()
     settings = cfg.decider
     client = connect(cfg)
@@ -375,9 +599,13 @@ def run_actor(
     from jobs.orphans import cleaner
     from service.catalog import load_catalog
 
+    if runner is None:
+        runner, batch_runner = spark_runners(cfg, spark)
     a = Actor(
         open_queue(cfg, client),
-        runner or spark_runner(cfg, spark),
+        runner,
+        batch_runner=batch_runner,
+        budget=budget_of(cfg),
         lease_seconds=settings.lease_seconds,
         intents=RedisIntents(client, keys),
         clean=cleaner(load_catalog(cfg)),

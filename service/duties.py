@@ -16,7 +16,7 @@ from optimizer import FlowView, fair_priority_scheduler
 from service.config import Config, DeciderSettings
 from service.intents import Intent, Intents, sweep
 from service.pool import Launcher, desired_actors
-from service.queue import PriorityQueue
+from service.queue import Budget, PriorityQueue
 from service.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
@@ -34,9 +34,14 @@ class LeaderDuties:
     intents: Intents | None
     _clean: Callable[[Intent], int] | None
     _weights: dict[str, int]
+    _budgets: dict[str, Budget]
 
     def dispatch(self, now: float, everything: bool = False) -> int:
-        """Fill the ready set up to ``ready_depth`` in fair order; persist scheduler state.
+        """Fill the ready set up to ``ready_depth`` items in fair order, a table's batch at a
+        time (its next items that one actor takes together, ``service.queue.take_batch``:
+        the scheduler charges the batch's bytes to the table's share, so shares stay fair
+        in bytes and the budget caps how much one pick can take); persist the scheduler's
+        state. Returns the items moved.
 
         ``everything``: move the whole backlog, still in fair order (the ready set is FIFO).
         A one-shot pass (``decide --once``, the Airflow DAG) does this, since no later pass
@@ -49,22 +54,37 @@ class LeaderDuties:
         sched = fair_priority_scheduler(
             self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
         )
+        budget = self._budget
+        batches = self.queue.batches(budget)
         sent = 0
-        while sent < room:
-            heads = self.queue.heads()
+        while sent < room and batches:
             views = {
                 t: FlowView(
-                    max(0, it.cost_bytes), it.enqueued_at, max(0, it.priority), self._weight(t)
+                    sum(max(0, it.cost_bytes) for it in batch),
+                    batch[0].enqueued_at,
+                    max(0, batch[0].priority),
+                    self._weight(t),
                 )
-                for t, it in heads.items()
+                for t, batch in batches.items()
             }
             chosen = sched.choose(views, now)
-            if chosen is None or self.queue.dispatch(chosen) is None:
+            if chosen is None:
                 break
-            sent += 1
+            moved = [m for m in self.queue.dispatch_many([chosen] * len(batches[chosen])) if m]
+            sent += len(moved)
+            batches.pop(chosen)
+            batches |= self.queue.batches(budget, [chosen])  # its next batch, if any
+            if not moved:
+                break
         self.stats.save_scheduler_state(sched.to_state())
         self.stats.count({"dispatches": sent})
         return sent
+
+    def _budget(self, table: str) -> Budget:
+        if table not in self._budgets:
+            policy = self.cfg.policy_for(table)
+            self._budgets[table] = Budget(policy.batch_max_items, policy.batch_max_bytes)
+        return self._budgets[table]
 
     def _weight(self, table: str) -> int:
         if table not in self._weights:

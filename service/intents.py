@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -259,12 +259,19 @@ class AdhocLeases(Intents, Protocol):
     ) -> bool: ...
 
 
-def sweep(intents: Intents, clean: Callable[[Intent], int], item_id: str | None = None) -> int:
+def sweep(
+    intents: Intents,
+    clean: Callable[[Intent], int],
+    item_id: str | None = None,
+    items: Collection[str] | None = None,
+) -> int:
     """Clean (``clean``: delete what no snapshot references, return how many files) and
-    forget every abandoned intent (of ``item_id`` only, when given). An intent whose
-    cleaning fails (catalog down) is kept for the next sweep. Returns files deleted."""
+    forget every abandoned intent (of ``item_id`` only, or of ``items``: a batch's, whose
+    intent is recorded under its first item). An intent whose cleaning fails (catalog
+    down) is kept for the next sweep. Returns files deleted."""
     deleted = 0
-    for intent in intents.abandoned(item_id):
+    found = intents.abandoned(item_id)
+    for intent in found if items is None else [i for i in found if i.item in items]:
         try:
             deleted += clean(intent)
         except Exception as e:  # one line: drivers' messages can span many (SQL, parameters)

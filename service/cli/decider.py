@@ -28,7 +28,7 @@ from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.keys import Keys
 from service.partition_key import display_key
-from service.queue import open_queue
+from service.queue import REQUESTED, open_queue
 from service.redact import service_logging
 from service.redis_client import connect, connect_retrying, translated
 
@@ -262,9 +262,7 @@ def request(
     cls = policy.priority if priority is None else priority
     client = connect(ctx.cfg)
     items = [
-        ActionItem.new(
-            table, key, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason="ad-hoc request"
-        )
+        ActionItem.new(table, key, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason=REQUESTED)
         for key in keys
     ]
     queue = open_queue(ctx.cfg, client)

@@ -47,6 +47,7 @@ from service.redact import display_url, is_secret_name, url_password
 
 DEFAULT_TARGET = 128 << 20  # 128 MiB
 DEFAULT_SHARDS = 16  # decider.shards
+DEFAULT_BATCH_BYTES = 16 << 30  # a table's batch: one commit per this much rewritten
 DEFAULT_SPARK_CONF = {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
 
 
@@ -112,6 +113,8 @@ class TablePolicy:
     sort_order: Columns = ()
     enabled: Flag = True
     engine: Engine = "auto"  # the actors' data engine: auto (Arrow where exact) | spark
+    batch_max_items: PositiveInt = 1000  # partitions an actor rewrites and commits at once
+    batch_max_bytes: PositiveInt = DEFAULT_BATCH_BYTES  # ... and bytes (the first always)
     maintenance: MaintenancePolicy = dataclasses.field(default_factory=MaintenancePolicy)
 
     @model_validator(mode="after")

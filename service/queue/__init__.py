@@ -21,6 +21,13 @@ items carry a priority, and with leases so a dead actor's item comes back by its
   ``dequeue_many`` and ``ack_many``, which read what their scripts need first). A decider
   enqueueing a table's touched partitions, or dispatching a planned sequence of tables,
   pays one round trip instead of one per item (``bench/scale_bench.py`` measures both).
+* **Batches** (issue #29): the fair dispatch moves a table's *batch* as one unit, the
+  leading run of its pending items (best first) that :func:`take_batch` joins under the
+  table's :class:`Budget` (items and bytes), charging the batch's bytes to the table's
+  share; the items land next to each other in the ready set, and ``dequeue_batch`` leases
+  the head with the run of ready items behind it that joins it under the same budget, each
+  item with its own token. So an actor takes a table's batch whole, and every item is still
+  acked, nacked or reaped on its own.
 
 Two implementations of one Protocol: :class:`service.queue.redis.RedisQueue` (each move is
 one Lua script from ``service/lua/``; re-exported here) and
@@ -33,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +50,9 @@ from service.keys import Keys
 
 LUA_DIR = Path(__file__).resolve().parents[1] / "lua"
 DEFAULT_AGING_SECONDS = 3600.0
+LEASE_EXPIRED = "lease expired"  # the error a reaped item carries
+REQUESTED = "ad-hoc request"  # the reason of an item a person queued (``icefloe request``)
+BATCHED_ACTIONS = frozenset({"merge", "sort", "compact_deletes"})
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,60 @@ class ActionItem:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """How much one batch of a table may hold: items, and bytes to rewrite (the first
+    item is always taken, whatever its cost)."""
+
+    items: int = 1
+    bytes: int = 1 << 62
+
+
+ONE = Budget(1)
+
+
+def budget_of(cfg: Config) -> Callable[[str], Budget]:
+    """Each table's batch budget from its policy (``batch_max_items``, ``batch_max_bytes``),
+    looked up once per table."""
+    known: dict[str, Budget] = {}
+
+    def budget(table: str) -> Budget:
+        if table not in known:
+            policy = cfg.policy_for(table)
+            known[table] = Budget(policy.batch_max_items, policy.batch_max_bytes)
+        return known[table]
+
+    return budget
+
+
+def solo(item: ActionItem) -> bool:
+    """An item that runs alone: table-level maintenance, a whole-table item, or a retry
+    after a failed attempt (a batch that failed is split, so one partition that keeps
+    failing cannot hold the others back; a retry after an expired lease still batches)."""
+    failed = item.attempts > 0 and item.last_error not in (None, "", LEASE_EXPIRED)
+    return item.action not in BATCHED_ACTIONS or item.partition is None or failed
+
+
+def take_batch(items: Sequence[ActionItem], budget: Budget) -> list[ActionItem]:
+    """The leading run of ``items`` that goes into one batch with ``items[0]``: same table
+    and action, none :func:`solo`, at most ``budget.items`` of them and ``budget.bytes``
+    of cost (the first always)."""
+    if not items:
+        return []
+    head = items[0]
+    out, spent = [head], max(0, head.cost_bytes)
+    if solo(head):
+        return out
+    for it in items[1:]:
+        if len(out) >= budget.items or it.table != head.table or it.action != head.action:
+            break
+        if solo(it) or spent + max(0, it.cost_bytes) > budget.bytes:
+            break
+        out.append(it)
+        spent += max(0, it.cost_bytes)
+    return out
+
+
+@dataclass(frozen=True)
 class Lease:
     item: ActionItem
     token: str
@@ -143,6 +207,29 @@ class PriorityQueue(Protocol):
     def dispatch(self, table: str) -> str | None: ...
 
     def dequeue(self, now: float, lease_seconds: float) -> Lease | None: ...
+
+    # ---- a table's batch: dispatched as one unit, leased together -----------------------
+    def batches(
+        self, budget: Callable[[str], Budget], tables: Sequence[str] | None = None
+    ) -> dict[str, list[ActionItem]]:
+        """Per table with pending items (of ``tables``, default all): the items its next
+        dispatch moves as one batch (:func:`take_batch` over its pending items, best
+        first), which ``dispatch_many([table] * len(batch))`` then moves."""
+        ...
+
+    def dequeue_batch(
+        self, now: float, lease_seconds: float, budget: Callable[[str], Budget]
+    ) -> list[Lease]:
+        """The head of the ready set and the run of ready items behind it that joins it
+        (:func:`take_batch` under its table's budget), each with its own lease; [] when
+        nothing is ready."""
+        ...
+
+    def renew_many(
+        self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float
+    ) -> list[bool]:
+        """:meth:`renew` of each ``(item id, token)``, in order."""
+        ...
 
     # ---- batches: each element as the one-item call, in order; Redis: one round trip ----
     def enqueue_many(
@@ -204,7 +291,13 @@ def open_queue(cfg: Config, client: Any) -> RedisQueue:
 from service.queue.redis import RedisQueue  # noqa: E402
 
 __all__ = [
+    "BATCHED_ACTIONS",
     "DEFAULT_AGING_SECONDS",
+    "LEASE_EXPIRED",
+    "ONE",
+    "REQUESTED",
+    "Budget",
+    "budget_of",
     "LUA_DIR",
     "ActionItem",
     "InFlight",
@@ -212,4 +305,6 @@ __all__ = [
     "PriorityQueue",
     "RedisQueue",
     "open_queue",
+    "solo",
+    "take_batch",
 ]

@@ -7,11 +7,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from service.queue import DEFAULT_AGING_SECONDS, ActionItem, InFlight, Lease
+from service.queue import (
+    DEFAULT_AGING_SECONDS,
+    LEASE_EXPIRED,
+    ActionItem,
+    Budget,
+    InFlight,
+    Lease,
+    take_batch,
+)
 
 
 def pending_score(item: ActionItem, enq: float, aging_seconds: float) -> float:
@@ -101,6 +109,42 @@ class MemoryQueue:
         assert item is not None
         return Lease(item, token, deadline)
 
+    def batches(
+        self, budget: Callable[[str], Budget], tables: Sequence[str] | None = None
+    ) -> dict[str, list[ActionItem]]:
+        out = {}
+        for table in sorted(self._pending) if tables is None else tables:
+            pending = self._pending.get(table) or {}
+            if not pending:
+                continue
+            limit = max(1, budget(table).items)
+            best = sorted(pending, key=lambda i: (pending[i], i), reverse=True)[:limit]
+            items = [it for i in best if (it := self.get(i))]
+            out[table] = take_batch(items, budget(table))
+        return out
+
+    def dequeue_batch(
+        self, now: float, lease_seconds: float, budget: Callable[[str], Budget]
+    ) -> list[Lease]:
+        head = self.dequeue(now, lease_seconds)
+        if head is None:
+            return []
+        b = budget(head.item.table)
+        behind = sorted(self._ready, key=lambda i: self._ready[i])[: max(0, b.items - 1)]
+        items = [it for i in behind if (it := self.get(i))]
+        joined = take_batch([head.item, *items], b)[1:]
+        out = [head]
+        for it in joined:  # each is the ready head in turn (the run is contiguous)
+            lease = self.dequeue(now, lease_seconds)
+            assert lease is not None and lease.item.id == it.id
+            out.append(lease)
+        return out
+
+    def renew_many(
+        self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float
+    ) -> list[bool]:
+        return [self.renew(item_id, token, now, lease_seconds) for item_id, token in leases]
+
     def enqueue_many(
         self, items: Sequence[ActionItem], now: float, force: bool = False
     ) -> list[int]:
@@ -165,7 +209,7 @@ class MemoryQueue:
 
     def reap(self, now: float) -> dict[str, str]:
         expired = sorted(i for i, d in self._inflight.items() if d <= now)
-        return {i: self._release(i, "lease expired", now) for i in expired}
+        return {i: self._release(i, LEASE_EXPIRED, now) for i in expired}
 
     def get(self, item_id: str) -> ActionItem | None:
         meta = self._items.get(item_id)

@@ -20,7 +20,16 @@ from typing import Any
 
 from service.errors import ServiceUnavailable
 from service.keys import Keys
-from service.queue import DEFAULT_AGING_SECONDS, LUA_DIR, ActionItem, InFlight, Lease
+from service.queue import (
+    DEFAULT_AGING_SECONDS,
+    LEASE_EXPIRED,
+    LUA_DIR,
+    ActionItem,
+    Budget,
+    InFlight,
+    Lease,
+    take_batch,
+)
 from service.redis_client import text, translated
 
 # what a script returns when the state changed since its caller read it (it changed
@@ -182,6 +191,84 @@ class RedisQueue:
         calls = [([k.pending(t), k.tables, k.ready, k.seq], [t]) for t in tables]
         return [None if got is None else text(got) for got in self._run_many("dispatch", calls)]
 
+    def batches(
+        self, budget: Callable[[str], Budget], tables: Sequence[str] | None = None
+    ) -> dict[str, list[ActionItem]]:
+        """Two round trips however many tables: each table's best ids (as many as its
+        budget's items), then their hashes."""
+        k = self.k
+        with translated("queue batches"):
+            names = sorted(self.pending_tables()) if tables is None else list(tables)
+            pipe = self.r.pipeline(transaction=False)
+            for t in names:
+                pipe.zrevrange(k.pending(t), 0, max(1, budget(t).items) - 1)
+            tops = {t: [text(i) for i in ids] for t, ids in zip(names, pipe.execute(), strict=True)}
+            items = self._items([i for ids in tops.values() for i in ids])
+        out = {}
+        for t, ids in tops.items():
+            found = [items[i] for i in ids if i in items]
+            if found:
+                out[t] = take_batch(found, budget(t))
+        return out
+
+    def _items(self, item_ids: Sequence[str]) -> dict[str, ActionItem]:
+        """The items of ``item_ids`` that exist, in one pipelined round trip."""
+        if not item_ids:
+            return {}
+        pipe = self.r.pipeline(transaction=False)
+        for item_id in item_ids:
+            pipe.hgetall(self.k.item(item_id))
+        out = {}
+        for item_id, raw in zip(item_ids, pipe.execute(), strict=True):
+            if item := _from_hash({text(a): text(b) for a, b in raw.items()}):
+                out[item_id] = item
+        return out
+
+    def dequeue_batch(
+        self, now: float, lease_seconds: float, budget: Callable[[str], Budget]
+    ) -> list[Lease]:
+        """The head (:meth:`dequeue`), then the ids behind it and their hashes (two round
+        trips), then one dequeue script per joining id, pipelined: script ``i`` leases id
+        ``i`` if it is then the head. An id another actor took since answers RETRY and is
+        not ours; the others still are (all of one table and action)."""
+        head = self.dequeue(now, lease_seconds)
+        if head is None:
+            return []
+        b = budget(head.item.table)
+        if b.items <= 1:
+            return [head]
+        k = self.k
+        with translated("queue dequeue"):
+            behind = [text(h) for h in self.r.zrange(k.ready, 0, b.items - 2)]
+            items = self._items(behind)
+        joined = take_batch([head.item, *(items[i] for i in behind if i in items)], b)[1:]
+        if not joined:
+            return [head]
+        tokens = [uuid.uuid4().hex for _ in joined]
+        calls = [
+            (
+                [k.ready, k.inflight, k.leases, k.item(it.id)],
+                [repr(now), repr(lease_seconds), t, it.id],
+            )
+            for it, t in zip(joined, tokens, strict=True)
+        ]
+        got = self._run_many("dequeue", calls)
+        return [head] + [
+            _lease(g, t, now + lease_seconds)
+            for g, t in zip(got, tokens, strict=True)
+            if g is not None and not (isinstance(g, int) and g == RETRY)
+        ]
+
+    def renew_many(
+        self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float
+    ) -> list[bool]:
+        deadline = repr(now + lease_seconds)
+        calls = [
+            ([self.k.inflight, self.k.leases], [item_id, token, deadline])
+            for item_id, token in leases
+        ]
+        return [bool(g) for g in self._run_many("renew", calls)] if calls else []
+
     def _until_settled(self, what: str, attempt: Callable[[], Any]) -> Any:
         """Run ``attempt`` (a read, then a script that re-checks it) until it is not RETRY."""
         for _ in range(MAX_TRIES):
@@ -313,7 +400,7 @@ class RedisQueue:
                 ids = self.r.zrangebyscore(self.k.inflight, "-inf", repr(now), start=0, num=500)
             return [text(i) for i in ids]
 
-        return self._release("reap", expired, now, "lease expired")
+        return self._release("reap", expired, now, LEASE_EXPIRED)
 
     @translated("queue get")
     def get(self, item_id: str) -> ActionItem | None:

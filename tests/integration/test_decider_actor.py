@@ -174,3 +174,46 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     assert (eu.delete_files, eu.deleted_rows, eu.data_rows) == (0, 0, 35)
     health = decider.healths[name]
     assert (health.data_rows, health.delete_files, health.deleted_rows) == (85, 0, 0)
+
+
+def test_one_actor_takes_a_wide_table_as_one_batch_and_commits_once(
+    spark: Any, lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    """Twelve partitions of three small files: the decider dispatches them as one batch, one
+    actor run plans them together and commits one ``replace`` snapshot (then rewrites the
+    manifests it left, in the same lease); every item acked once, every row kept."""
+    name = f"{namespace}.wide"
+    regions = [f"r{i:02d}" for i in range(12)]
+    cfg = make_config(
+        lake_home,
+        managed={"namespaces": [namespace]},
+        defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "min_input_files": 2},
+        tables={
+            name: {"actions": ["merge", "rewrite_manifests"], "maintenance": {"min_manifests": 4}}
+        },
+    )
+    table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
+    for i in range(3):
+        ids = pa.array(range(i * 120, i * 120 + 120), pa.int64())
+        table.append(pa.table({"id": ids, "region": pa.array(regions * 10, pa.string())}))
+    before = catalog.load_table(name)
+    rows = sorted(before.scan().to_arrow().column("id").to_pylist())
+    snapshots = len(before.metadata.snapshots)
+    decider = Decider(cfg, redis_client, catalog, DeciderSettings(ready_depth=2))
+    report = decider.step(block_ms=None)
+    assert report.enqueued == 12 and report.dispatched == 12  # one batch, past ready_depth
+
+    done = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)
+    assert (done.done, done.failed, done.lost) == (12, 0, 0)
+    after = catalog.load_table(name)
+    assert sorted(after.scan().to_arrow().column("id").to_pylist()) == rows
+    added = [s for s in after.metadata.snapshots][snapshots:]
+    assert [s.summary.operation.value for s in added] == ["replace", "replace"]  # merge, manifests
+    assert len(after.current_snapshot().manifests(after.io)) == 1
+    assert all(s.n == 1 for s in full_stats(after, TARGET).values())
+    recent = gather(cfg, redis_client, decider.queue, 0.0)["recent"][0]
+    assert recent["ok"] and recent["outcome"] == "done×12"
+    assert recent["batch"]["items"] == 12 and recent["batch"]["partitions_rewritten"] == 12
+    assert recent["batch"]["commits"] == 1 and recent["batch"]["partitions_per_commit"] == 12
+    assert recent["maintenance"]["action"] == "rewrite_manifests"
+    assert decider.queue.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}

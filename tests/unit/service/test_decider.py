@@ -159,14 +159,25 @@ T0 = 1_790_000_000.0
 
 
 def _decider(
-    tmp_path: Path, stream: Any = None, board: Any = None, token: str = "d1", **settings: Any
+    tmp_path: Path,
+    stream: Any = None,
+    board: Any = None,
+    token: str = "d1",
+    batch: int = 1,
+    **settings: Any,
 ) -> Decider:
+    """A decider on in-memory adapters; ``batch``: every table's ``batch_max_items`` (1:
+    one item per dispatch, the scheduler's own unit)."""
     from service.events import MemoryEvents, MemoryStream
     from service.leader import LeaderBoard, MemoryLeader
     from service.queue.memory import MemoryQueue
     from service.rolling import MemoryStats
 
-    cfg = make_config(tmp_path, tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}})
+    cfg = make_config(
+        tmp_path,
+        defaults={"batch_max_items": batch},
+        tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}},
+    )
     s = DeciderSettings(**settings)
     return Decider(
         cfg,
@@ -228,6 +239,40 @@ def test_weights_share_bytes(tmp_path: Path) -> None:
     tables = []
     while lease := d.queue.dequeue(T0, 60):
         tables.append(lease.item.table)
+    assert tables.count("db.big") == 3 * tables.count("db.small")
+
+
+def test_a_table_s_batch_is_dispatched_as_one_unit_and_charged_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """Batches of 10: the noisy table's first batch moves whole (past ``ready_depth``, next
+    to each other in the ready set) after the quiet table's one item, whose head costs
+    less; the scheduler charged the batch's bytes, so the quiet table's next item goes
+    before the noisy table's second batch."""
+    d = _decider(tmp_path, batch=10, ready_depth=4, quantum_bytes=1000)
+    q = d.queue
+    for i in range(25):
+        q.enqueue(_item("db.noisy", f"p={i:02d}"), T0)
+    q.enqueue(_item("db.quiet", "p=0"), T0)
+    assert d.dispatch(T0) == 11
+    order = [x.item.table for x in iter(lambda: q.dequeue(T0, 60), None)]
+    assert order == ["db.quiet"] + ["db.noisy"] * 10
+    q.enqueue(_item("db.quiet", "p=1"), T0)
+    assert d.dispatch(T0) == 11  # the quiet item first again, then the noisy batch
+    order = [x.item.table for x in iter(lambda: q.dequeue(T0, 60), None)]
+    assert order == ["db.quiet"] + ["db.noisy"] * 10
+    assert d.dispatch(T0) == 5  # what is left of the noisy table: one batch
+
+
+def test_weights_share_bytes_with_batches(tmp_path: Path) -> None:
+    """Weights 3 and 1, batches of 5 items: the byte shares stay 3:1, a batch at a time."""
+    d = _decider(tmp_path, batch=5, ready_depth=80, quantum_bytes=1000)
+    for table in ("db.big", "db.small"):
+        for i in range(60):
+            d.queue.enqueue(_item(table, f"p={i:02d}"), T0)
+    d.dispatch(T0)
+    tables = [x.item.table for x in iter(lambda: d.queue.dequeue(T0, 60), None)]
+    assert len(tables) == 80
     assert tables.count("db.big") == 3 * tables.count("db.small")
 
 

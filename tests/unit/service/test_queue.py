@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from service.queue import ActionItem, PriorityQueue
+from service.queue import ActionItem, Budget, PriorityQueue, take_batch
 from service.queue.memory import MemoryQueue
 
 pytestmark = [pytest.mark.unit]
@@ -138,6 +138,58 @@ class QueueContract:
         q.dispatch("db.a")
         first, second = q.dequeue(T0, 5), q.dequeue(T0, 5)
         assert first and second and (first.item.table, second.item.table) == ("db.b", "db.a")
+
+    # ---- batches ---------------------------------------------------------------------
+    def test_a_table_s_batch_is_leased_together_each_item_with_its_own_lease(
+        self, q: PriorityQueue
+    ) -> None:
+        for i in range(5):
+            q.enqueue(item(partition=f"p{i}", cost=100, benefit=10 - i), T0)
+        q.enqueue(item(table="db.u", partition="x"), T0)
+
+        def budget(table: str) -> Budget:
+            return Budget(4, 10_000)
+
+        batches = q.batches(budget)
+        assert [i.partition for i in batches["db.t"]] == ["p0", "p1", "p2", "p3"]
+        assert [i.partition for i in batches["db.u"]] == ["x"]
+        assert [i.partition for i in q.batches(budget, ["db.u"])["db.u"]] == ["x"]
+        q.dispatch_many(["db.t"] * 4 + ["db.u", "db.t"])
+        leases = q.dequeue_batch(T0, 60, budget)
+        assert [x.item.partition for x in leases] == ["p0", "p1", "p2", "p3"]
+        assert len({x.token for x in leases}) == 4
+        assert q.depth() == {"pending": 0, "ready": 2, "inflight": 4, "dead": 0}
+        assert [x.item.table for x in q.dequeue_batch(T0, 60, budget)] == ["db.u"]  # the run
+        assert q.renew_many([(x.item.id, x.token) for x in leases], T0 + 10, 60) == [True] * 4
+        assert q.ack_many([(x.item.id, x.token) for x in leases[:3]]) == [1, 1, 1]
+        assert q.renew_many(
+            [(leases[0].item.id, leases[0].token), (leases[3].item.id, "x")], T0, 60
+        ) == [False, False]
+        assert q.nack(leases[3].item.id, leases[3].token, "conflict", T0) == "pending"
+        assert q.reap(T0 + 59) == {}  # the batch's leases were renewed
+        q.dispatch_many(["db.t"])  # the retry lands behind p4 in the ready set
+        (fifth,) = q.dequeue_batch(T0, 60, budget)  # a failed item joins no batch ...
+        assert fifth.item.partition == "p4"
+        (retry,) = q.dequeue_batch(T0, 60, budget)  # ... and runs alone
+        assert retry.item.partition == "p3" and retry.item.last_error == "conflict"
+
+    def test_bytes_cap_a_batch_and_an_expired_lease_still_batches(self, q: PriorityQueue) -> None:
+        for i in range(4):
+            q.enqueue(item(partition=f"p{i}", cost=400, benefit=10 - i), T0)
+
+        def budget(table: str) -> Budget:
+            return Budget(100, 1000)
+
+        assert [i.partition for i in q.batches(budget)["db.t"]] == ["p0", "p1"]
+        q.dispatch_many(["db.t"] * 4)
+        first = q.dequeue_batch(T0, 30, budget)
+        assert [x.item.partition for x in first] == ["p0", "p1"]
+        assert set(q.reap(T0 + 30).values()) == {"pending"}
+        q.dispatch_many(["db.t"] * 2)
+        assert [x.item.partition for x in q.dequeue_batch(T0 + 31, 30, budget)] == ["p2", "p3"]
+        again = q.dequeue_batch(T0 + 31, 30, budget)  # the expired leases: batched again
+        assert [(x.item.partition, x.item.attempts) for x in again] == [("p0", 1), ("p1", 1)]
+        assert q.dequeue_batch(T0 + 31, 30, budget) == []
 
     def test_pending_tables_carry_class_and_empty_tables_leave(self, q: PriorityQueue) -> None:
         q.enqueue(item(table="db.a", priority=0), T0)
@@ -334,6 +386,29 @@ class QueueContract:
         dead = [d.id for d in q.dead()]
         assert Counter(acked) + Counter(dead) == created
         assert q.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": len(dead)}
+
+
+def test_take_batch_joins_the_leading_run_of_one_table_and_action() -> None:
+    a = [item(partition=f"p{i}", cost=100) for i in range(4)]
+    other = item(table="db.o")
+    sort = item(partition="s", action="sort")
+    budget = Budget(3, 250)
+    assert take_batch([], budget) == []
+    assert take_batch(a, Budget(3, 10_000)) == a[:3]
+    assert take_batch(a, budget) == a[:2]  # 300 bytes would pass 250
+    assert take_batch([a[0], other, a[1]], Budget(9)) == [a[0]]  # the run stops
+    assert take_batch([a[0], sort], Budget(9)) == [a[0]]
+    whole = item(partition=None)
+    upkeep = item(partition=None, action="rewrite_manifests")
+    assert take_batch([whole, a[0]], Budget(9)) == [whole]
+    assert take_batch([upkeep, a[0]], Budget(9)) == [upkeep]
+    big = item(partition="big", cost=10_000)
+    assert take_batch([big, a[0]], budget) == [big]  # the first always goes
+    failed = ActionItem(**{**vars(a[1]), "attempts": 1, "last_error": "boom"})
+    expired = ActionItem(**{**vars(a[1]), "attempts": 1, "last_error": "lease expired"})
+    assert take_batch([a[0], failed], Budget(9)) == [a[0]]
+    assert take_batch([failed, a[0]], Budget(9)) == [failed]
+    assert take_batch([a[0], expired], Budget(9)) == [a[0], expired]
 
 
 class TestMemoryQueue(QueueContract):
