@@ -202,7 +202,11 @@ def _plan_partition(
     groups: list[list[int]] = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
-    elif stats.undersized < min_input_files and not must:
+    elif (
+        stats.undersized < min_input_files
+        and sum(s for s in sizes if s < target) < target  # Iceberg's: small files filling
+        and not must  # a target file are merged whatever their count
+    ):
         reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         plan = plan_partition(sizes, target, tolerance, preserve_order=action == "sort")

@@ -462,6 +462,7 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
         "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
         "files_rewritten": int(result.get("files_rewritten") or 0),
         "snapshot_ids": list(result.get("snapshot_ids") or []),
+        "partitions_rewritten": len(done),
         "engine": "+".join(sorted(engines)),  # what wrote the new files: arrow, spark, both
     }
 

@@ -26,6 +26,11 @@ COUNTERS = {
     "bytes_rewritten": "Bytes rewritten by actors",
     "actions_ok": "Actions finished",
     "actions_failed": "Actions failed",
+    "action_seconds": "Seconds actors spent running actions",
+    "batches": "Batches run by actors (several items of one table: one plan, one commit)",
+    "batch_items": "Items run in batches",
+    "commits": "Snapshots committed by actors' rewrites",
+    "partitions_rewritten": "Partitions rewritten by actors (per commit: divide by commits)",
     "orphans_deleted": "Files of abandoned attempts deleted (never committed)",
 }
 
@@ -91,13 +96,15 @@ class DeciderMetrics(Collector):
 
     def collect(self) -> Iterator[Any]:
         with self._lock:
-            counters, depth, gauges = dict(self._counters), dict(self._depth), dict(self._gauges)
+            counters: dict[str, float] = dict(self._counters)
+            depth, gauges = dict(self._depth), dict(self._gauges)
             tables = dict(self._tables)
         for name, help_text in TABLE_GAUGES.items():
             family = GaugeMetricFamily(f"icefloe_table_{name}", help_text, labels=["table"])
             for table, row in sorted(tables.items()):
                 family.add_metric([table], row[name])
             yield family
+        counters["action_seconds"] = counters.get("action_ms", 0) / 1000  # kept in ms
         for name, help_text in COUNTERS.items():
             yield CounterMetricFamily(f"icefloe_{name}", help_text, value=counters.get(name, 0))
         q = GaugeMetricFamily("icefloe_queue_depth", "Queue items by state", labels=["state"])

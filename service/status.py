@@ -45,6 +45,15 @@ def record_action(client: Any, keys: Keys, entry: dict[str, Any], cap: int = 200
     pipe.hincrby(keys.counters, "bytes_rewritten", int(entry.get("bytes_rewritten") or 0))
     if entry.get("orphans_deleted"):
         pipe.hincrby(keys.counters, "orphans_deleted", int(entry["orphans_deleted"]))
+    if entry.get("seconds"):  # whole milliseconds: every counter is an integer
+        pipe.hincrby(keys.counters, "action_ms", round(float(entry["seconds"]) * 1000))
+    if entry.get("snapshot_ids"):
+        pipe.hincrby(keys.counters, "commits", len(entry["snapshot_ids"]))
+    if entry.get("partitions_rewritten"):
+        pipe.hincrby(keys.counters, "partitions_rewritten", int(entry["partitions_rewritten"]))
+    if entry.get("batch"):
+        pipe.hincrby(keys.counters, "batches", 1)
+        pipe.hincrby(keys.counters, "batch_items", int(entry["batch"].get("items") or 0))
     pipe.execute()
 
 
@@ -186,9 +195,17 @@ def render(data: dict[str, Any], console: Any = None) -> None:
             f"  dead {dead['id']} after {dead['attempts']} attempts: {dead['last_error']}"
         )
     for r in data["recent"]:
+        b = r.get("batch")
+        batch = (
+            f" batch of {b.get('items')}: {b.get('partitions_rewritten')} partitions in "
+            f"{b.get('commits')} commit(s), {b.get('seconds_per_partition')} s/partition"
+            if b
+            else ""
+        )
         console.print(
             f"  done {r.get('id')} ok={r.get('ok')} mse {r.get('mse_before')} -> "
-            f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}"
+            f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}{batch}",
+            soft_wrap=True,
         )
 
 

@@ -3,8 +3,9 @@
 :func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
 and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
 (``sort`` when the policy sorts), valued by entropy removed per byte rewritten, once it
-holds ``min_input_files`` small files or has waited ``max_wait_hours`` with fewer
-(:func:`waiting`: the decider keeps when each such partition started waiting).
+holds ``min_input_files`` small files, or small files that together fill a target file
+(Iceberg's rule: at least that estimate, a lower bound), or has waited ``max_wait_hours``
+with fewer (:func:`waiting`: the decider keeps when each such partition started waiting).
 
 Called by :meth:`service.decider.Decider.refresh` on every poll of every table: the
 table's :class:`~optimizer.maintenance.MetadataHealth` is brought up to date (the manifest
@@ -80,7 +81,12 @@ def partition_items(
             cost, benefit = estimate(stats, target)
             reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
             if stats.undersized < policy.min_input_files:
-                reason += f", {stats.undersized} small after {policy.max_wait_hours:g} h"
+                small_bytes = estimate(stats, target)[0]
+                reason += (
+                    f", {stats.undersized} small holding a target file"
+                    if small_bytes >= target
+                    else f", {stats.undersized} small after {policy.max_wait_hours:g} h"
+                )
             items.append(
                 ActionItem.new(
                     name, key or None, action, policy.priority, cost, benefit, now, reason=reason
@@ -178,9 +184,11 @@ def _verdict(policy: Any, stats: PartitionStats, target: int, floor: int) -> Nee
             return need
     if _data_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
         return None
-    if estimate(stats, target)[1] <= 0:  # fewer than two small files, or nothing gained
+    small_bytes, gain = estimate(stats, target)
+    if gain <= 0:  # fewer than two small files, or nothing gained
         return None
-    return "wait" if stats.undersized < floor else "merge"
+    # Iceberg's rule: small files that together fill a target file are merged at once
+    return "wait" if stats.undersized < floor and small_bytes < target else "merge"
 
 
 def current_health(

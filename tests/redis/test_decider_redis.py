@@ -29,8 +29,13 @@ T0 = 1_790_000_000.0
 KEYS = Keys("icefloe-test")
 
 
-def _decider(redis_client: Any, tmp_path: Path, **settings: Any) -> Decider:
-    cfg = make_config(tmp_path, tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}})
+def _decider(redis_client: Any, tmp_path: Path, batch: int = 1, **settings: Any) -> Decider:
+    """``batch``: every table's ``batch_max_items`` (1: one item per dispatch)."""
+    cfg = make_config(
+        tmp_path,
+        defaults={"batch_max_items": batch},
+        tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}},
+    )
     return Decider(
         cfg,
         redis_client,
@@ -61,6 +66,24 @@ def test_a_noisy_table_cannot_starve_the_others(redis_client: Any, tmp_path: Pat
     assert redis_client.get(KEYS.scheduler)  # the DWRR state survives the process
 
 
+def test_a_batch_is_dispatched_whole_and_leased_whole(redis_client: Any, tmp_path: Path) -> None:
+    """Batches of 16: the quiet table's item first (its head costs less), then the noisy
+    table's batch next to each other in the ready set, leased by one ``dequeue_batch``."""
+    from service.queue import budget_of
+
+    d = _decider(redis_client, tmp_path, batch=16, ready_depth=4, quantum_bytes=1000)
+    q = d.queue
+    for i in range(40):
+        q.enqueue(ActionItem.new("db.noisy", f"p={i:02d}", "merge", 1, 1000, 1.0, T0), T0)
+    q.enqueue(ActionItem.new("db.quiet", "p=0", "merge", 1, 1000, 1.0, T0), T0)
+    assert d.dispatch(T0) == 17
+    budget = budget_of(d.cfg)
+    assert [x.item.table for x in q.dequeue_batch(T0, 60, budget)] == ["db.quiet"]
+    batch = q.dequeue_batch(T0, 60, budget)
+    assert len(batch) == 16 and {x.item.table for x in batch} == {"db.noisy"}
+    assert q.depth() == {"pending": 24, "ready": 0, "inflight": 17, "dead": 0}
+
+
 def test_second_decider_stands_by(redis_client: Any, tmp_path: Path) -> None:
     a, b = _decider(redis_client, tmp_path), _decider(redis_client, tmp_path)
     assert a.step().leader and not b.step().leader
@@ -87,12 +110,23 @@ def test_status_shows_leases_dead_letters_and_recent_actions(
         KEYS,
         {"id": "x", "ok": True, "mse_before": 9.0, "mse_after": 1.0, "bytes_rewritten": 123},
     )
+    batch = {"items": 12, "partitions_rewritten": 12, "commits": 1, "seconds_per_partition": 0.5}
+    record_action(
+        redis_client,
+        KEYS,
+        {"id": "y", "ok": True, "seconds": 6.25, "snapshot_ids": [5], "batch": batch}
+        | {"partitions_rewritten": 12, "bytes_rewritten": 1},
+    )
     data = gather(cfg, redis_client, q, T0 + 10)
     assert data["queue"]["pending_by_class"] == {"1": 1}
     assert data["inflight"][0]["id"] == lease.item.id and data["inflight"][0]["lease_age_s"] == 10
     assert data["dead"][0]["last_error"] == "OperationFailed: boom"
-    assert data["recent"][0]["bytes_rewritten"] == 123
-    assert data["counters"]["bytes_rewritten"] == 123
+    assert data["recent"][1]["bytes_rewritten"] == 123
+    assert data["recent"][0]["batch"] == batch
+    assert data["counters"]["bytes_rewritten"] == 124
+    assert data["counters"]["batches"] == 1 and data["counters"]["batch_items"] == 12
+    assert data["counters"]["commits"] == 1 and data["counters"]["partitions_rewritten"] == 12
+    assert data["counters"]["action_ms"] == 6250
     assert "hunter2" not in repr(data) and ":***@" in data["redis"]
 
 
@@ -106,7 +140,8 @@ def test_metrics_endpoint_text() -> None:
     registry = CollectorRegistry()
     registry.register(m)
     m.update(
-        {"snapshots_applied": 7, "dispatches": 3, "bytes_rewritten": 99},
+        {"snapshots_applied": 7, "dispatches": 3, "bytes_rewritten": 99, "action_ms": 2500}
+        | {"batches": 2, "commits": 3, "partitions_rewritten": 30},
         {"pending": 4, "ready": 1, "inflight": 2, "dead": 0},
         events_lag=5,
         actors=2,
@@ -129,6 +164,10 @@ def test_metrics_endpoint_text() -> None:
         "icefloe_actors 2.0",
         "icefloe_dispatches_total 3.0",
         "icefloe_bytes_rewritten_total 99.0",
+        "icefloe_action_seconds_total 2.5",
+        "icefloe_batches_total 2.0",
+        "icefloe_commits_total 3.0",
+        "icefloe_partitions_rewritten_total 30.0",
     ):
         assert line in text
 

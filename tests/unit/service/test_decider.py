@@ -390,6 +390,25 @@ def test_a_partition_waits_for_min_input_files_small_files(tmp_path: Path) -> No
     assert _items(two, {"x": [10, 10], "y": [10]}) == ["x"]
 
 
+def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) -> None:
+    """Iceberg's rule: fewer than ``min_input_files`` small files, but together at least
+    one target file: merged now, not after ``max_wait_hours``; less than a target waits.
+    The actor's planner (``icefloe optimize`` with the policy) applies the same rule."""
+    from jobs.plan import _plan_partition
+    from service.tablestats import PartitionFiles
+
+    t = 1000
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
+    parts = {"fills": [500, 500], "short": [300, 400], "fills3": [330, 330, 340]}
+    assert _items(cfg, parts) == ["fills", "fills3"]
+    policy = cfg.policy_for("db.t")
+    for sizes, merged in [([500, 500], True), ([300, 400], False), ([330, 330, 340], True)]:
+        paths = tuple(f"/d/{i}.parquet" for i in range(len(sizes)))
+        pf = PartitionFiles("k", 0, paths, tuple(sizes), (1,) * len(sizes), 0)
+        plan = _plan_partition(pf, t, 0, "merge", {}, {}, min_input_files=policy.min_input_files)
+        assert bool(plan.groups) is merged, (sizes, plan.reason)
+
+
 def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
     from service.errors import ConfigError
 
