@@ -26,8 +26,11 @@ the real code on real Redis. Per topology, in one run:
    ``Decider.run`` does (``ready_depth`` 0: enqueue only); latency = commit to the moment the
    queue's ``enqueue`` returned (a ``RedisQueue`` subclass stamps it; goal p99 < 2 s);
 5. fairness: 12 tables in weight classes 1/2/4, 60 equal items each (all backlogged), the
-   Decider's own fair dispatch (``ready_depth`` 8, a quantum of one item) while "actors"
-   drain the ready set; each class's share of dispatches against its weight's share.
+   Decider's own fair dispatch (``ready_depth`` 8, a quantum of one item) with batching on
+   (``batch_max_items`` 4: a table's batch of 4 items dispatched as one unit, its bytes
+   charged to the table's share) while "actors" drain the ready set a batch at a time
+   (``dequeue_batch``); each class's share of dispatched items and bytes against its
+   weight's share.
 
 Uses its own key prefix on the single Redis (db 11 by default: ``bench/deciders_bench.py``
 flushes db 14) and its own loopback cluster; cleans up. Not a test: nothing asserts on time.
@@ -57,7 +60,7 @@ from bench.synthetic import MiB, SyntheticWarehouse, partition_key  # noqa: E402
 from service.config import DeciderSettings, build_config  # noqa: E402
 from service.decider import Decider  # noqa: E402
 from service.keys import Keys  # noqa: E402
-from service.queue import ActionItem, RedisQueue  # noqa: E402
+from service.queue import ActionItem, RedisQueue, budget_of  # noqa: E402
 from service.redis_client import connect  # noqa: E402
 from service.rolling import RollingStats, catch_up, full_stats  # noqa: E402
 from tests.redis.cluster import LocalCluster, primaries  # noqa: E402
@@ -368,17 +371,21 @@ def fairness(
     weight = {name: (1, 2, 4)[i % 3] for i, name in enumerate(w.names)}
     for name in w.names:  # two 8 MiB files in every partition: 60 items of 16 MiB each
         w.table(name).commit([(p, 8 * MiB) for p in range(60) for _ in range(2)])
-    cfg = make_cfg(home, url, prefix, cluster, tables={n: {"weight": weight[n]} for n in w.names})
+    tables = {n: {"weight": weight[n], "batch_max_items": 4} for n in w.names}
+    cfg = make_cfg(home, url, prefix, cluster, tables=tables)
     keys = Keys(prefix)
     settings = DeciderSettings(ready_depth=8, quantum_bytes=16 * MiB)
     decider = Decider(cfg, client, w.catalog(), settings, tables=lambda: w.names)
     queue = RedisQueue(client, keys)
+    budget = budget_of(cfg)
     got: Counter[int] = Counter()
     size: Counter[int] = Counter()
     total = rounds * 4 * (1 + 2 + 4)  # a DWRR round: one quantum per unit of weight
     for _ in range(10 * total):
         decider.step(block_ms=None)
-        leases = queue.dequeue_many(time.time(), 60, 100)
+        leases = []
+        while batch := queue.dequeue_batch(time.time(), 60, budget):
+            leases += batch
         for lease in leases:
             got[weight[lease.item.table]] += 1
             size[weight[lease.item.table]] += lease.item.cost_bytes

@@ -300,7 +300,13 @@ def status(ctx: Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--max-actions", type=click.IntRange(min=1), default=None, metavar="N")
+@click.option(
+    "--max-actions",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Exit after taking this many actions (a table's batch counts as one).",
+)
 @click.option(
     "--idle-exit",
     type=FiniteFloat(min=0),

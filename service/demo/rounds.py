@@ -159,10 +159,11 @@ class Icefloe:
     threads, run until the decider finds nothing more to do."""
 
     def __init__(self, cfg: Config, spark: Any, catalog: Any) -> None:
-        from service.actor import spark_runner
+        from service.actor import spark_runners
         from service.config import DeciderSettings
         from service.decider import Decider
         from service.keys import Keys
+        from service.queue import budget_of
         from service.redis_client import connect
 
         self.client = connect(cfg)
@@ -170,7 +171,8 @@ class Icefloe:
         self.keys = Keys.for_config(cfg)
         self.catalog = catalog
         self.decider = Decider(cfg, self.client, catalog, self.settings)
-        self.runner = spark_runner(cfg, spark)
+        self.runner, self.batch_runner = spark_runners(cfg, spark)
+        self.budget = budget_of(cfg)
         self.results: list[dict[str, Any]] = []
         self.passes = 0
         self._lock = threading.Lock()
@@ -232,6 +234,8 @@ class Icefloe:
                 recorder=self._record,
                 intents=RedisIntents(self.client, self.keys),
                 clean=cleaner(self.catalog),
+                batch_runner=self.batch_runner,
+                budget=self.budget,
             )
             for _ in range(2)
         ]

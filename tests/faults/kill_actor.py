@@ -1,13 +1,13 @@
-"""One actor that takes one action and SIGKILLs itself (driver and JVM) at a chosen point.
+"""One actor that takes one batch and SIGKILLs itself (driver and JVM) at a chosen point.
 
 ``python -m tests.faults.kill_actor WARM_CONFIG`` (in its own session: the kill takes the
 whole process group) starts Spark on ``WARM_CONFIG``'s catalog, then reads one line from
 stdin, ``CONFIG POINT``, and runs the actor on ``CONFIG`` (same catalog; its own Redis
 keys and tables). Starting Spark ahead lets the tests warm every point's actor at once.
 
-The wiring is production's (:func:`service.actor.run_actor`: the Redis queue, intents
-under the lease, the orphan cleaner); only the rewrite's collaborators carry the kill
-switch. Points (:data:`POINTS`):
+The wiring is production's (:func:`service.actor.run_actor`: the Redis queue, batches of
+a table's items, intents under the batch's first lease, the orphan cleaner); only the
+rewrite's collaborators carry the kill switch. Points (:data:`POINTS`):
 
 * ``before-write``: the new files were recorded under the lease, none written yet;
 * ``mid-write``: the Arrow engine's files were recorded; the first one is half written;
@@ -55,7 +55,7 @@ class KillingGuard:
 def main(warm_config: str) -> None:
     from jobs.optimize import optimize_table
     from jobs.rewrite.exact import Collaborators
-    from service.actor import run_actor
+    from service.actor import BatchResult, run_actor
     from service.config import load_config
     from service.spark import build_spark
 
@@ -73,6 +73,12 @@ def main(warm_config: str) -> None:
         die(point)
 
     def runner(item: Any, guard: Any) -> dict[str, Any]:
+        return run([item], guard)
+
+    def batch_runner(items: Any, guard: Any) -> BatchResult:
+        return BatchResult(run(items, guard), {})
+
+    def run(items: Any, guard: Any) -> dict[str, Any]:
         collaborators = Collaborators(guard=KillingGuard(guard, point))
         if point == "spark-written":
             collaborators = Collaborators(
@@ -80,15 +86,18 @@ def main(warm_config: str) -> None:
             )
         elif point == "before-commit":
             collaborators = Collaborators(guard=guard, before_commit=lambda *a: die(point))
-        keys = [item.partition] if item.partition else None
+        keys = [it.partition for it in items]
+        table, action = items[0].table, items[0].action
         report = optimize_table(
-            spark, cfg, item.table, None, item.action, collaborators=collaborators, keys=keys
+            spark, cfg, table, None, action, collaborators=collaborators, keys=keys
         )
         if point == "after-commit":
             die(point)
         return report.to_dict()
 
-    run_actor(cfg, max_actions=1, idle_exit=30, spark=spark, runner=runner)
+    run_actor(
+        cfg, max_actions=1, idle_exit=30, spark=spark, runner=runner, batch_runner=batch_runner
+    )
     print("the actor finished without being killed", flush=True)
 
 

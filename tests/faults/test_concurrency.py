@@ -3,7 +3,7 @@ leaders at once as after a paused process whose lease lapsed, then two ``decide 
 processes), and a writer that commits to the partitions being rewritten right before the
 rewrite's commit.
 
-Expected: every action done exactly once (one ``replace`` per partition, each item
+Expected: every action done exactly once (one ``replace`` per table's batch, each item
 delivered once, nothing dead-lettered), only one decider leading at a time and the lease
 handed back by ``--once``, the stats equal to a full scan with each snapshot applied once,
 and every row of the table and of the concurrent writer there exactly once, with no file
@@ -53,13 +53,14 @@ def drain_once(env: Any, client: Any, expected: set[str]) -> None:
 def test_two_actors_on_one_queue_do_each_action_once(
     spark: Any, fault_env: Any, ledger: Any
 ) -> None:
+    """Two tables, two actors: each takes one table's batch (every day of it at once)."""
     env = fault_env
-    name = f"{env.namespace}.events"
-    table = make_table(env.catalog, name, days=DAYS, files_per_day=3)
-    before = ledger.contents(table)
+    names = [f"{env.namespace}.events_{x}" for x in "ab"]
+    tables = [make_table(env.catalog, n, days=DAYS, files_per_day=3) for n in names]
+    before = [ledger.contents(t) for t in tables]
     client = env.client()
     report = Decider(env.cfg, client, env.catalog, env.cfg.decider).step(dispatch_all=True)
-    assert report.dispatched == len(DAYS)
+    assert report.dispatched == 2 * len(DAYS)
     ledger.fault("two actors on one queue")
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = [
@@ -67,15 +68,17 @@ def test_two_actors_on_one_queue_do_each_action_once(
         ]  # each exits after a second with nothing left to take
         reports = [r.result(timeout=600) for r in runs]
 
-    assert sum(r.done for r in reports) == len(DAYS), reports
+    assert sum(r.done for r in reports) == 2 * len(DAYS), reports
     assert all(r.failed == 0 and r.lost == 0 and r.done >= 1 for r in reports), reports
     entries = [json.loads(r) for r in client.lrange(env.keys.recent, 0, -1)]
-    assert sorted(e["id"] for e in entries) == sorted(f"merge:{name}:{part(day=d)}" for d in DAYS)
-    assert all(e["ok"] and e["files_rewritten"] == 3 for e in entries), entries
+    assert sorted(e["table"] for e in entries) == names  # one batch per table
+    assert all(e["ok"] and e["batch"]["items"] == len(DAYS) for e in entries), entries
+    assert all(e["files_rewritten"] == 3 * len(DAYS) for e in entries), entries
     assert len({e["actor"] for e in entries}) == 2
-    table = env.catalog.load_table(name)
-    assert operations(table).count("replace") == len(DAYS), operations(table)
-    ledger.assert_intact(table, before)
+    for name, contents in zip(names, before, strict=True):
+        table = env.catalog.load_table(name)
+        assert operations(table).count("replace") == 1, operations(table)  # one commit
+        ledger.assert_intact(table, contents)
     depth = RedisQueue(client, env.keys).depth()
     assert depth == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}, depth
 

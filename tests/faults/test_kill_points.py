@@ -1,11 +1,12 @@
-"""``kill -9`` of an actor (its Python driver and its JVM) at every point of an action.
+"""``kill -9`` of an actor (its Python driver and its JVM) at every point of a batch.
 
-A real actor process (:mod:`tests.faults.kill_actor`) takes one merge off the queue and
-kills itself at one point; then its lease runs out, the decider reaps the item (and its
-sweep, or the retry's, deletes the dead attempt's files that no snapshot references), and
-an actor of this process runs the retry. Afterwards, for every point: no row lost or
-duplicated, no unreferenced data file, each partition rewritten exactly once, the queue
-empty and nothing dead-lettered, and no traceback or secret in any output.
+A real actor process (:mod:`tests.faults.kill_actor`) takes a batch of two merges (one
+table's two days) off the queue and kills itself at one point; then its leases run out,
+the decider reaps the items (and its sweep, or the retry's, deletes the dead attempt's
+files that no snapshot references), and an actor of this process runs the retry, batched
+again. Afterwards, for every point: no row lost or duplicated, no unreferenced data file,
+one commit for both partitions, each rewritten exactly once, the queue empty and nothing
+dead-lettered, and no traceback or secret in any output.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import pytest
 import yaml
 
 from jobs.orphans import cleaner
-from service.actor import Actor, spark_runner
+from service.actor import Actor, spark_runners
 from service.decider import Decider
 from service.intents import RedisIntents
-from service.queue import RedisQueue
+from service.queue import RedisQueue, budget_of
 from tests.conftest import REPO
 from tests.faults.checks import operations, table_data_files
 from tests.faults.conftest import fault_raw
@@ -123,10 +124,11 @@ def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
     assert sum(queue.depth().values()) == 2  # a merge of each of the two days
 
     ledger.clean(killed_actor(warm_actors, env.config_path, point))
-    ledger.fault(f"actor kill -9 at {point}")
-    [dead] = queue.inflight()  # its lease is still running: no one acked, no one nacked
+    ledger.fault(f"actor kill -9 at {point} (a batch of 2)")
+    dead = queue.inflight()  # the leases still run: no one acked, no one nacked
+    assert len(dead) == 2
     [intent] = intents.all()
-    assert intent.item == dead.item.id  # what it was about to write is on record
+    assert intent.item in {d.item.id for d in dead}  # the batch's files are on record
     left = table_data_files(env.catalog.load_table(name)) - files_before
     if point == "before-write":
         assert not left
@@ -135,28 +137,31 @@ def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
     if point == "spark-written":  # Spark's writer names files itself: found by prefix
         assert all(p.split("/data/", 1)[1].startswith("icefloe-") for p in left), left
 
-    time.sleep(env.cfg.decider.lease_seconds + 0.5)  # the dead actor's lease runs out
+    time.sleep(env.cfg.decider.lease_seconds + 0.5)  # the dead actor's leases run out
     if CLEANED_BY[point] == "retry":
         decider.intents = None  # the decider reaps, but the retry must clean up itself
     report = decider.step(dispatch_all=True)
-    assert report.reaped == 1
+    assert report.reaped == 2
     if CLEANED_BY[point] == "reaper":
         assert intents.all() == []  # swept at once
         deleted = report.orphans_deleted
         assert deleted == (0 if point == "after-commit" else len(left)), (deleted, left)
 
+    runner, batch_runner = spark_runners(env.cfg, spark)
     actor = Actor(
         queue,
-        spark_runner(env.cfg, spark),
+        runner,
         lease_seconds=env.cfg.decider.lease_seconds,
         intents=intents,
         clean=cleaner(env.catalog),
+        batch_runner=batch_runner,
+        budget=budget_of(env.cfg),
     )
     done = actor.run(idle_exit=0.5)
-    assert done.failed == 0 and done.done == 2  # the killed item's retry and the other day
+    assert done.failed == 0 and done.done == 2  # the killed batch's retry, both items
 
     table = env.catalog.load_table(name)
     ledger.assert_intact(table, before)
-    assert operations(table).count("replace") == 2  # each day merged exactly once
+    assert operations(table).count("replace") == 1  # both days in one commit, once
     assert sum(queue.depth().values()) == 0 and not queue.dead()
     assert intents.all() == []
