@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from jobs.rewrite.java_errors import java_class_name, java_message
 from jobs.rewrite.locations import local_path
 from service.errors import OperationFailed
 
@@ -39,15 +40,13 @@ class ScanTasks:
         wanted = set(paths) - set(self.tasks)
         if not wanted:
             return
-        iterable = self.table.newScan().useSnapshot(self.snapshot_id).ignoreResiduals().planFiles()
-        try:  # one call: the JVM reads the manifests and lists every task
-            tasks = (
-                self.jvm.org.apache.iceberg.relocated.com.google.common.collect.Lists.newArrayList(
-                    iterable
-                )
-            )
-        finally:
-            iterable.close()
+        try:
+            tasks = self._plan_files()
+        except Exception as e:  # storage away: one line, not py4j's Java stack trace
+            raise OperationFailed(
+                f"planning the scan of {self.table_name} failed ({java_class_name(e)}: "
+                f"{java_message(e)}); nothing written"
+            ) from e
 
         def look(i: int) -> tuple[str, Any, Any, int]:
             task = tasks.get(i)
@@ -70,6 +69,18 @@ class ScanTasks:
                 f"{sorted(missing)[0]}"
             )
 
+    def _plan_files(self) -> Any:
+        """Every file scan task at the start snapshot, as one Java list."""
+        iterable = self.table.newScan().useSnapshot(self.snapshot_id).ignoreResiduals().planFiles()
+        try:  # one call: the JVM reads the manifests and lists every task
+            return (
+                self.jvm.org.apache.iceberg.relocated.com.google.common.collect.Lists.newArrayList(
+                    iterable
+                )
+            )
+        finally:
+            iterable.close()
+
     def check_exist(self, paths: Iterable[str]) -> None:
         """Fail before any write if a planned data file is missing on storage.
 
@@ -84,8 +95,14 @@ class ScanTasks:
             return bool(io.newInputFile(path).exists())
 
         todo = list(paths)
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            found = list(pool.map(exists, todo))
+        try:
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                found = list(pool.map(exists, todo))
+        except Exception as e:  # storage away: one line, not py4j's Java stack trace
+            raise OperationFailed(
+                f"could not check that the planned files of {self.table_name} exist "
+                f"({java_class_name(e)}: {java_message(e)}); nothing written"
+            ) from e
         missing = [path for path, ok in zip(todo, found, strict=True) if not ok]
         if missing:
             raise OperationFailed(
