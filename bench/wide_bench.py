@@ -529,8 +529,12 @@ def parse_args() -> argparse.Namespace:
     args.arm_list = [a for a in ARMS if a in args.arms.split(",")]
     if set(args.arms.split(",")) - set(ARMS) or not args.arm_list:
         p.error(f"--arms: choose among {', '.join(ARMS)}, got {args.arms!r}")
-    if not args.partition_counts or min(args.partition_counts) < 1 or args.files < 1:
-        p.error("need --partitions >= 1 and --files >= 1")
+    if (
+        not args.partition_counts
+        or min(args.partition_counts) < 1
+        or min(args.files, args.reads) < 1
+    ):
+        p.error("need --partitions >= 1, --files >= 1 and --reads >= 1")
     return args
 
 
