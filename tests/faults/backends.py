@@ -43,7 +43,9 @@ class Profile:
         return path
 
     def stop(self, service: str) -> None:
-        """Kill one service (SIGKILL: down, not shut down cleanly); wait until it is gone."""
+        """Kill one service (SIGKILL: down, not shut down cleanly); wait until its process
+        is gone, reaped included (PostgreSQL refuses to start while the pid its lock file
+        names still exists, even as a zombie)."""
         from service.ops import dev
 
         pid = next(s.pid for s in dev.status(self.name, self.root) if s.name == service)
@@ -53,12 +55,30 @@ class Profile:
         while any(s.running for s in dev.status(self.name, self.root) if s.name == service):
             assert time.monotonic() < deadline, f"{service} did not stop"
             time.sleep(0.1)
+        while _exists(pid):
+            assert time.monotonic() < deadline, f"{service} (pid {pid}) was never reaped"
+            time.sleep(0.05)
 
     def ensure_up(self) -> None:
         """Every service of the profile running again (same data, same ports)."""
         from service.ops import dev
 
         dev.up(self.name, self.root, free_ports=True)
+
+
+def _exists(pid: int) -> bool:
+    """Whether ``pid`` still exists; reaps it first when it is this process's dead child."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not ours (or already reaped): its parent reaps it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it exists
+    return True
 
 
 def start(profile: str, root: Path) -> Profile:
