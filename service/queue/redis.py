@@ -172,14 +172,8 @@ class RedisQueue:
         for t in tables:
             pipe.zrevrange(self.k.pending(t), 0, 0)
         tops = {t: text(top[0]) for t, top in zip(tables, pipe.execute(), strict=True) if top}
-        pipe = self.r.pipeline(transaction=False)
-        for item_id in tops.values():
-            pipe.hgetall(self.k.item(item_id))
-        out = {}
-        for t, raw in zip(tops, pipe.execute(), strict=True):
-            if item := _from_hash({text(a): text(b) for a, b in raw.items()}):
-                out[t] = item
-        return out
+        items = self._items(list(tops.values()))
+        return {t: items[i] for t, i in tops.items() if i in items}
 
     def dispatch(self, table: str) -> str | None:
         k = self.k

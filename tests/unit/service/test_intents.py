@@ -153,6 +153,18 @@ def test_a_successful_attempt_forgets_its_intent_without_cleaning() -> None:
     assert cleaned == [] and intents.all() == []
 
 
+def note_cleaning(actor: Actor, order: list[str]) -> None:
+    """Wrap ``actor``'s clean-up so that it notes each call in ``order``."""
+    original = actor.clean
+
+    def clean(intent: Intent) -> int:
+        order.append("clean")
+        assert original is not None
+        return original(intent)
+
+    actor.clean = clean
+
+
 def test_a_retry_cleans_what_a_killed_attempt_left_before_it_runs() -> None:
     order: list[str] = []
 
@@ -168,14 +180,7 @@ def test_a_retry_cleans_what_a_killed_attempt_left_before_it_runs() -> None:
     q.reap(T0 + 31)
     q.dispatch("db.t")
     actor.clock.now = T0 + 32  # type: ignore[attr-defined]
-    original = actor.clean
-
-    def clean(intent: Intent) -> int:
-        order.append("clean")
-        assert original is not None
-        return original(intent)
-
-    actor.clean = clean
+    note_cleaning(actor, order)
     assert actor.run(max_actions=1).done == 1
     assert order == ["clean", "run"]
     assert [i.paths for i in cleaned] == [("/orphan.parquet",)]
@@ -312,14 +317,7 @@ def test_a_killed_batch_is_cleaned_before_its_items_run_again() -> None:
     q.reap(T0 + 31)
     q.dispatch_many(["db.t"] * 4)
     actor.clock.now = T0 + 32  # type: ignore[attr-defined]
-    original = actor.clean
-
-    def clean(intent: Intent) -> int:
-        order.append("clean")
-        assert original is not None
-        return original(intent)
-
-    actor.clean = clean
+    note_cleaning(actor, order)
     assert actor.run(max_actions=1).done == 4
     assert order == ["clean", "run 4"]
     assert [i.paths for i in cleaned] == [("/orphan.parquet",)]
