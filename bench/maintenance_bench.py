@@ -164,8 +164,8 @@ class Icefloe:
     """The decider every ``every`` commits, then the Spark actor for what it dispatched."""
 
     def __init__(self, spark: Any, cfg: Config, client: Any, catalog: Any, ident: str, every: int):
-        from service.actor import spark_runner
         from service.decider import Decider
+        from service.runners import spark_runner
 
         self.spark, self.cfg, self.every = spark, cfg, every
         self.decider = Decider(cfg, client, catalog, cfg.decider, tables=lambda: [ident])

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -27,15 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from optimizer.maintenance import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.config import Config
-from service.errors import OperationFailed, ServiceUnavailable, describe
+from service.errors import ServiceUnavailable, describe
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
-from service.partition_key import display_key, is_key
+from service.leases import LeaseGuard, Renewer
+from service.partition_key import display_key
 from service.queue import (
-    REQUESTED,
-    ActionItem,
     Budget,
     Lease,
     PriorityQueue,
@@ -44,26 +41,18 @@ from service.queue import (
 )
 from service.redact import service_logging
 from service.redis_client import connect
+from service.runners import (
+    BatchRunner,
+    Runner,
+    batch_figures,
+    spark_runners,
+    summary,
+)
 from service.status import record_action
 
 log = logging.getLogger("icefloe.actor")
 
-Runner = Callable[[ActionItem, WriteGuard], dict[str, Any]]
-"""Runs one item; tells the guard its new files before writing them (``jobs.rewrite.guard``)."""
 Recorder = Callable[[dict[str, Any]], None]
-
-
-@dataclass
-class BatchResult:
-    """What a batch run did: its report, and the items it could not do (item id → why),
-    which are nacked and retried alone; every other item of the batch is acked."""
-
-    report: dict[str, Any]
-    failed: dict[str, str]
-
-
-BatchRunner = Callable[[Sequence[ActionItem], WriteGuard], BatchResult]
-"""Runs several items of one table and action together (one plan, one commit)."""
 
 
 @dataclass
@@ -72,92 +61,6 @@ class ActorReport:
     failed: int = 0
     lost: int = 0  # leases that expired under us (ack refused)
     idle_exit: bool = False
-
-
-class _Renewer(threading.Thread):
-    """Renews the leases of one run (one item, or a batch's: one pipelined call) until
-    stopped; notes when a lease was lost."""
-
-    def __init__(
-        self,
-        queue: PriorityQueue,
-        leases: Sequence[Lease],
-        lease_seconds: float,
-        clock: Callable[[], float],
-        on_renew: Callable[[float], None],
-    ):
-        super().__init__(daemon=True, name=f"renew-{leases[0].item.id}")
-        self.queue, self.leases, self.clock = queue, leases, clock
-        self.lease_seconds = lease_seconds
-        self.on_renew = on_renew
-        self.stop_event = threading.Event()
-        self.renewals = 0
-        self.lost = False
-
-    def run(self) -> None:
-        while not self.stop_event.wait(self.lease_seconds / 3):
-            try:
-                if all(renew_all(self.queue, self.leases, self.clock(), self.lease_seconds)):
-                    self.renewals += 1
-                    self.on_renew(self.clock())  # a long action still shows a live actor
-                else:
-                    self.lost = True
-                    log.warning("lease of %s lost", self.leases[0].item.id)
-                    return
-            except Exception as e:  # Redis blip: try again next period
-                log.warning("lease renewal of %s failed: %s", self.leases[0].item.id, e)
-
-    def finish(self) -> None:
-        self.stop_event.set()
-        self.join()
-
-
-def renew_all(
-    queue: PriorityQueue, leases: Sequence[Lease], now: float, lease_seconds: float
-) -> list[bool]:
-    """Renew each lease (a batch's in one pipelined call); which still hold."""
-    if len(leases) == 1:
-        lease = leases[0]
-        return [queue.renew(lease.item.id, lease.token, now, lease_seconds)]
-    return queue.renew_many([(x.item.id, x.token) for x in leases], now, lease_seconds)
-
-
-class LeaseLost(OperationFailed):
-    """The attempt no longer holds its item's lease: it must not write or commit."""
-
-
-class LeaseGuard:
-    """The write guard of one leased attempt (one item, or a batch: every lease of it): new
-    files are recorded under the first lease before they are written
-    (:mod:`service.intents`), and a commit needs every lease renewed a moment before (an
-    attempt whose lease expired may have its files deleted as an abandoned attempt's, and
-    another actor may be running the same action)."""
-
-    def __init__(
-        self,
-        queue: PriorityQueue,
-        intents: Intents,
-        lease: Lease | Sequence[Lease],
-        lease_seconds: float,
-        clock: Callable[[], float],
-    ):
-        self.queue, self.intents = queue, intents
-        self.leases = [lease] if isinstance(lease, Lease) else list(lease)
-        self.lease = self.leases[0]  # the intent's anchor
-        self.lease_seconds, self.clock = lease_seconds, clock
-
-    def before_write(self, paths: Sequence[str], prefixes: Sequence[str]) -> None:
-        item = self.lease.item
-        if not self.intents.record(
-            item.id, self.lease.token, item.table, self.clock(), paths, prefixes
-        ):
-            raise LeaseLost(f"lease of {item.id} lost before writing; nothing written")
-
-    def before_commit(self) -> None:
-        held = renew_all(self.queue, self.leases, self.clock(), self.lease_seconds)
-        if not all(held):
-            lost = next(x.item.id for x, ok in zip(self.leases, held, strict=True) if not ok)
-            raise LeaseLost(f"lease of {lost} lost before the commit; nothing committed")
 
 
 class Actor:
@@ -211,8 +114,8 @@ class Actor:
             return NO_GUARD
         return LeaseGuard(self.queue, self.intents, lease, self.lease_seconds, self.clock)
 
-    def _renewer(self, leases: Sequence[Lease]) -> _Renewer:
-        renewer = _Renewer(
+    def _renewer(self, leases: Sequence[Lease]) -> Renewer:
+        renewer = Renewer(
             self.queue,
             leases,
             self.lease_seconds,
@@ -240,7 +143,7 @@ class Actor:
             result = self.runner(item, self._guard(lease))
         except Exception as e:
             renewer.finish()
-            error = f"{type(e).__name__}: {e}"[:500]
+            error = _one_line(e)
             log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
             log.debug("action %s failed", item.id, exc_info=True)
             outcome = self._settle(
@@ -259,10 +162,10 @@ class Actor:
             entry["outcome"] = "done" if acked else ("unacked" if acked is None else "lease lost")
             if self.intents is not None:  # committed or deleted: nothing left to clean
                 _best_effort("forget the attempt's files", self.intents.forget, lease.token)
-            entry.update(ok=True, **_summary(result))
+            entry.update(ok=True, **summary(result))
         self._record(entry, started, renewer)
 
-    def _record(self, entry: dict[str, Any], started: float, renewer: _Renewer) -> None:
+    def _record(self, entry: dict[str, Any], started: float, renewer: Renewer) -> None:
         entry.update(
             seconds=round(self.clock() - started, 3),
             finished_at=self.clock(),
@@ -346,7 +249,7 @@ class Actor:
             result = self.batch_runner(items, self._guard(leases))
         except Exception as e:
             renewer.finish()
-            error = f"{type(e).__name__}: {e}"[:500]
+            error = _one_line(e)
             log.error("batch of %d from %s failed: %s", len(items), items[0].id, error)
             log.debug("batch of %s failed", items[0].id, exc_info=True)
             outcomes = self._nack_each(leases, dict.fromkeys(ids, error))
@@ -372,10 +275,10 @@ class Actor:
         elif self.intents is not None:  # committed or deleted: nothing left to clean
             _best_effort("forget the attempt's files", self.intents.forget, leases[0].token)
         outcomes |= {x.item.id: _ack_outcome(a) for x, a in zip(done, acked, strict=True)}
-        entry.update(ok=not failed, outcome=_outcomes(outcomes), **_summary(result.report))
+        entry.update(ok=not failed, outcome=_outcomes(outcomes), **summary(result.report))
         if failed:
             entry["error"] = "; ".join(sorted(set(failed.values())))[:500]
-        entry["batch"] = _batch_figures(result.report, len(items), self.clock() - started)
+        entry["batch"] = batch_figures(result.report, len(items), self.clock() - started)
         upkeep = result.report.get("maintenance")
         if upkeep:  # what ran in the same lease after the batch
             entry["maintenance"] = {
@@ -418,6 +321,13 @@ class Actor:
         return report
 
 
+def _one_line(e: BaseException) -> str:
+    """A failure as the one line an item's last error and the log show: its type, and what
+    failed (a library's multi-line message or a Java stack trace cut to its first line)."""
+    text = describe(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}"
+
+
 def _ack_outcome(acked: int | None) -> str:
     return "done" if acked else ("unacked" if acked is None else "lease lost")
 
@@ -428,150 +338,6 @@ def _outcomes(by_item: dict[str, str]) -> str:
     for outcome in by_item.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     return " ".join(f"{k}×{n}" for k, n in sorted(counts.items()))
-
-
-def _batch_figures(result: dict[str, Any], items: int, seconds: float) -> dict[str, Any]:
-    """A batch in figures: items, partitions rewritten, commits, bytes, seconds each."""
-    parts = result.get("partitions") or []
-    rewritten = sum(1 for p in parts if p.get("status") == "rewritten")
-    commits = len(result.get("snapshot_ids") or [])
-    return {
-        "items": items,
-        "partitions_rewritten": rewritten,
-        "commits": commits,
-        "partitions_per_commit": round(rewritten / commits, 1) if commits else 0,
-        "bytes": int(result.get("bytes_rewritten") or 0),
-        "seconds_per_partition": round(seconds / max(1, items), 3),
-    }
-
-
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
-    """Before/after MSE and bytes from an ``OptimizeReport.to_dict()`` (or a fake's dict)."""
-    parts = result.get("partitions") or []
-    done = [p for p in parts if p.get("status") == "rewritten"]
-    before = [p["mse_before"] for p in done]
-    after = [p.get("actual_mse_after") for p in done if p.get("actual_mse_after") is not None]
-    engines = {e for p in done for e in str(p.get("engine") or "").split("+") if e}
-    extra = {}
-    if "verified" in result:  # a maintenance action: its counts and what was verified
-        counts = {k: v for k, v in (result.get("result") or {}).items() if isinstance(v, int)}
-        extra = {"procedure": counts, "verified": result["verified"]}
-    return extra | {
-        "mse_before": result.get("mse_before", max(before, default=None)),
-        "mse_after": result.get("mse_after", max(after, default=None)),
-        "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
-        "files_rewritten": int(result.get("files_rewritten") or 0),
-        "snapshot_ids": list(result.get("snapshot_ids") or []),
-        "partitions_rewritten": len(done),
-        "engine": "+".join(sorted(engines)),  # what wrote the new files: arrow, spark, both
-    }
-
-
-def spark_runner(cfg: Any, spark: Any = None) -> Runner:
-    """The production runner of one item (:func:`spark_runners`)."""
-    return spark_runners(cfg, spark)[0]
-
-
-def spark_runners(cfg: Any, spark: Any = None) -> tuple[Runner, BatchRunner]:
-    """The production runners, on one SparkSession: ``jobs.optimize.optimize_table`` per
-    data item, or per batch of a table's items (one plan, one commit, then its manifests
-    rewritten in the same lease when that is due: :func:`_manifests_after`);
-    ``jobs.upkeep.run_table_action`` (the procedure, verified) per table-level maintenance
-    item."""
-    state: dict[str, Any] = {"spark": spark}
-
-    def session() -> Any:
-        if state["spark"] is None:
-            from service.spark import build_spark
-
-            state["spark"] = build_spark(cfg, app_name="icefloe-actor")
-        return state["spark"]
-
-    def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
-        if item.action in TABLE_MAINTENANCE:
-            from jobs.upkeep import run_table_action
-
-            if item.action == "rewrite_manifests" and item.reason != REQUESTED:
-                if not _manifests_due(cfg, item.table):  # e.g. done after a batch since
-                    return {"partitions": [], "skipped": "manifests no longer due"}
-            return run_table_action(session(), cfg, item.table, item.action)
-        if item.partition and not is_key(item.partition):
-            # queued before typed keys: its ``day=1`` may name several partitions as one;
-            # acked unrun (the decider rebuilds such stats by a full scan and queues anew)
-            return {"partitions": [], "skipped": f"older partition text {item.partition!r}"}
-        out = _optimize(session(), cfg, [item], guard)
-        if out.get("partitions_failed"):
-            # e.g. a commit that kept conflicting: nack, so the action is retried (or dead-
-            # lettered with this reason) instead of acked as if the work were done
-            failed = [p for p in out.get("partitions", []) if p.get("status") == "failed"]
-            reasons = "; ".join(f"{p.get('partition')}: {p.get('reason')}" for p in failed[:3])
-            raise OperationFailed(f"{out['partitions_failed']} partition(s) failed: {reasons}")
-        return out
-
-    def run_batch(items: Sequence[ActionItem], guard: WriteGuard = NO_GUARD) -> BatchResult:
-        usable = [it for it in items if it.partition and is_key(it.partition)]
-        out = _optimize(session(), cfg, usable, guard) if usable else {"partitions": []}
-        why = {
-            p.get("key"): f"{p.get('partition')}: {p.get('reason')}"
-            for p in out.get("partitions", [])
-            if p.get("status") == "failed"
-        }
-        failed = {it.id: why[it.partition] for it in usable if it.partition in why}
-        if out.get("snapshot_ids"):
-            out["maintenance"] = _manifests_after(session(), cfg, items[0].table)
-        return BatchResult(out, failed)
-
-    return run, run_batch
-
-
-def _optimize(
-    spark: Any, cfg: Any, items: Sequence[ActionItem], guard: WriteGuard
-) -> dict[str, Any]:
-    """``optimize_table`` over exactly the items' partitions (one table, one action)."""
-    # heavy (Spark, great-expectations): imported only when there is work
-    from jobs.optimize import optimize_table
-    from jobs.rewrite.exact import Collaborators
-
-    keys = [it.partition for it in items if it.partition]
-    report = optimize_table(
-        spark,
-        cfg,
-        items[0].table,
-        keys=keys or None,
-        action=items[0].action,
-        collaborators=Collaborators(guard=guard),
-        min_input_files=2,  # the decider's to apply (it merges after max_wait_hours)
-    )
-    out: dict[str, Any] = report.to_dict()
-    return out
-
-
-def _manifests_due(cfg: Any, name: str) -> bool:
-    """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
-    rule of ``optimizer.maintenance.manifests_due`` holds: the manifest list only)."""
-    from service.catalog import load_catalog, load_table
-    from service.upkeep import assess
-
-    table = load_table(load_catalog(cfg), name)
-    policy = cfg.policy_for(name, table.properties)
-    if not policy.enabled or "rewrite_manifests" not in policy.actions:
-        return False
-    return bool(assess(table, policy, time.time(), {}, actions=("rewrite_manifests",))[1])
-
-
-def _manifests_after(spark: Any, cfg: Any, name: str) -> dict[str, Any] | None:
-    """After a batch committed: the table's manifests rewritten in the same lease when
-    they are due (one more round trip saved: the decider would queue it next); None when
-    not due. Best effort: the batch is done whatever happens here."""
-    try:
-        if not _manifests_due(cfg, name):
-            return None
-        from jobs.upkeep import run_table_action
-
-        return run_table_action(spark, cfg, name, "rewrite_manifests")
-    except Exception as e:  # the decider queues it as usual next pass
-        log.warning("manifest rewrite after the batch of %s failed: %s", name, describe(e))
-        return {"error": describe(e)}
 
 
 def _best_effort(what: str, func: Callable[..., object], *args: Any) -> None:

@@ -159,12 +159,12 @@ class Icefloe:
     threads, run until the decider finds nothing more to do."""
 
     def __init__(self, cfg: Config, spark: Any, catalog: Any) -> None:
-        from service.actor import spark_runners
         from service.config import DeciderSettings
         from service.decider import Decider
         from service.keys import Keys
         from service.queue import budget_of
         from service.redis_client import connect
+        from service.runners import spark_runners
 
         self.client = connect(cfg)
         self.settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)

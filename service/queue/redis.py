@@ -23,13 +23,13 @@ from service.keys import Keys
 from service.queue import (
     DEFAULT_AGING_SECONDS,
     LEASE_EXPIRED,
-    LUA_DIR,
     ActionItem,
     Budget,
     InFlight,
     Lease,
     take_batch,
 )
+from service.queue.scripts import LuaScripts
 from service.redis_client import text, translated
 
 # what a script returns when the state changed since its caller read it (it changed
@@ -78,59 +78,17 @@ class RedisQueue:
         self.k = keys
         self.max_attempts = max_attempts
         self.aging_seconds = aging_seconds
-        self._lua = {
-            name: client.register_script((LUA_DIR / f"{name}.lua").read_text())
-            for name in ("enqueue", "dispatch", "dequeue", "ack", "renew", "release")
-        }
+        self._scripts = LuaScripts(
+            client,
+            ("enqueue", "dispatch", "dequeue", "ack", "renew", "release"),
+            route_key=keys.ready,
+        )
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        with translated(f"queue {name}"):
-            return self._lua[name](keys=keys, args=args)
+        return self._scripts.run(name, keys, args)
 
     def _run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
-        """Script ``name`` once per ``(keys, args)``, in order, in one pipelined round trip
-        (each call atomic by itself, as :meth:`_run`). EVALSHA goes through
-        ``execute_command``: redis-py's cluster pipeline has no ``evalsha`` method, but the
-        command is sent like any other, to the master of the queue's one slot
-        (:meth:`_slot_node`). A server that lost its scripts (restarted, flushed) answers
-        NOSCRIPT for every call: the script is loaded (on every master) and those calls
-        run again."""
-        import redis
-
-        script = self._lua[name]
-        results: list[Any] = [None] * len(calls)
-        todo = list(range(len(calls)))
-        with translated(f"queue {name}"):
-            route = self._slot_node()
-            for _ in range(2):
-                if not todo:
-                    break
-                pipe = self.r.pipeline(transaction=False)
-                for i in todo:
-                    keys, args = calls[i]
-                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args, **route)
-                missed = []
-                for i, got in zip(todo, pipe.execute(raise_on_error=False), strict=True):
-                    if isinstance(got, redis.exceptions.NoScriptError):
-                        missed.append(i)
-                    elif isinstance(got, Exception):
-                        raise got
-                    else:
-                        results[i] = got
-                if missed:
-                    self.r.script_load(script.script)
-                todo = missed
-        if todo:
-            raise ServiceUnavailable(f"queue {name}: the server keeps losing its scripts")
-        return results
-
-    def _slot_node(self) -> dict[str, Any]:
-        """On a Redis Cluster, the master of the queue's slot, named to the pipeline:
-        redis-py's cluster pipeline would otherwise ask a server for the keys of every
-        EVALSHA it queues (COMMAND GETKEYS, a round trip each). A slot that moved since
-        answers MOVED, which the pipeline follows. On a single Redis: nothing."""
-        find = getattr(self.r, "get_node_from_key", None)
-        return {} if find is None else {"target_nodes": find(self.k.ready)}
+        return self._scripts.run_many(name, calls)
 
     def _enqueue_call(
         self, item: ActionItem, now: float, force: bool

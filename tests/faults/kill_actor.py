@@ -55,8 +55,9 @@ class KillingGuard:
 def main(warm_config: str) -> None:
     from jobs.optimize import optimize_table
     from jobs.rewrite.exact import Collaborators
-    from service.actor import BatchResult, run_actor
+    from service.actor import run_actor
     from service.config import load_config
+    from service.runners import BatchResult
     from service.spark import build_spark
 
     spark = build_spark(load_config(warm_config), app_name="icefloe-kill-actor")

@@ -24,10 +24,11 @@ import pytest
 import yaml
 
 from jobs.orphans import cleaner
-from service.actor import Actor, spark_runners
+from service.actor import Actor
 from service.decider import Decider
 from service.intents import RedisIntents
 from service.queue import RedisQueue, budget_of
+from service.runners import spark_runners
 from tests.conftest import REPO
 from tests.faults.checks import operations, table_data_files
 from tests.faults.conftest import fault_raw

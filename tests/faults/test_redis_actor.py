@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 
 import service.actor as actor_module
-from service.actor import run_actor, spark_runner
+from service.actor import run_actor
 from service.decider import Decider
 from service.queue import RedisQueue
+from service.runners import spark_runner
 from tests.conftest import part
 from tests.faults.checks import operations
 from tests.faults.harness import DAYS, kill_around, make_table, restart_later

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from service.actor import Actor, spark_runner
+from service.actor import Actor
 from service.partition_key import PartitionKey, display_key
 from service.queue import ActionItem
 from service.queue.memory import MemoryQueue
+from service.runners import spark_runner
 
 pytestmark = [pytest.mark.unit]
 
@@ -152,7 +153,7 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
     action must come back (nack), not be acked as if its work were done."""
     import types
 
-    from service.actor import spark_runner
+    from service.runners import spark_runner
 
     class Report:
         def to_dict(self) -> dict[str, Any]:

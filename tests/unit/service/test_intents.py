@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from service.actor import Actor, LeaseLost
+from service.actor import Actor
 from service.intents import Intent, Intents, MemoryIntents, sweep
+from service.leases import LeaseLost
 from service.queue import ActionItem, PriorityQueue
 from service.queue.memory import MemoryQueue
 from tests.unit.service.test_actor import Clock
@@ -240,7 +241,7 @@ def batch_setup(
 
 
 def test_a_batch_commits_once_and_acks_every_item_once() -> None:
-    from service.actor import BatchResult
+    from service.runners import BatchResult
 
     seen: list[list[str]] = []
 
@@ -262,7 +263,7 @@ def test_a_batch_commits_once_and_acks_every_item_once() -> None:
 
 
 def test_a_conflicting_partition_is_retried_alone_and_the_rest_acked() -> None:
-    from service.actor import BatchResult
+    from service.runners import BatchResult
 
     calls: list[list[str]] = []
 
@@ -301,8 +302,8 @@ def test_a_failed_batch_nacks_every_item_and_cleans_its_files() -> None:
 def test_a_killed_batch_is_cleaned_before_its_items_run_again() -> None:
     """The actor died mid-batch: its leases expire; the retry (batched again: an expired
     lease is no failure of the items) first deletes what the dead attempt recorded."""
-    from service.actor import BatchResult
     from service.queue import Budget
+    from service.runners import BatchResult
 
     order: list[str] = []
 
