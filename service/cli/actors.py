@@ -144,7 +144,8 @@ def optimize(
     as_json: bool,
 ) -> None:
     """Merge (or sort) each TABLE's small files (or every managed table's, with --all):
-    exact planned groups, one `replace` commit per partition, verified before commit. The
+    exact planned groups, verified, then one `replace` commit per table (per partition
+    only after a conflict). The
     tables share one Spark session, started only when a plan has work; a table that fails
     does not stop the others."""
     from service.catalog import load_catalog, managed_tables
