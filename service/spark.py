@@ -2,12 +2,19 @@
 
 Local runs get ``spark.master`` and the Iceberg jars from the config and ``.jars/``; under
 ``spark-submit`` the master and jars come from the command line and are left alone.
+
+A driver JVM icefloe starts itself logs through :data:`LOG4J2_CONF`: nothing on the console,
+errors to :func:`spark_log_file`, so a command's stderr holds its own lines only
+(``ICEFLOE_DEBUG=1``: Spark's defaults, everything on stderr). Under ``spark-submit`` the
+cluster's logging configuration applies.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,16 +32,25 @@ ARCHIVE_ALIAS = "icefloe_deps"
 """The directory Spark extracts the ``icefloe pack`` archive into, in each executor's working
 directory."""
 
+LOG4J2_CONF = Path(__file__).with_name("spark_log4j2.properties")
+"""The driver JVM's log4j2 configuration unless ``ICEFLOE_DEBUG`` is set (see the module doc)."""
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_OWN_LOG4J = re.compile(r"-Dlog4j2?\.configuration")  # the user's own log4j configuration
+
 __all__ = [
     "JARS_DIR",
+    "LOG4J2_CONF",
     "activate",
     "build_spark",
     "executor_deps_conf",
     "in_process_master",
     "local_jars",
     "python_workers_env",
+    "quiet_driver_conf",
     "register_catalog",
+    "session_conf",
     "spark_conf",
+    "spark_log_file",
     "submit_conf",
     "under_spark_submit",
 ]
@@ -114,6 +130,56 @@ def python_workers_env(
     return {}
 
 
+def _java_option(value: str) -> str:
+    """``value`` as one word of a Spark ``extraJavaOptions`` string (the launcher splits it
+    on whitespace, honouring double quotes and backslash escapes)."""
+    if not re.search(r"[\s\"'\\]", value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def quiet_driver_conf(conf: Mapping[str, str], log_file: Path) -> dict[str, str]:
+    """``spark.driver.extraJavaOptions`` of ``conf`` with :data:`LOG4J2_CONF` (and the log
+    file it writes to) appended; nothing when those options name a log4j configuration of
+    their own. Set before the driver JVM starts: it is read at JVM start only."""
+    options = conf.get(DRIVER_JAVA_OPTIONS, "").strip()
+    if _OWN_LOG4J.search(options):
+        return {}
+    ours = (
+        f"-Dlog4j2.configurationFile={_java_option(LOG4J2_CONF.as_uri())} "
+        f"-Dicefloe.spark.log={_java_option(str(log_file))}"
+    )
+    return {DRIVER_JAVA_OPTIONS: f"{options} {ours}".strip()}
+
+
+def spark_log_file() -> Path:
+    """Where a quiet driver JVM writes its errors: ``spark.log`` in a folder of this user's
+    own under the temporary directory (a fresh folder if that one is not ours to write)."""
+    folder = Path(tempfile.gettempdir()) / f"icefloe-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.is_symlink() or folder.stat().st_uid != os.getuid():  # not ours
+            raise PermissionError(folder)
+    except OSError:
+        folder = Path(tempfile.mkdtemp(prefix="icefloe-"))
+    return folder / "spark.log"
+
+
+def session_conf(
+    cfg: Config,
+    extra: Mapping[str, str] | None = None,
+    env: Mapping[str, str] = os.environ,
+    log_file: Path | None = None,
+) -> dict[str, str]:
+    """What :func:`build_spark` configures: :func:`spark_conf`, then ``extra``, then (for a
+    driver JVM icefloe starts, unless ``ICEFLOE_DEBUG`` is set) :func:`quiet_driver_conf`."""
+    under_submit = under_spark_submit(env)
+    conf = {**spark_conf(cfg, under_submit), **(extra or {})}
+    if not under_submit and not env.get("ICEFLOE_DEBUG"):
+        conf.update(quiet_driver_conf(conf, log_file or spark_log_file()))
+    return conf
+
+
 def build_spark(
     cfg: Config, app_name: str = "icefloe", extra: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -121,7 +187,7 @@ def build_spark(
 
     if cfg.spark.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    conf = {**spark_conf(cfg, under_spark_submit()), **(extra or {})}
+    conf = session_conf(cfg, extra)
     os.environ.update(python_workers_env(cfg.spark.master, conf, os.environ))
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():

@@ -6,6 +6,8 @@ Stable names (other fault tests, ``test_kill_points.py`` among them, import thes
   secret value in captured text (stdout, stderr, log records).
 * :func:`assert_cli_error` — a failed ``icefloe`` run: the documented exit code and one
   ``icefloe: error: …`` line on stderr, nothing else, clean.
+* :func:`jvm_chatter` — the lines of Spark's JVM logging (log4j start-up lines, a failed
+  task's ``ERROR Executor`` and its Java stack trace) in an ``icefloe`` process's stderr.
 * :func:`table_data_files` / :func:`referenced_files` / :func:`unreferenced_data_files` —
   every file under the table location's ``data/`` that no retained snapshot references
   (all snapshots' manifests, live entries; paths compared without ``file:``/``file://``;
@@ -22,12 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 TRACEBACK = "Traceback (most recent call last)"
 ERROR_PREFIX = "icefloe: error: "
+JVM_CHATTER = re.compile(r"NativeCodeLoader|log4j|Executor|TaskSetManager|at org\.apache")
+INCUBATOR_WARNING = "WARNING: Using incubator modules: "
+"""The one line the driver JVM still prints: the JDK's own, for the module Spark's launcher
+adds; no JVM or log4j option turns it off (service/spark.py)."""
 DIGEST_MOD = 1 << 128
 
 
@@ -70,6 +77,13 @@ def assert_cli_error(run: Any, exit_code: int, secrets: Iterable[str], match: st
     assert not run.stdout.strip(), f"unexpected stdout: {run.stdout[-2000:]}"
     assert match in lines[0], f"{match!r} not in {lines[0]!r}"
     return str(lines[0])
+
+
+def jvm_chatter(stderr: str) -> list[str]:
+    """The lines of ``stderr`` that Spark's JVM logged (an ``icefloe`` process's own Spark
+    logs to a file, :data:`service.spark.LOG4J2_CONF`); icefloe's error line aside."""
+    lines = (line for line in stderr.splitlines() if not line.startswith(ERROR_PREFIX))
+    return [line for line in lines if JVM_CHATTER.search(line)]
 
 
 # ---- files ----------------------------------------------------------------------------------

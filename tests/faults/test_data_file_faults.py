@@ -18,7 +18,13 @@ import pytest
 
 from jobs.optimize import optimize_table
 from service.errors import IcefloeError
-from tests.faults.checks import current_snapshot_id, normalize_path, operations
+from tests.faults.checks import (
+    INCUBATOR_WARNING,
+    current_snapshot_id,
+    jvm_chatter,
+    normalize_path,
+    operations,
+)
 from tests.faults.harness import DAYS, make_table, run_cli
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.integration]
@@ -99,6 +105,9 @@ def test_cli_optimize_of_a_garbage_file_is_one_error_and_exit_1(
     assert run.returncode == 1, run.output[-3000:]
     errors = [line for line in run.stderr.splitlines() if line.startswith("icefloe: error: ")]
     assert len(errors) == 1 and NOTHING.search(errors[0]), run.stderr[-3000:]
+    assert not jvm_chatter(run.stderr), run.stderr[-3000:]  # the failed task's trace: in a file
+    others = [line for line in run.error_lines() if line not in errors]
+    assert all(line.startswith(INCUBATOR_WARNING) for line in others), run.stderr[-3000:]
     assert not run.stdout.strip(), run.stdout[-2000:]
     table = env.catalog.load_table(name)
     assert current_snapshot_id(table) == snapshot

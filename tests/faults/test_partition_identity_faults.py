@@ -12,6 +12,7 @@ from pyiceberg.expressions import EqualTo, IsNull
 
 from service.actor import run_actor
 from service.decider import Decider
+from tests.faults.checks import jvm_chatter
 from tests.faults.harness import run_cli
 from tests.integration.test_partition_identity import VALUES, colliding_table
 
@@ -33,6 +34,7 @@ def test_optimize_cli_merges_colliding_values_apart(fault_env: Any, ledger: Any)
     run = run_cli(env.config_path, "optimize", name, "--json")
     ledger.clean(run.output)
     assert run.returncode == 0, run.output
+    assert not jvm_chatter(run.stderr), run.stderr[-3000:]
     table = env.catalog.load_table(name)
     ledger.assert_intact(table, before)
     _each_value_intact(table)
