@@ -12,6 +12,7 @@ deletes, partition-scoped position deletes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -171,6 +172,12 @@ def _file_details(
 _FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path
 
 
+def fills_target(sizes: Sequence[int], target: int) -> bool:
+    """Iceberg's rule (``enoughContent``): the files under its minimum size (0.75 of the
+    target) together hold more than one target file: worth merging whatever their count."""
+    return sum(s for s in sizes if 4 * s < 3 * target) > target
+
+
 def _plan_partition(
     pf: Any,
     target: int,
@@ -202,11 +209,7 @@ def _plan_partition(
     groups: list[list[int]] = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
-    elif (
-        stats.undersized < min_input_files
-        and sum(s for s in sizes if s < target) < target  # Iceberg's: small files filling
-        and not must  # a target file are merged whatever their count
-    ):
+    elif stats.undersized < min_input_files and not fills_target(sizes, target) and not must:
         reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         plan = plan_partition(sizes, target, tolerance, preserve_order=action == "sort")

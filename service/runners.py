@@ -152,7 +152,7 @@ def _optimize(
         keys=keys or None,
         action=items[0].action,
         collaborators=Collaborators(guard=guard),
-        min_input_files=2,  # the decider's to apply (it merges after max_wait_hours)
+        min_input_files=items[0].min_input_files,  # the decider's (2 after max_wait_hours)
     )
     out: dict[str, Any] = report.to_dict()
     return out

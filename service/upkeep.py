@@ -89,7 +89,15 @@ def partition_items(
                 )
             items.append(
                 ActionItem.new(
-                    name, key or None, action, policy.priority, cost, benefit, now, reason=reason
+                    name,
+                    key or None,
+                    action,
+                    policy.priority,
+                    cost,
+                    benefit,
+                    now,
+                    reason=reason,
+                    min_input_files=floor,
                 )
             )
     return items
@@ -159,11 +167,15 @@ def waiting(
 ) -> tuple[list[str], list[str]]:
     """The touched partitions (held, the rest) that a merge would help but that hold fewer
     than ``min_input_files`` small files (two at least): they wait for more files, or for
-    ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first."""
+    ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first.
+    One queued at once because its small files seem to fill a target file waits too: the
+    actor's exact rule may find they do not, and it must still be merged in time."""
+    floor = policy.min_input_files
     held = [
         key
         for key, stats in sorted(touched.items())
-        if _verdict(policy, stats, target, policy.min_input_files) == "wait"
+        if (verdict := _verdict(policy, stats, target, floor)) == "wait"
+        or (verdict == "merge" and stats.undersized < floor)
     ]
     chosen = set(held)
     return held, sorted(k for k in touched if k not in chosen)

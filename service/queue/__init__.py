@@ -70,6 +70,10 @@ class ActionItem:
     attempts: int = 0
     last_error: str | None = None
     reason: str = ""
+    # the actor's planner merges a partition with this many small files (or small files
+    # that fill a target file: Iceberg's rule); 2 for one that waited ``max_wait_hours``
+    # and for items queued before the field existed
+    min_input_files: int = 2
 
     @staticmethod
     def make_id(table: str, partition: str | None, action: str) -> str:
@@ -88,6 +92,7 @@ class ActionItem:
         now: float,
         reason: str = "",
         lane: str | None = None,
+        min_input_files: int = 2,
     ) -> ActionItem:
         """``lane``: the action whose id the item takes (default its own): a partition's
         delete compaction takes its merge's (or sort's) id, so the two coalesce into one
@@ -102,6 +107,7 @@ class ActionItem:
             float(benefit),
             now,
             reason=reason,
+            min_input_files=min_input_files,
         )
 
     def to_json(self) -> str:
@@ -154,9 +160,9 @@ def solo(item: ActionItem) -> bool:
 
 
 def take_batch(items: Sequence[ActionItem], budget: Budget) -> list[ActionItem]:
-    """The leading run of ``items`` that goes into one batch with ``items[0]``: same table
-    and action, none :func:`solo`, at most ``budget.items`` of them and ``budget.bytes``
-    of cost (the first always)."""
+    """The leading run of ``items`` that goes into one batch with ``items[0]``: same table,
+    action and ``min_input_files``, none :func:`solo`, at most ``budget.items`` of them
+    and ``budget.bytes`` of cost (the first always)."""
     if not items:
         return []
     head = items[0]
@@ -165,6 +171,8 @@ def take_batch(items: Sequence[ActionItem], budget: Budget) -> list[ActionItem]:
         return out
     for it in items[1:]:
         if len(out) >= budget.items or it.table != head.table or it.action != head.action:
+            break
+        if it.min_input_files != head.min_input_files:  # planned with one floor
             break
         if solo(it) or spent + max(0, it.cost_bytes) > budget.bytes:
             break

@@ -392,8 +392,10 @@ def test_a_partition_waits_for_min_input_files_small_files(tmp_path: Path) -> No
 
 def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) -> None:
     """Iceberg's rule: fewer than ``min_input_files`` small files, but together at least
-    one target file: merged now, not after ``max_wait_hours``; less than a target waits.
-    The actor's planner (``icefloe optimize`` with the policy) applies the same rule."""
+    one target file: queued now, not after ``max_wait_hours`` (the decider bounds their
+    bytes from below); less than a target waits. The item carries the policy's floor, and
+    the actor's planner (``icefloe optimize`` too) applies the exact rule: files under
+    0.75·T holding more than T."""
     from jobs.plan import _plan_partition
     from service.tablestats import PartitionFiles
 
@@ -402,7 +404,26 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     parts = {"fills": [500, 500], "short": [300, 400], "fills3": [330, 330, 340]}
     assert _items(cfg, parts) == ["fills", "fills3"]
     policy = cfg.policy_for("db.t")
-    for sizes, merged in [([500, 500], True), ([300, 400], False), ([330, 330, 340], True)]:
+    from service.upkeep import partition_items
+
+    touched = {"fills": stats_from_sizes([500, 500], t)}
+    [item] = partition_items("db.t", policy, touched, t, 0.0)
+    assert item.min_input_files == 5  # the actor plans with the policy's floor
+    [late] = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
+    assert late.min_input_files == 2  # waited max_wait_hours: merged as it stands
+    from service.upkeep import waiting
+
+    # queued now, and waiting too: if the actor's exact rule finds nothing worth it, the
+    # partition is still merged after max_wait_hours
+    assert waiting(policy, touched, t) == (["fills"], [])
+    cases = [  # the planner's exact rule: files under 0.75·T holding more than T
+        ([700, 700, 600], True),  # 2·T: two full files
+        ([300, 400], False),
+        ([500, 500], False),  # exactly T: not more
+        ([900, 900, 100], False),  # the large ones are not small for Iceberg's rule
+        ([600, 500], False),  # enough, but [T, 100] would not lower the entropy
+    ]
+    for sizes, merged in cases:
         paths = tuple(f"/d/{i}.parquet" for i in range(len(sizes)))
         pf = PartitionFiles("k", 0, paths, tuple(sizes), (1,) * len(sizes), 0)
         plan = _plan_partition(pf, t, 0, "merge", {}, {}, min_input_files=policy.min_input_files)
