@@ -80,7 +80,7 @@ class RedisQueue:
         self.aging_seconds = aging_seconds
         self._scripts = LuaScripts(
             client,
-            ("enqueue", "dispatch", "dequeue", "ack", "renew", "release"),
+            ("enqueue", "dispatch", "dequeue", "dequeue_batch", "ack", "renew", "release"),
             route_key=keys.ready,
         )
 
@@ -179,37 +179,41 @@ class RedisQueue:
     def dequeue_batch(
         self, now: float, lease_seconds: float, budget: Callable[[str], Budget]
     ) -> list[Lease]:
-        """The head (:meth:`dequeue`), then the ids behind it and their hashes (two round
-        trips), then one dequeue script per joining id, pipelined: script ``i`` leases id
-        ``i`` if it is then the head. An id another actor took since answers RETRY and is
-        not ours; the others still are (all of one table and action)."""
-        head = self.dequeue(now, lease_seconds)
-        if head is None:
-            return []
-        b = budget(head.item.table)
-        if b.items <= 1:
-            return [head]
+        """Peek the head's id and the ids behind it (as many as the head's table's budget
+        allows) and their hashes, choose the run that joins the head (:func:`take_batch`),
+        then lease it in one script, all or nothing: when another actor took the head
+        since the peek, the script changes nothing and the peek is repeated. Three round
+        trips, however large the batch."""
         k = self.k
-        with translated("queue dequeue"):
-            behind = [text(h) for h in self.r.zrange(k.ready, 0, b.items - 2)]
-            items = self._items(behind)
-        joined = take_batch([head.item, *(items[i] for i in behind if i in items)], b)[1:]
-        if not joined:
-            return [head]
-        tokens = [uuid.uuid4().hex for _ in joined]
-        calls = [
-            (
-                [k.ready, k.inflight, k.leases, k.item(it.id)],
-                [repr(now), repr(lease_seconds), t, it.id],
-            )
-            for it, t in zip(joined, tokens, strict=True)
-        ]
-        got = self._run_many("dequeue", calls)
-        return [head] + [
-            _lease(g, t, now + lease_seconds)
-            for g, t in zip(got, tokens, strict=True)
-            if g is not None and not (isinstance(g, int) and g == RETRY)
-        ]
+
+        def attempt() -> Any:
+            with translated("queue dequeue"):
+                head = self.r.zrange(k.ready, 0, 0)
+                if not head:
+                    return None
+                first = self._items([text(head[0])])
+                if not first:
+                    return RETRY  # acked and gone between the two reads
+                item = next(iter(first.values()))
+                limit = max(1, budget(item.table).items)
+                ids = [text(i) for i in self.r.zrange(k.ready, 0, limit - 1)]
+                items = self._items(ids)
+            chosen = take_batch([items[i] for i in ids if i in items], budget(item.table))
+            if not chosen or chosen[0].id != item.id:
+                return RETRY
+            tokens = [uuid.uuid4().hex for _ in chosen]
+            args: list[Any] = [repr(now), repr(lease_seconds)]
+            for it, token in zip(chosen, tokens, strict=True):
+                args += [it.id, token]
+            keys = [k.ready, k.inflight, k.leases, *(k.item(it.id) for it in chosen)]
+            got = self._run("dequeue_batch", keys, args)
+            if got is None or (isinstance(got, int) and got == RETRY):
+                return got
+            by_id = dict(zip((it.id for it in chosen), tokens, strict=True))
+            return [_lease(g, by_id[text(g[0])], now + lease_seconds) for g in got]
+
+        got = self._until_settled("dequeue", attempt)
+        return [] if got is None else list(got)
 
     def renew_many(
         self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float

@@ -162,3 +162,36 @@ def test_ack_many_redoes_an_ack_whose_table_was_read_stale(redis_client: Any) ->
     assert q.ack_many([(lease.item.id, lease.token)]) == [2]
     assert q.pending_by_table() == {"db.t": 1} and q.pending_tables() == {"db.t": 1}
     assert not redis_client.exists(q.k.pending("db.elsewhere"))
+
+
+def test_a_batch_is_leased_whole_when_another_actor_takes_the_head_meanwhile(
+    redis_client: Any,
+) -> None:
+    """Between the peek and the lease another actor takes the head: the batch script
+    changes nothing, the peek is repeated, and the rest of the run is leased as one batch
+    (two actors polling together never split a table's batch item by item)."""
+    from service.queue import Budget
+    from tests.unit.service.test_queue import T0, item
+
+    q, other = (
+        RedisQueue(redis_client, Keys("icefloe-test")),
+        RedisQueue(redis_client, Keys("icefloe-test")),
+    )
+    for i in range(5):
+        q.enqueue(item(partition=f"p{i}", benefit=10 - i), T0)
+    q.dispatch_many(["db.t"] * 5)
+    peeks = []
+    real = q._items
+
+    def racing(ids: Any) -> Any:
+        peeks.append(list(ids))
+        got = real(ids)
+        if len(peeks) == 2:  # the run was read: the other actor takes the head now
+            assert other.dequeue(T0, 30) is not None
+        return got
+
+    q._items = racing  # type: ignore[method-assign]
+    batch = q.dequeue_batch(T0, 30, lambda table: Budget(10))
+    assert [x.item.partition for x in batch] == ["p1", "p2", "p3", "p4"]
+    assert len(peeks) == 4  # head, run; then again after the script refused
+    assert q.depth() == {"pending": 0, "ready": 0, "inflight": 5, "dead": 0}

@@ -21,7 +21,7 @@ from service.intents import RedisIntents
 from service.keys import Keys
 from service.leader import RedisLeader
 from service.partition_key import KEY_FORMAT
-from service.queue import LUA_DIR, ActionItem, RedisQueue
+from service.queue import LUA_DIR, ActionItem, Budget, RedisQueue
 from service.rolling import PartitionDelta, RollingStats
 from service.shards import RedisShards
 from service.status import record_action
@@ -74,6 +74,14 @@ class FakePipeline:
         names = fields[0] if len(fields) == 1 and isinstance(fields[0], list) else fields
         return [None] * len(names)
 
+    def hgetall(self, key: str) -> FakePipeline:
+        """An item hash as the scripts keep it, built from the id in its key."""
+        self.keys.append(key)
+        action, table, partition = key.split(":item:", 1)[1].split(":", 2)
+        item = ActionItem.new(table, partition, action, 1, 100, 1.0, T0)
+        self.replies.append({b"json": item.to_json().encode(), b"enq": b"0", b"attempts": b"0"})
+        return self
+
     def hget(self, key: str, name: str) -> FakePipeline:
         self.keys.append(key)
         self.replies.append(table_of(key) if name == "table" else None)
@@ -108,9 +116,8 @@ class FakeRedis:
 
         def run(keys: list[str], args: list[Any]) -> Any:
             self.scripts.append((name, list(keys)))
-            return {"dequeue": None, "release": [], "dispatch": None, "shards_claim": [-1, 0]}.get(
-                name, 1
-            )
+            replies = {"dequeue": None, "dequeue_batch": [], "release": [], "dispatch": None}
+            return (replies | {"shards_claim": [-1, 0]}).get(name, 1)
 
         return run
 
@@ -141,6 +148,7 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
     adhoc.renew_adhoc("adhoc-token", T0, 30)
     adhoc.record_adhoc("adhoc-token", "db.t", T0, ["/a"], [])
     q.dequeue(T0, 30)
+    q.dequeue_batch(T0, 30, lambda table: Budget(10))
     q.reap(T0)
     leader = RedisLeader(client, keys, 30, token="a")
     leader.acquire()
