@@ -40,8 +40,8 @@ STEPS = [
     ("stats", "mark_decided", "before"),
     ("events", "ack", "before"),
     ("queue", "reap", "before"),
-    ("queue", "dispatch", "before"),
-    ("queue", "dispatch", "after"),
+    ("queue", "dispatch_many", "before"),
+    ("queue", "dispatch_many", "after"),
 ]
 
 
