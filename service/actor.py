@@ -27,7 +27,7 @@ from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.config import Config
-from service.errors import ServiceUnavailable, describe
+from service.errors import IcefloeError, ServiceUnavailable, describe
 from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.leases import LeaseGuard, Renewer
@@ -324,6 +324,8 @@ class Actor:
 def _one_line(e: BaseException) -> str:
     """A failure as the one line an item's last error and the log show: its type, and what
     failed (a library's multi-line message or a Java stack trace cut to its first line)."""
+    if isinstance(e, IcefloeError):  # already one line naming the cause: kept whole
+        return f"{type(e).__name__}: {' '.join(str(e).split())}"[:500]
     text = describe(e)
     return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}"
 
