@@ -244,23 +244,21 @@ def _added_by(table: Any, snapshot_id: int) -> set[str]:
     }
 
 
-def _check_commits(table: Any, entries: list[dict[str, Any]], old: set[int], rows: Counter) -> None:
-    """One ``replace`` snapshot per action (its own rewrite id), all of its partition's
-    small files out, one file with the same rows in, nothing else committed."""
+def _check_commit(table: Any, entry: dict[str, Any], old: set[int], rows: Counter) -> None:
+    """One ``replace`` snapshot for the batch (its own rewrite id): every partition's small
+    files out, one file per partition with the same rows in, nothing else committed."""
     new = [s for s in table.snapshots() if s.snapshot_id not in old]
-    assert sorted(s.snapshot_id for s in new) == sorted(e["snapshot_ids"][0] for e in entries)
-    assert len({s.summary[REWRITE_ID_PROPERTY] for s in new}) == len(new) == len(PARTS)
-    after = {p.key: p for p in current_partitions(table)}
-    for e in entries:
-        (snap,) = [s for s in new if s.snapshot_id == e["snapshot_ids"][0]]
-        summary = snap.summary
-        assert summary.operation.value == "replace"
-        assert summary["changed-partition-count"] == "1"
-        assert int(summary["deleted-data-files"]) == APPENDS
-        assert int(summary["added-data-files"]) == len(after[e["key"]].paths) == 1
-        part_rows = str(rows[e["partition"].split("=", 1)[1]])  # 'part=eu', as people see it
-        assert summary["deleted-records"] == summary["added-records"] == part_rows
-        assert _added_by(table, snap.snapshot_id) == set(after[e["key"]].paths)
+    assert [s.snapshot_id for s in new] == entry["snapshot_ids"]
+    (snap,) = new
+    summary = snap.summary
+    assert summary.operation.value == "replace" and summary[REWRITE_ID_PROPERTY]
+    assert summary["changed-partition-count"] == str(len(PARTS))
+    assert int(summary["deleted-data-files"]) == APPENDS * len(PARTS)
+    after = current_partitions(table)
+    assert all(len(p.paths) == 1 for p in after)
+    assert int(summary["added-data-files"]) == len(after) == len(PARTS)
+    assert summary["deleted-records"] == summary["added-records"] == str(sum(rows.values()))
+    assert _added_by(table, snap.snapshot_id) == {path for p in after for path in p.paths}
 
 
 def _event_log(events: Path) -> list[dict[str, Any]]:
@@ -297,7 +295,7 @@ def _check_arrow_ran_on_the_executor(
     executors = {e["Executor ID"] for e in log if e["Event"] == "SparkListenerExecutorAdded"}
     assert executors and "driver" not in executors
     jobs, tasks = _arrow_tasks(log)
-    assert jobs == len(PARTS) and tasks
+    assert jobs == 1 and tasks  # one batch: one Arrow job for every partition's groups
     for t in tasks:
         assert t["Task End Reason"]["Reason"] == "Success"
         assert t["Task Info"]["Executor ID"] in executors and t["Task Info"]["Host"] == "127.0.0.1"
@@ -340,17 +338,16 @@ def test_actors_run_the_arrow_engine_on_a_standalone_cluster(
     )
     assert f"actor done={len(PARTS)} failed=0 lost=0" in out.splitlines()
 
-    # every action acked once, its report naming the Arrow engine, one commit each
+    # every item acked once, in one batch whose report names the Arrow engine: one commit
     queue = open_queue(cfg, redis_client)
     assert queue.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
-    entries = gather(cfg, redis_client, queue, time.time())["recent"]
-    assert sorted(e["key"] for e in entries) == sorted(partitions)
-    for e in entries:
-        assert e["ok"] and e["outcome"] == "done" and e["attempt"] == 1, e
-        assert e["engine"] == "arrow", e
-        assert e["files_rewritten"] == APPENDS and len(e["snapshot_ids"]) == 1, e
+    (e,) = gather(cfg, redis_client, queue, time.time())["recent"]
+    assert e["ok"] and e["outcome"] == f"done×{len(PARTS)}" and e["attempt"] == 1, e
+    assert e["batch"]["items"] == len(PARTS) and e["batch"]["commits"] == 1, e
+    assert e["engine"] == "arrow", e
+    assert e["files_rewritten"] == APPENDS * len(PARTS) and len(e["snapshot_ids"]) == 1, e
     table = load_catalog(cfg).load_table(TABLE)
-    _check_commits(table, entries, old_snapshots, Counter(before.column("part").to_pylist()))
+    _check_commit(table, e, old_snapshots, Counter(before.column("part").to_pylist()))
 
     # every row kept; no data file that no snapshot references
     assert table.scan().to_arrow().sort_by("id").equals(before)
