@@ -95,16 +95,14 @@ class Actor:
         self.intents, self.clean = intents, clean
         self._redis_away = False
 
-    def _sweep(self, item_id: str, items: Collection[str] | None = None) -> int:
-        """Delete what earlier attempts of ``item_id`` (or of any of ``items``) left behind;
-        how many files (never raises: a failed clean-up keeps the record for the next
-        sweep)."""
+    def _sweep(self, items: Collection[str]) -> int:
+        """Delete what earlier attempts of ``items`` (one item, or a batch's: its intent is
+        recorded under its first item) left behind; how many files (never raises: a failed
+        clean-up keeps the record for the next sweep)."""
         if self.intents is None or self.clean is None:
             return 0
         try:
-            if items is not None:
-                return sweep(self.intents, self.clean, items=items)
-            return sweep(self.intents, self.clean, item_id)
+            return sweep(self.intents, self.clean, items=items)
         except Exception as e:  # Redis away: the records wait for the next sweep
             log.warning("could not clean up after an earlier attempt: %s", type(e).__name__)
             return 0
@@ -138,7 +136,7 @@ class Actor:
             "actor": self.id,
             "attempt": item.attempts + 1,
         }
-        entry["orphans_deleted"] = self._sweep(item.id)
+        entry["orphans_deleted"] = self._sweep({item.id})
         try:
             result = self.runner(item, self._guard(lease))
         except Exception as e:
@@ -149,7 +147,7 @@ class Actor:
             outcome = self._settle(
                 "nack", lambda: self.queue.nack(item.id, lease.token, error, self.clock())
             )
-            entry["orphans_deleted"] += self._sweep(item.id)  # this attempt's files
+            entry["orphans_deleted"] += self._sweep({item.id})  # this attempt's files
             report.failed += 1
             entry.update(ok=False, error=error, outcome=outcome or "lease lost")
         else:
@@ -159,7 +157,7 @@ class Actor:
                 report.done += 1
             else:  # someone else has it now (or will, once its lease expires): that run
                 report.lost += 1  # finds nothing left to do
-            entry["outcome"] = "done" if acked else ("unacked" if acked is None else "lease lost")
+            entry["outcome"] = _ack_outcome(acked)
             if self.intents is not None:  # committed or deleted: nothing left to clean
                 _best_effort("forget the attempt's files", self.intents.forget, lease.token)
             entry.update(ok=True, **summary(result))
@@ -243,7 +241,7 @@ class Actor:
             "action": items[0].action,
             "actor": self.id,
             "attempt": max(it.attempts for it in items) + 1,
-            "orphans_deleted": self._sweep(items[0].id, ids),
+            "orphans_deleted": self._sweep(ids),
         }
         try:
             result = self.batch_runner(items, self._guard(leases))
@@ -253,7 +251,7 @@ class Actor:
             log.error("batch of %d from %s failed: %s", len(items), items[0].id, error)
             log.debug("batch of %s failed", items[0].id, exc_info=True)
             outcomes = self._nack_each(leases, dict.fromkeys(ids, error))
-            entry["orphans_deleted"] += self._sweep(items[0].id, ids)  # this attempt's files
+            entry["orphans_deleted"] += self._sweep(ids)  # this attempt's files
             report.failed += len(items)
             entry.update(ok=False, error=error, outcome=_outcomes(outcomes))
             entry["batch"] = {"items": len(items), "committed": 0}
@@ -271,7 +269,7 @@ class Actor:
         outcomes = self._nack_each([x for x in leases if x.item.id in failed], failed)
         report.failed += len(failed)
         if failed:  # the failed partitions' files: whatever no snapshot references goes
-            entry["orphans_deleted"] += self._sweep(items[0].id, ids)
+            entry["orphans_deleted"] += self._sweep(ids)
         elif self.intents is not None:  # committed or deleted: nothing left to clean
             _best_effort("forget the attempt's files", self.intents.forget, leases[0].token)
         outcomes |= {x.item.id: _ack_outcome(a) for x, a in zip(done, acked, strict=True)}

@@ -55,7 +55,7 @@ from service.intents import Intent, Intents, RedisIntents
 from service.keys import Keys, shard_of
 from service.leader import Leader, RedisLeader
 from service.pool import Launcher, LogLauncher
-from service.queue import Budget, PriorityQueue, RedisQueue
+from service.queue import PriorityQueue, RedisQueue, budget_of
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
 from service.upkeep import Waits, check_table, enqueue_overdue, enqueue_touched
@@ -167,7 +167,7 @@ class Decider(LeaderDuties):
         self._standing_by_for: str | None = None  # the holder last logged while standing by
         self._tables = tables or (lambda: managed_tables(cfg, catalog))
         self._weights: dict[str, int] = {}
-        self._budgets: dict[str, Budget] = {}
+        self._budget = budget_of(cfg)
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
 
     # ---- observe ------------------------------------------------------------------------
@@ -271,7 +271,6 @@ class Decider(LeaderDuties):
         table = load_table(self.catalog, name)
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
-        self._budgets[name] = Budget(policy.batch_max_items, policy.batch_max_bytes)
         outcomes, self.healths[name] = check_table(
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )

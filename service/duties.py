@@ -34,7 +34,7 @@ class LeaderDuties:
     intents: Intents | None
     _clean: Callable[[Intent], int] | None
     _weights: dict[str, int]
-    _budgets: dict[str, Budget]
+    _budget: Callable[[str], Budget]  # each table's batch (service.queue.budget_of)
 
     def dispatch(self, now: float, everything: bool = False) -> int:
         """Fill the ready set up to ``ready_depth`` items in fair order, a table's batch at a
@@ -79,12 +79,6 @@ class LeaderDuties:
         self.stats.save_scheduler_state(sched.to_state())
         self.stats.count({"dispatches": sent})
         return sent
-
-    def _budget(self, table: str) -> Budget:
-        if table not in self._budgets:
-            policy = self.cfg.policy_for(table)
-            self._budgets[table] = Budget(policy.batch_max_items, policy.batch_max_bytes)
-        return self._budgets[table]
 
     def _weight(self, table: str) -> int:
         if table not in self._weights:
