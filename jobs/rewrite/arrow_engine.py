@@ -16,7 +16,8 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
 2. split the rows evenly into the planned number of output files
    (``optimizer.predict_output_sizes``) and write each with pyarrow's Parquet writer and
    PyIceberg's options for it (the table's codec, level, page settings; row groups by
-   :func:`~jobs.rewrite.write_properties.row_group_rows`; Iceberg field ids);
+   :func:`~jobs.rewrite.write_properties.row_group_rows`; Iceberg field ids; dictionaries
+   where Iceberg's writer keeps them, :mod:`jobs.rewrite.dictionaries`);
 3. **verify every file before it counts**: read it back and compare it value by value
    with the rows that were written (floating point compared by bit pattern, so a NaN
    equals itself), and check that the rows read equal the inputs' record counts. This is
@@ -42,6 +43,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
+from jobs.rewrite.dictionaries import dictionary_columns
 from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
 
 if TYPE_CHECKING:
@@ -316,8 +318,9 @@ def _write(table: ArrowTable, io: FileIO, path: str, chunk: pa.Table) -> pa.Tabl
     import pyarrow.parquet as pq
 
     arrow = _as_written(table, chunk)
+    options = table.writer_options | {"use_dictionary": dictionary_columns(arrow)}
     with io.new_output(path).create(overwrite=True) as out:
-        with pq.ParquetWriter(out, schema=arrow.schema, **table.writer_options) as writer:
+        with pq.ParquetWriter(out, schema=arrow.schema, **options) as writer:
             rows = row_group_rows(table.metadata.properties, arrow.num_rows, arrow.nbytes)
             writer.write(arrow, row_group_size=rows)
     return arrow
