@@ -2,9 +2,10 @@
 
 ``newRewrite().validateFromSnapshot(start).dataSequenceNumber(startSeq)``, delete the
 replaced data files and the position delete files that referenced only them, add the new
-files. Validation from the start snapshot is what makes a concurrent append harmless and
-a concurrent delete of a replaced file a clean :class:`CommitConflict` instead of a
-resurrected row.
+files, and merge the table's small manifests in the same snapshot when that is cheap
+(:mod:`jobs.rewrite.manifest_merge`). Validation from the start snapshot is what makes a
+concurrent append harmless and a concurrent delete of a replaced file a clean
+:class:`CommitConflict` instead of a resurrected row.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jobs.rewrite.java_errors import java_class_name, java_message
+from jobs.rewrite.manifest_merge import merge_small_manifests
 from jobs.rewrite.results import GroupResult
 from service.errors import OperationFailed
 
@@ -95,6 +97,7 @@ class Committer:
         for r in results:
             for data_file in r.new_files:
                 op.addFile(data_file)
+        merge_small_manifests(self.table, op)
         clock = time.monotonic()
         try:
             op.commit()
