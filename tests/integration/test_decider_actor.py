@@ -181,7 +181,8 @@ def test_one_actor_takes_a_wide_table_as_one_batch_and_commits_once(
 ) -> None:
     """Twelve partitions of three small files: the decider dispatches them as one batch, one
     actor run plans them together and commits one ``replace`` snapshot (then rewrites the
-    manifests it left, in the same lease); every item acked once, every row kept."""
+    manifests it left, in the same lease: the table turns off the merge of small manifests
+    in the commit itself); every item acked once, every row kept."""
     name = f"{namespace}.wide"
     regions = [f"r{i:02d}" for i in range(12)]
     cfg = make_config(
@@ -192,7 +193,12 @@ def test_one_actor_takes_a_wide_table_as_one_batch_and_commits_once(
             name: {"actions": ["merge", "rewrite_manifests"], "maintenance": {"min_manifests": 4}}
         },
     )
-    table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
+    table = catalog.create_table(
+        name,
+        schema=SCHEMA,
+        partition_spec=SPEC,
+        properties={"commit.manifest-merge.enabled": "false"},
+    )
     for i in range(3):
         ids = pa.array(range(i * 120, i * 120 + 120), pa.int64())
         table.append(pa.table({"id": ids, "region": pa.array(regions * 10, pa.string())}))
