@@ -51,7 +51,8 @@ from service.config import DeciderSettings, build_config  # noqa: E402
 from service.decider import Decider  # noqa: E402
 from service.keys import Keys  # noqa: E402
 from service.partition_key import PartitionKey  # noqa: E402
-from service.queue import ActionItem, RedisQueue  # noqa: E402
+from service.queue import ActionItem  # noqa: E402
+from service.queue.redis import RedisQueue  # noqa: E402
 from service.rolling import RollingStats, catch_up  # noqa: E402
 from service.status import counters, scans_avoided_pct  # noqa: E402
 

@@ -15,7 +15,7 @@ the real code on real Redis. Per topology, in one run:
 2. file events/s: tables get chains of 10 commits (4 of 5 add 4 small files to each of 2
    partitions, every 5th compacts a partition), then ``service.rolling.catch_up`` brings
    each table's stats up to date (wall clock; goal >= 20,000/s); also one commit per table;
-3. queue ops/s: the real :class:`service.queue.RedisQueue`, n items through enqueue →
+3. queue ops/s: the real :class:`service.queue.redis.RedisQueue`, n items through enqueue →
    dispatch → dequeue → ack, one item per call and in batches of 100 (``enqueue_many``,
    ``dispatch_many``: one pipelined round trip a batch; ``dequeue_many``, ``ack_many``: two),
    against ``redis-benchmark -c 1`` SET/GET on the queue's own server, three rounds back to
@@ -60,7 +60,8 @@ from bench.synthetic import MiB, SyntheticWarehouse, partition_key  # noqa: E402
 from service.config import DeciderSettings, build_config  # noqa: E402
 from service.decider import Decider  # noqa: E402
 from service.keys import Keys  # noqa: E402
-from service.queue import ActionItem, RedisQueue, budget_of  # noqa: E402
+from service.queue import ActionItem, budget_of  # noqa: E402
+from service.queue.redis import RedisQueue  # noqa: E402
 from service.redis_client import connect  # noqa: E402
 from service.rolling import RollingStats, catch_up, full_stats  # noqa: E402
 from tests.redis.cluster import LocalCluster, primaries  # noqa: E402

@@ -148,10 +148,3 @@ def remove_orphan_files(
         # default listing goes through Hadoop's file systems, which need not reach it
         args += ", prefix_listing => true"
     return _call(spark, cfg, table, "remove_orphan_files", args)
-
-
-PROCEDURES = {
-    "expire_snapshots": expire_snapshots,
-    "rewrite_manifests": rewrite_manifests,
-    "remove_orphan_files": remove_orphan_files,
-}

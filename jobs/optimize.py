@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.committing import Ready, commit_ready, ready_to_commit, worth_committing
+from jobs.committing import Ready, commit_ready, ready_to_commit
 from jobs.plan import TablePlan, plan_table, resolve_sort_columns
 from jobs.report import OptimizeReport, PartitionReport, build_report
 from jobs.verify import prepare as prepare_suite
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
     from jobs.rewrite.arrow_engine import ArrowTable
     from jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
-
-__all__ = ["optimize_table", "plan_table", "worth_committing"]
 
 MAX_ATTEMPTS = 3
 

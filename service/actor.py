@@ -32,13 +32,8 @@ from service.intents import Intent, Intents, RedisIntents, sweep
 from service.keys import Keys
 from service.leases import LeaseGuard, Renewer
 from service.partition_key import display_key
-from service.queue import (
-    Budget,
-    Lease,
-    PriorityQueue,
-    budget_of,
-    open_queue,
-)
+from service.queue import Budget, Lease, PriorityQueue, budget_of
+from service.queue.redis import open_queue
 from service.redact import service_logging
 from service.redis_client import connect
 from service.runners import (

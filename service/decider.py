@@ -55,7 +55,8 @@ from service.intents import Intent, Intents, RedisIntents
 from service.keys import Keys, shard_of
 from service.leader import Leader, RedisLeader
 from service.pool import Launcher, LogLauncher
-from service.queue import PriorityQueue, RedisQueue, budget_of
+from service.queue import PriorityQueue, budget_of
+from service.queue.redis import RedisQueue
 from service.rolling import ApplyResult, RollingStats, StatsStore, catch_up
 from service.shards import Claim, MemoryShards, RedisShards, Shards
 from service.upkeep import Waits, check_table, enqueue_overdue, enqueue_touched

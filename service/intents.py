@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from service.keys import Keys
-from service.queue import LUA_DIR
-from service.redis_client import text, translated
+from service.redis_client import lua_script, text, translated
 
 log = logging.getLogger("icefloe.intents")
 
@@ -68,8 +67,8 @@ class RedisIntents:
     def __init__(self, client: Any, keys: Keys):
         self.r = client
         self.k = keys
-        self._record = client.register_script((LUA_DIR / "intent.lua").read_text())
-        self._adhoc_renew = client.register_script((LUA_DIR / "adhoc_renew.lua").read_text())
+        self._record = lua_script(client, "intent")
+        self._adhoc_renew = lua_script(client, "adhoc_renew")
 
     def record(
         self,

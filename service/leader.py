@@ -14,13 +14,10 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from service.keys import Keys
-from service.redis_client import text, translated
-
-LUA_DIR = Path(__file__).resolve().parent / "lua"
+from service.redis_client import lua_script, text, translated
 
 
 class Leader(Protocol):
@@ -49,8 +46,8 @@ class RedisLeader:
         self.key = keys.leader
         self.ttl_ms = max(1, int(ttl_seconds * 1000))
         self.token = token or uuid.uuid4().hex
-        self._extend = client.register_script((LUA_DIR / "leader_extend.lua").read_text())
-        self._release = client.register_script((LUA_DIR / "leader_release.lua").read_text())
+        self._extend = lua_script(client, "leader_extend")
+        self._release = lua_script(client, "leader_release")
 
     @translated("leader acquire")
     def acquire(self) -> bool:

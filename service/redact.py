@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
@@ -41,19 +41,6 @@ def display_url(url: str) -> str:
         return url  # nothing to hide (and ``unix:///path`` keeps its slashes)
     query = urlencode([(k, MASK if is_secret_name(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def display_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """``properties`` with the value of every secret-named key masked (URLs shown safely)."""
-    out = {}
-    for key, value in properties.items():
-        if is_secret_name(key):
-            out[key] = MASK
-        elif "://" in str(value):
-            out[key] = display_url(str(value))
-        else:
-            out[key] = str(value)
-    return out
 
 
 def url_password(url: str) -> str | None:

@@ -1,4 +1,5 @@
-"""The one Redis client factory, and the one way to turn a Redis reply into text."""
+"""The one Redis client factory, the one way to turn a Redis reply into text, and the one
+loader of the adapters' Lua scripts."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from service.config import Config
@@ -14,6 +16,13 @@ from service.redact import scrub
 
 log = logging.getLogger("icefloe.redis")
 PROBE_SECONDS = 5.0
+LUA_DIR = Path(__file__).resolve().parent / "lua"
+
+
+def lua_script(client: Any, name: str) -> Any:
+    """The Lua script ``service/lua/<name>.lua``, registered on ``client`` (a
+    ``redis.Redis`` or ``RedisCluster``; called with ``keys=`` and ``args=``)."""
+    return client.register_script((LUA_DIR / f"{name}.lua").read_text())
 
 
 def connect(cfg: Config, block_seconds: float = 0.0) -> Any:

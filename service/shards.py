@@ -28,13 +28,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from service.keys import Keys
-from service.redis_client import text, translated
+from service.redis_client import lua_script, text, translated
 
-LUA_DIR = Path(__file__).resolve().parent / "lua"
 # a shard lease lasts this share of ``leader_ttl_seconds``: the survivors' reaction (they wake
 # when the lease lapses, ~50 ms) fits in the rest, so a dead decider's tables are observed
 # again within one ``leader_ttl_seconds`` of its death
@@ -80,8 +78,8 @@ class RedisShards:
         self.count = count
         self.ttl_ms = max(1, int(ttl_seconds * 1000 * LEASE_FRACTION))
         self.token = token or uuid.uuid4().hex
-        self._claim = client.register_script((LUA_DIR / "shards_claim.lua").read_text())
-        self._release = client.register_script((LUA_DIR / "shards_release.lua").read_text())
+        self._claim = lua_script(client, "shards_claim")
+        self._release = lua_script(client, "shards_release")
 
     @property
     def _keys(self) -> list[str]:

@@ -18,7 +18,8 @@ from service.config import Config
 from service.health import RedisHealth
 from service.keys import Keys
 from service.partition_key import display_key
-from service.queue import ActionItem, PriorityQueue, open_queue
+from service.queue import ActionItem, PriorityQueue
+from service.queue.redis import open_queue
 from service.redis_client import connect, text
 from service.rolling import RollingStats
 from service.shards import RedisShards

@@ -28,7 +28,8 @@ from service.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.keys import Keys
 from service.partition_key import display_key
-from service.queue import REQUESTED, open_queue
+from service.queue import REQUESTED
+from service.queue.redis import open_queue
 from service.redact import service_logging
 from service.redis_client import connect, connect_retrying, translated
 

@@ -222,7 +222,7 @@ class Icefloe:
         from jobs.orphans import cleaner
         from service.actor import Actor
         from service.intents import RedisIntents
-        from service.queue import RedisQueue
+        from service.queue.redis import RedisQueue
 
         s = self.settings
         queue = RedisQueue(self.client, self.keys, s.max_attempts, s.aging_seconds)

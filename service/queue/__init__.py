@@ -30,7 +30,8 @@ items carry a priority, and with leases so a dead actor's item comes back by its
   acked, nacked or reaped on its own.
 
 Two implementations of one Protocol: :class:`service.queue.redis.RedisQueue` (each move is
-one Lua script from ``service/lua/``; re-exported here) and
+one Lua script from ``service/lua/``; :func:`service.queue.redis.open_queue` opens a
+config's) and
 :class:`service.queue.memory.MemoryQueue` (plain Python, for unit tests). One contract suite
 (``tests/unit/service/test_queue.py``) runs against both.
 Every method takes ``now`` instead of reading a clock.
@@ -42,13 +43,10 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from service.config import Config
-from service.keys import Keys
 
-LUA_DIR = Path(__file__).resolve().parents[1] / "lua"
 DEFAULT_AGING_SECONDS = 3600.0
 LEASE_EXPIRED = "lease expired"  # the error a reaped item carries
 REQUESTED = "ad-hoc request"  # the reason of an item a person queued (``icefloe request``)
@@ -287,17 +285,6 @@ class PriorityQueue(Protocol):
     def dead(self) -> list[ActionItem]: ...
 
 
-def open_queue(cfg: Config, client: Any) -> RedisQueue:
-    """The queue of ``cfg`` on ``client``, with the decider's attempts and aging."""
-    return RedisQueue(
-        client, Keys.for_config(cfg), cfg.decider.max_attempts, cfg.decider.aging_seconds
-    )
-
-
-# re-exported for callers (``from service.queue import RedisQueue``); imported last because
-# ``service.queue.redis`` itself needs the types above
-from service.queue.redis import RedisQueue  # noqa: E402
-
 __all__ = [
     "BATCHED_ACTIONS",
     "DEFAULT_AGING_SECONDS",
@@ -306,13 +293,10 @@ __all__ = [
     "REQUESTED",
     "Budget",
     "budget_of",
-    "LUA_DIR",
     "ActionItem",
     "InFlight",
     "Lease",
     "PriorityQueue",
-    "RedisQueue",
-    "open_queue",
     "solo",
     "take_batch",
 ]

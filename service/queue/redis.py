@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from service.config import Config
 from service.errors import ServiceUnavailable
 from service.keys import Keys
 from service.queue import (
@@ -393,3 +394,10 @@ class RedisQueue:
     @translated("queue dead")
     def dead(self) -> list[ActionItem]:
         return [it for i in self.r.zrange(self.k.dead, 0, -1) if (it := self.get(text(i)))]
+
+
+def open_queue(cfg: Config, client: Any) -> RedisQueue:
+    """The queue of ``cfg`` on ``client``, with the decider's attempts and aging."""
+    return RedisQueue(
+        client, Keys.for_config(cfg), cfg.decider.max_attempts, cfg.decider.aging_seconds
+    )

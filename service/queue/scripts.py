@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.errors import ServiceUnavailable
-from service.queue import LUA_DIR
-from service.redis_client import translated
+from service.redis_client import lua_script, translated
 
 
 class LuaScripts:
@@ -17,9 +16,7 @@ class LuaScripts:
     def __init__(self, client: Any, names: Sequence[str], route_key: str):
         self.r = client
         self.route_key = route_key
-        self._lua = {
-            name: client.register_script((LUA_DIR / f"{name}.lua").read_text()) for name in names
-        }
+        self._lua = {name: lua_script(client, name) for name in names}
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Script ``name`` once, atomic; a Redis error as ServiceUnavailable."""

@@ -32,7 +32,7 @@ from service.catalog import load_catalog
 from service.config import build_config
 from service.decider import Decider
 from service.errors import IcefloeError
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from tests.faults.checks import (
     current_snapshot_id,
     operations,

@@ -24,7 +24,7 @@ from jobs.optimize import optimize_table
 from jobs.rewrite.exact import Collaborators
 from service.actor import Actor, run_actor
 from service.decider import Decider
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from service.rolling import RollingStats, catch_up, full_stats
 from tests.conftest import part
 from tests.faults.checks import Contents, operations, queue_places

@@ -18,7 +18,7 @@ import pytest
 
 from service.actor import run_actor
 from service.decider import Decider
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.conftest import write_env
 from tests.faults.harness import run_cli

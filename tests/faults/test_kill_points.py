@@ -27,7 +27,8 @@ from jobs.orphans import cleaner
 from service.actor import Actor
 from service.decider import Decider
 from service.intents import RedisIntents
-from service.queue import RedisQueue, budget_of
+from service.queue import budget_of
+from service.queue.redis import RedisQueue
 from service.runners import spark_runners
 from tests.conftest import REPO
 from tests.faults.checks import operations, table_data_files

@@ -26,7 +26,7 @@ import pytest
 import service.actor as actor_module
 from service.actor import run_actor
 from service.decider import Decider
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from service.runners import spark_runner
 from tests.conftest import part
 from tests.faults.checks import operations

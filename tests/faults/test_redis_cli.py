@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from service.keys import Keys
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from tests.conftest import part
 from tests.faults.checks import Contents
 from tests.faults.harness import (

@@ -21,7 +21,7 @@ import pytest
 from service.actor import run_actor
 from service.decider import Decider
 from service.intents import RedisIntents
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, make_table
 from tests.redis.cluster import LocalCluster

@@ -19,7 +19,7 @@ import pytest
 from service.actor import Actor
 from service.decider import Decider
 from service.events import RedisEvents
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from service.rolling import full_stats
 from tests.conftest import part
 from tests.faults.checks import queue_places

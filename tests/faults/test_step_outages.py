@@ -36,7 +36,7 @@ from service.config import build_config
 from service.decider import Decider
 from service.errors import OperationFailed
 from service.keys import Keys
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from service.spark import register_catalog
 from tests.contract.checks import Contents, table_contents
 from tests.faults.test_backend_outages import settle

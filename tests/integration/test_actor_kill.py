@@ -19,7 +19,7 @@ import yaml
 from service.config import build_config
 from service.demo.ingest import TableSpec, ingest
 from service.keys import Keys
-from service.queue import RedisQueue
+from service.queue.redis import RedisQueue
 from tests.conftest import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]

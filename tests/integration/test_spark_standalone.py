@@ -40,7 +40,7 @@ from pyiceberg.transforms import IdentityTransform
 from jobs.rewrite.commit import REWRITE_ID_PROPERTY
 from service.catalog import load_catalog
 from service.config import Config, load_config
-from service.queue import open_queue
+from service.queue.redis import open_queue
 from service.status import gather
 from service.tablestats import current_partitions
 from tests.conftest import config_raw

@@ -14,7 +14,8 @@ from optimizer import stats_from_sizes
 from service.config import Config
 from service.errors import ConfigError
 from service.keys import Keys
-from service.queue import ActionItem, open_queue
+from service.queue import ActionItem
+from service.queue.redis import open_queue
 from service.redis_client import connect
 from service.rolling import RollingStats
 from tests.conftest import TEST_REDIS_URL, make_config

@@ -18,7 +18,8 @@ from service.config import DeciderSettings
 from service.decider import Decider
 from service.errors import ServiceUnavailable
 from service.keys import Keys, shard_of
-from service.queue import ActionItem, RedisQueue
+from service.queue import ActionItem
+from service.queue.redis import RedisQueue
 from service.status import gather, record_action
 from tests.conftest import TEST_REDIS_URL, make_config
 

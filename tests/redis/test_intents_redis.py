@@ -9,7 +9,8 @@ import pytest
 
 from service.intents import Intents, RedisIntents
 from service.keys import Keys
-from service.queue import PriorityQueue, RedisQueue
+from service.queue import PriorityQueue
+from service.queue.redis import RedisQueue
 from tests.unit.service.test_intents import IntentsContract
 
 pytestmark = [pytest.mark.redis]

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from service.keys import Keys
-from service.queue import PriorityQueue, RedisQueue
+from service.queue import PriorityQueue
+from service.queue.redis import RedisQueue
 from tests.redis.cluster import all_keys
 from tests.unit.service.test_queue import QueueContract
 

@@ -21,7 +21,9 @@ from service.intents import RedisIntents
 from service.keys import Keys
 from service.leader import RedisLeader
 from service.partition_key import KEY_FORMAT
-from service.queue import LUA_DIR, ActionItem, Budget, RedisQueue
+from service.queue import ActionItem, Budget
+from service.queue.redis import RedisQueue
+from service.redis_client import LUA_DIR
 from service.rolling import PartitionDelta, RollingStats
 from service.shards import RedisShards
 from service.status import record_action

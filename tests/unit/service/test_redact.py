@@ -6,7 +6,7 @@ import pytest
 
 from service.config import build_config, parse_table_identifier
 from service.errors import UsageError
-from service.redact import display_properties, display_url
+from service.redact import display_url, is_secret_name
 
 pytestmark = pytest.mark.unit
 
@@ -44,27 +44,14 @@ def test_redis_config_shows_the_display_url() -> None:
     assert cfg.redis.redacted_url() == "redis://:***@127.0.0.1:6379/0"
 
 
-def test_display_properties_masks_secret_names_and_url_passwords() -> None:
-    shown = display_properties(
-        {
-            "s3.secret-access-key": "SK",
-            "s3.access-key-id": "AK",
-            "token": "T",
-            "jdbc.password": "PW",
-            "uri": "postgresql://u:pw@h/db",
-            "warehouse": "s3://b/w",
-            "s3.endpoint": "http://127.0.0.1:9000",
-        }
-    )
-    assert shown == {
-        "s3.secret-access-key": "***",
-        "s3.access-key-id": "***",
-        "token": "***",
-        "jdbc.password": "***",
-        "uri": "postgresql://u:***@h/db",
-        "warehouse": "s3://b/w",
-        "s3.endpoint": "http://127.0.0.1:9000",
-    }
+def test_secret_names_are_masked_and_url_passwords_hidden() -> None:
+    for name in ("s3.secret-access-key", "s3.access-key-id", "token", "jdbc.password"):
+        assert is_secret_name(name), name
+    for name in ("uri", "warehouse", "s3.endpoint"):
+        assert not is_secret_name(name), name
+    assert display_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    for url in ("s3://b/w", "http://127.0.0.1:9000"):
+        assert display_url(url) == url
 
 
 @pytest.mark.parametrize("bad", ["db.t\n", "db.t ", "\ndb.t", "db..t", "db"])
