@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.committing import Ready, commit_ready, ready_to_commit
-from jobs.plan import TablePlan, plan_table, resolve_sort_columns
+from jobs.plan import TablePlan, load_and_plan, plan_table
 from jobs.report import OptimizeReport, PartitionReport, build_report
 from jobs.verify import prepare as prepare_suite
 from service.catalog import load_catalog, load_table, spark_table_name
@@ -74,21 +74,18 @@ def optimize_table(
     as queue items carry them); ``partitions`` are a person's ``COL=VALUE`` selectors."""
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
-    pt = load_table(catalog := load_catalog(cfg), table)
-    policy = cfg.policy_for(table, pt.properties)
-    target = int(policy.target_file_size_bytes or 1)
-    tol = policy.tolerance_bytes if tolerance is None else tolerance
-    min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
-    deletes, action = action == "compact_deletes", _data_action(action, policy)
-    sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    only = None if keys is None else set(keys)
-    plan = plan_table(pt, target, tol, action, partitions, sort_columns, only, deletes, min_files)
+    catalog = load_catalog(cfg)
+    planned = load_and_plan(
+        cfg, catalog, table, action, partitions, tolerance, min_input_files, keys
+    )
+    plan, target = planned.plan, planned.target
     timings = {"plan": time.monotonic() - started}
     if plan.work and not dry_run:
         prepare_suite()  # GE's import and context, on a thread, while this action writes
     reports = {(p.spec_id, p.key): PartitionReport.from_plan(p, dry_run) for p in plan.partitions}
-    base = {"table": table, "action": action, "dry_run": dry_run, "tolerance_bytes": tol}
-    base |= {"target_file_size_bytes": target, "start_snapshot_id": plan.snapshot_id}
+    base = {"table": table, "action": planned.action, "dry_run": dry_run}
+    base |= {"tolerance_bytes": planned.tolerance, "target_file_size_bytes": target}
+    base |= {"start_snapshot_id": plan.snapshot_id}
     suite: dict[str, Any] | None = None
     attempt = 0
     while plan.work and not dry_run:
@@ -98,12 +95,12 @@ def optimize_table(
             spark_table_name(cfg, table),
             plan,
             target,
-            sort_columns,
+            planned.sort_columns,
             reports,
             attempt,
             suite is None,
             timings,
-            _arrow_table(pt, policy.engine),
+            _arrow_table(planned.table, planned.policy.engine),
             collaborators,
         )
         suite = suite or suite_now
@@ -116,13 +113,13 @@ def optimize_table(
         fresh = plan_table(
             load_table(catalog, table),
             target,
-            tol,
-            action,
+            planned.tolerance,
+            planned.action,
             partitions,
-            sort_columns,
+            planned.sort_columns,
             only={k[1] for k in conflicts},
-            deletes=deletes,
-            min_input_files=min_files,
+            deletes=planned.deletes,
+            min_input_files=planned.min_input_files,
         )
         plan = _replanned(fresh, conflicts, reports, attempt)
     parts = [
@@ -149,13 +146,6 @@ def _replanned(
     return TablePlan(
         fresh.snapshot_id, [by_key[k] for k in conflicts if k in by_key and by_key[k].groups]
     )
-
-
-def _data_action(action: str, policy: Any) -> str:
-    """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
-    if action != "compact_deletes":
-        return action
-    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
 
 
 def _check_arguments(table: str, action: str, tolerance: int | None) -> None:

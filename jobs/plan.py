@@ -16,10 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from service.catalog import load_table
+from service.config import Config, TablePolicy
 from service.errors import UsageError
 from service.tablestats import PartitionFiles, split_selector
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
 
@@ -288,3 +291,57 @@ def plan_table(
             )
         plans.append(p)
     return TablePlan(snapshot.snapshot_id, plans)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A table loaded and planned under its policy: what ``plan`` shows and ``optimize``
+    (ad hoc or an actor's) rewrites. ``action``: the rewrite that runs (delete compaction
+    runs the table's merge or sort, with ``deletes``)."""
+
+    table: Table
+    policy: TablePolicy
+    action: str
+    deletes: bool
+    tolerance: int
+    min_input_files: int
+    sort_columns: tuple[str, ...]
+    plan: TablePlan
+
+    @property
+    def target(self) -> int:
+        return self.policy.target
+
+
+def data_action(action: str, policy: TablePolicy) -> str:
+    """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
+    if action != "compact_deletes":
+        return action
+    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+
+
+def load_and_plan(
+    cfg: Config,
+    catalog: Catalog,
+    name: str,
+    action: str = "merge",
+    partitions: list[str] | None = None,
+    tolerance: int | None = None,
+    min_input_files: int | None = None,
+    keys: Sequence[str] | None = None,
+) -> Planned:
+    """Table ``name`` loaded and planned from its current snapshot under its policy (the
+    target, tolerance and ``min_input_files`` of :meth:`Config.policy_for`). ``tolerance``
+    overrides the policy's (its ``min_input_files`` then 2); ``min_input_files`` overrides
+    both; ``keys``: exactly these partitions; ``partitions``: ``COL=VALUE`` selectors."""
+    table = load_table(catalog, name)
+    policy = cfg.policy_for(name, table.properties)
+    tol = policy.tolerance_bytes if tolerance is None else tolerance
+    min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
+    deletes, runs = action == "compact_deletes", data_action(action, policy)
+    sort_columns = resolve_sort_columns(table, policy.sort_order) if runs == "sort" else ()
+    only = None if keys is None else set(keys)
+    plan = plan_table(
+        table, policy.target, tol, runs, partitions, sort_columns, only, deletes, min_files
+    )
+    return Planned(table, policy, runs, deletes, tol, min_files, sort_columns, plan)

@@ -276,7 +276,7 @@ class Decider(LeaderDuties):
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )
         report.count(outcomes)
-        target = int(policy.target_file_size_bytes or 1)
+        target = policy.target
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)

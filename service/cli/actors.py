@@ -10,15 +10,18 @@ in-process (``build_spark``) once, only if a plan has work, and runs the same
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table as RichTable
 
 from service.cli.common import Context, emit, make_console, pass_ctx
-from service.config import ACTIONS
+from service.config import ACTIONS, Config
 from service.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 from service.partition_key import display_key
+
+if TYPE_CHECKING:
+    from jobs.plan import Planned
 
 console = make_console()
 MIB = 1 << 20
@@ -44,8 +47,8 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
     from service.catalog import load_catalog
 
-    pt, policy, sort_columns, plan = _plan(cfg, load_catalog(cfg), table, partitions, action)
-    target = int(policy.target_file_size_bytes)
+    planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
+    pt, policy, plan, target = planned.table, planned.policy, planned.plan, planned.target
     from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
@@ -55,7 +58,7 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
         "snapshot_id": plan.snapshot_id,
         "target_file_size_bytes": target,
         "tolerance_bytes": policy.tolerance_bytes,
-        "sort_columns": list(sort_columns),
+        "sort_columns": list(planned.sort_columns),
         "partitions": [
             {
                 "partition": display_key(p.key),
@@ -228,32 +231,16 @@ def _optimize_one(
 def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
     """Whether ``optimize`` would rewrite anything in table ``name`` (PyIceberg planning
     only, as ``optimize_table`` plans it); raises what loading or planning it raises."""
-    return bool(_plan(cfg, catalog, name, partitions, action)[3].work)
+    return bool(_plan(cfg, catalog, name, partitions, action).plan.work)
 
 
-def _plan(
-    cfg: Any, catalog: Any, name: str, partitions: list[str], action: str
-) -> tuple[Any, Any, tuple[str, ...], Any]:
-    """Table ``name`` loaded and planned as ``optimize_table`` plans it (PyIceberg only):
-    the table, its policy, the sort columns and the plan."""
-    from jobs.plan import plan_table, resolve_sort_columns
-    from service.catalog import load_table
+def _plan(cfg: Config, catalog: Any, name: str, partitions: list[str], action: str) -> Planned:
+    """Table ``name`` loaded and planned as ``optimize_table`` plans it (PyIceberg only)."""
+    from jobs.plan import load_and_plan
     from service.config import parse_table_identifier
 
     parse_table_identifier(name)
-    pt = load_table(catalog, name)
-    policy = cfg.policy_for(name, pt.properties)
-    sort_columns = resolve_sort_columns(pt, policy.sort_order) if action == "sort" else ()
-    plan = plan_table(
-        pt,
-        int(policy.target_file_size_bytes or 1),
-        policy.tolerance_bytes,
-        action,
-        partitions or None,
-        sort_columns,
-        min_input_files=policy.min_input_files,
-    )
-    return pt, policy, sort_columns, plan
+    return load_and_plan(cfg, catalog, name, action, partitions or None)
 
 
 def _render_reports(d: dict[str, Any]) -> None:

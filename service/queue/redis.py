@@ -4,11 +4,9 @@ Every key is in the queue's one hash-tag slot (``service.keys``), so this runs u
 a Redis Cluster. A script gets every key it touches through ``KEYS``: where it acts on an
 item it could not name in advance (the head of the ready set, an item's table), the caller
 reads that first and passes the keys, and the script re-checks, under the same slot, that
-nothing changed; if something did, it changes nothing and the call reads again
-(:meth:`RedisQueue._until_settled`).
-
-Every public method is an adapter boundary: a Redis library error leaves it as
-:class:`service.errors.ServiceUnavailable` (see :func:`service.redis_client.translated`).
+nothing changed; if not, the call reads again (:meth:`RedisQueue._until_settled`). Every
+public method is an adapter boundary: a Redis library error leaves it as
+:class:`service.errors.ServiceUnavailable` (:func:`service.redis_client.translated`).
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ from service.queue import (
 from service.queue.scripts import LuaScripts
 from service.redis_client import text, translated
 
-# what a script returns when the state changed since its caller read it (it changed
-# nothing): the caller reads again; e.g. another actor leased the peeked head first
-RETRY = -1
+RETRY = -1  # a script changed nothing, the state moved since its caller read: read again
 MAX_TRIES = 1000
 
 
