@@ -215,7 +215,7 @@ def main() -> None:
     redis.Redis.from_url(args.redis).flushdb()
     results = {"single": run_topology({"url": args.redis, "key_prefix": PREFIX}, args)}
     if not args.no_cluster:
-        from tests.redis.cluster import LocalCluster
+        from tests.support.cluster import LocalCluster
 
         with tempfile.TemporaryDirectory() as tmp:
             cluster = LocalCluster(Path(tmp))

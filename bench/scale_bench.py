@@ -64,7 +64,7 @@ from service.queue import ActionItem, budget_of  # noqa: E402
 from service.queue.redis import RedisQueue  # noqa: E402
 from service.redis_client import connect  # noqa: E402
 from service.rolling import RollingStats, catch_up, full_stats  # noqa: E402
-from tests.redis.cluster import LocalCluster, primaries  # noqa: E402
+from tests.support.cluster import LocalCluster, primaries  # noqa: E402
 
 CHAIN = 10  # commits per table between two passes, for the events figure
 OPS = ("enq", "disp", "deq", "ack")

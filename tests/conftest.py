@@ -15,53 +15,13 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from service.config import Config, build_config
+from service.config import Config
+from tests.support.config import REPO, TEST_REDIS_URL, config_raw, make_config
 
 # CI runs hypothesis derandomized: a red CI run is then reproducible, never a coin toss.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-
-TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-REPO = Path(__file__).resolve().parents[1]
-
-
-def part(spec_id: int = 0, kind: str = "string", **values: Any) -> str:
-    """The encoded :class:`~service.partition_key.PartitionKey` of a partition whose fields
-    are all of type ``kind`` (``part(region="eu")``: a string identity partition)."""
-    from service.partition_key import PartitionKey
-
-    fields = [(name, kind) for name in values]
-    return PartitionKey.of(spec_id, fields, list(values.values())).encode()
-
-
-def make_config(home: Path, **overrides: Any) -> Config:
-    """A config whose catalog and warehouse live under ``home`` (tests never touch the demo)."""
-    return build_config(config_raw(home, **overrides), source="<tests>", home=home)
-
-
-def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
-    """The YAML-shaped mapping behind :func:`make_config` (for tests that need a file)."""
-    raw: dict[str, Any] = {
-        "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
-        "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
-        "spark": {
-            "master": "local[2]",
-            "conf": {
-                "spark.sql.shuffle.partitions": "4",
-                "spark.default.parallelism": "4",
-                "spark.ui.enabled": "false",
-                "spark.driver.memory": "2g",
-                "spark.sql.adaptive.enabled": "true",
-            },
-        },
-        # the complete plan: no tolerance, and a partition's two small files are work
-        "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0, "min_input_files": 2},
-        "managed": {"namespaces": ["db"]},
-    }
-    for key, value in overrides.items():
-        raw[key] = value
-    return raw
 
 
 @pytest.fixture(scope="session", autouse=True)

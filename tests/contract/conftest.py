@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from service.config import PROFILES, Config, build_config
-from tests.conftest import config_raw
+from tests.support.config import config_raw
 
 CATALOG_NAMES = {"embedded": "c_embedded", "postgres": "c_postgres", "rest-s3": "c_rest"}
 

@@ -3,7 +3,9 @@ started once per run (the same ``icefloe dev up`` as the contract suite, in the 
 ``dev_root``), stopped one at a time by a test to make them "down", started again after.
 
 Stable names: :class:`Profile` (``config(path, namespace)``, ``stop(service)``,
-``ensure_up()``), and the session fixtures ``rest_s3`` and ``postgres`` of
+``ensure_up()``), :func:`profile_tables` (a profile's config and tables on a fresh
+namespace), :func:`settle` (the service back after an outage: the sweep, then the table as
+it was), and the session fixtures ``rest_s3`` and ``postgres`` of
 ``tests/faults/conftest.py``.
 """
 
@@ -12,13 +14,21 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.conftest import config_raw
+from jobs.orphans import cleaner
+from service.catalog import load_catalog
+from service.config import build_config
+from service.intents import RedisIntents, sweep
+from service.keys import Keys
+from tests.contract.checks import assert_intact, stored_files
+from tests.faults.harness import make_table
+from tests.support.config import config_raw
 
 
 @dataclass
@@ -86,7 +96,34 @@ def start(profile: str, root: Path) -> Profile:
 
     state = dev.up(profile, root, free_ports=True)
     catalog = dict(state.overlay.get("catalog", {}))
-    from service.config import build_config
-
     secrets = build_config({"catalog": catalog}).secret_values()
     return Profile(profile, root, catalog, secrets)
+
+
+def profile_tables(
+    profile: Profile, redis_url: str, tmp_path: Path, names: tuple[str, ...] = ("t",)
+) -> tuple[Path, Any, list[str]]:
+    """A config file of ``profile`` on a fresh namespace, its catalog and ``names`` made there
+    (two small files a day each)."""
+    namespace = f"o_{uuid.uuid4().hex[:8]}"
+    path = profile.config(tmp_path / "icefloe.yaml", tmp_path / "home", redis_url, namespace)
+    raw = yaml.safe_load(path.read_text())
+    catalog = load_catalog(build_config(raw, home=tmp_path / "home"))
+    catalog.create_namespace(namespace)
+    idents = [f"{namespace}.{n}" for n in names]
+    for ident in idents:
+        make_table(catalog, ident, files_per_day=2, rows_per_file=10)
+    return path, catalog, idents
+
+
+def settle(profile: Any, cfg: Any, client: Any, name: str, before: Any, ledger: Any) -> None:
+    """The service back: the leader's sweep, then the table as it was and nothing left."""
+    profile.ensure_up()
+    catalog = load_catalog(cfg)
+    intents = RedisIntents(client, Keys.for_config(cfg))
+    sweep(intents, cleaner(catalog))
+    assert intents.all() == []
+    table = catalog.load_table(name)
+    assert_intact(table, before)
+    ledger.rows(before.rows)
+    ledger.files(len(stored_files(table)))

@@ -8,7 +8,7 @@ Stable names (``test_kill_points.py`` and the other fault tests use them):
   every write), started once; ``redis_server`` (per test) — the same server, running and
   flushed before the test, restarted after it if the test left it dead.
 * ``fault_cluster`` (session) — a 3-master Redis Cluster of the run's own
-  (:class:`tests.redis.cluster.LocalCluster`, every node with an append-only file fsynced on
+  (:class:`tests.support.cluster.LocalCluster`, every node with an append-only file fsynced on
   every write), started the first time a test asks for it, for killing one master.
 * ``fault_env`` (per test) — a :class:`FaultEnv`: the config (``cfg``, and the same as a
   YAML file at ``config_path`` for ``icefloe`` child processes) on the session's catalog
@@ -38,7 +38,6 @@ import yaml
 
 from service.config import Config, build_config
 from service.keys import Keys
-from tests.conftest import config_raw
 from tests.faults.backends import Profile
 from tests.faults.backends import start as start_profile
 from tests.faults.checks import (
@@ -51,7 +50,8 @@ from tests.faults.checks import (
     unreferenced_data_files,
 )
 from tests.faults.harness import S3_SECRET, SECRETS, RedisServer
-from tests.redis.cluster import LocalCluster
+from tests.support.cluster import LocalCluster
+from tests.support.config import config_raw
 
 FAST_DECIDER = {
     "poll_seconds": 0.2,

@@ -18,19 +18,15 @@ import pytest
 import yaml
 
 from jobs.optimize import optimize_table
-from jobs.orphans import cleaner
 from jobs.rewrite.exact import Collaborators
 from service.actor import run_actor
 from service.adhoc import adhoc_run, open_adhoc
-from service.catalog import load_catalog
 from service.config import build_config
 from service.decider import Decider
 from service.errors import IcefloeError
-from service.intents import RedisIntents, sweep
-from service.keys import Keys
 from service.spark import register_catalog
-from tests.contract.checks import assert_intact, stored_files, table_contents
-from tests.faults.test_cli_outages import _profile_tables
+from tests.contract.checks import table_contents
+from tests.faults.backends import profile_tables, settle
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
 
@@ -78,23 +74,10 @@ def collaborators(guard: Any, outage: Outage, step: str) -> Collaborators:
 def setup(request: Any, spark: Any, redis_server: Any, tmp_path: Path, ledger: Any) -> Any:
     profile = request.getfixturevalue(request.node.callspec.params["profile"])
     ledger.secrets = (*ledger.secrets, *profile.secrets)
-    path, catalog, (name,) = _profile_tables(profile, redis_server.url(), tmp_path)
+    path, catalog, (name,) = profile_tables(profile, redis_server.url(), tmp_path)
     cfg = build_config(yaml.safe_load(path.read_text()), home=tmp_path / "home")
     register_catalog(spark, cfg)
     return profile, cfg, catalog, name, table_contents(catalog.load_table(name))
-
-
-def settle(profile: Any, cfg: Any, client: Any, name: str, before: Any, ledger: Any) -> None:
-    """The service back: the leader's sweep, then the table as it was and nothing left."""
-    profile.ensure_up()
-    catalog = load_catalog(cfg)
-    intents = RedisIntents(client, Keys.for_config(cfg))
-    sweep(intents, cleaner(catalog))
-    assert intents.all() == []
-    table = catalog.load_table(name)
-    assert_intact(table, before)
-    ledger.rows(before.rows)
-    ledger.files(len(stored_files(table)))
 
 
 @pytest.mark.parametrize(("profile", "service", "step"), CASES)

@@ -16,36 +16,19 @@ one line naming the problem, never a traceback, never a secret, and in bounded t
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from service.catalog import load_catalog
-from service.config import build_config
-from tests.faults.backends import Profile
+from tests.faults.backends import Profile, profile_tables
 from tests.faults.checks import TRACEBACK, current_snapshot_id
 from tests.faults.harness import make_table, run_cli, run_cli_parallel
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis]
 
 WRONG_KEY = "wrong-s3-secret-4b1d"
-
-
-def _profile_tables(
-    profile: Profile, redis_url: str, tmp_path: Path, names: tuple[str, ...] = ("t",)
-) -> tuple[Path, Any, list[str]]:
-    namespace = f"o_{uuid.uuid4().hex[:8]}"
-    path = profile.config(tmp_path / "icefloe.yaml", tmp_path / "home", redis_url, namespace)
-    raw = yaml.safe_load(path.read_text())
-    catalog = load_catalog(build_config(raw, home=tmp_path / "home"))
-    catalog.create_namespace(namespace)
-    idents = [f"{namespace}.{n}" for n in names]
-    for ident in idents:
-        make_table(catalog, ident, files_per_day=2, rows_per_file=10)
-    return path, catalog, idents
 
 
 def _one_line_failure(ledger: Any, run: Any, match: str = "") -> str:
@@ -103,7 +86,7 @@ def test_a_wrong_s3_key_is_one_line(
     rest_s3: Profile, redis_server: Any, ledger: Any, tmp_path: Path
 ) -> None:
     ledger.secrets = (*ledger.secrets, *rest_s3.secrets, WRONG_KEY)
-    path, _, (name,) = _profile_tables(rest_s3, redis_server.url(), tmp_path)
+    path, _, (name,) = profile_tables(rest_s3, redis_server.url(), tmp_path)
     raw = yaml.safe_load(path.read_text())
     raw["catalog"]["properties"]["s3.secret-access-key"] = WRONG_KEY
     bad = tmp_path / "wrong-key.yaml"
@@ -120,7 +103,7 @@ def test_s3_down_is_one_line_within_a_minute(
     rest_s3: Profile, redis_server: Any, ledger: Any, tmp_path: Path
 ) -> None:
     ledger.secrets = (*ledger.secrets, *rest_s3.secrets)
-    path, _, (name,) = _profile_tables(rest_s3, redis_server.url(), tmp_path)
+    path, _, (name,) = profile_tables(rest_s3, redis_server.url(), tmp_path)
     rest_s3.stop("s3proxy")
     ledger.fault("s3proxy killed (S3 down)")
     try:
@@ -137,7 +120,7 @@ def test_postgres_down_is_one_line_naming_the_catalog(
     postgres: Profile, redis_server: Any, ledger: Any, tmp_path: Path
 ) -> None:
     ledger.secrets = (*ledger.secrets, *postgres.secrets)
-    path, _, (name,) = _profile_tables(postgres, redis_server.url(), tmp_path)
+    path, _, (name,) = profile_tables(postgres, redis_server.url(), tmp_path)
     postgres.stop("postgres")
     ledger.fault("postgres killed (catalog down)")
     try:

@@ -26,9 +26,9 @@ from service.actor import Actor, run_actor
 from service.decider import Decider
 from service.queue.redis import RedisQueue
 from service.rolling import RollingStats, catch_up, full_stats
-from tests.conftest import part
 from tests.faults.checks import Contents, operations, queue_places
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli_parallel
+from tests.support.config import part
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis]
 

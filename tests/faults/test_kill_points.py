@@ -30,11 +30,11 @@ from service.intents import RedisIntents
 from service.queue import budget_of
 from service.queue.redis import RedisQueue
 from service.runners import spark_runners
-from tests.conftest import REPO
 from tests.faults.checks import operations, table_data_files
 from tests.faults.conftest import fault_raw
 from tests.faults.harness import cli_env, make_table
 from tests.faults.kill_actor import POINTS
+from tests.support.config import REPO
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.redis]
 

@@ -14,7 +14,7 @@ from service.actor import run_actor
 from service.decider import Decider
 from tests.faults.checks import jvm_chatter
 from tests.faults.harness import run_cli
-from tests.integration.test_partition_identity import VALUES, colliding_table
+from tests.support.partition_identity import VALUES, colliding_table
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.integration]
 

@@ -28,9 +28,9 @@ from service.actor import run_actor
 from service.decider import Decider
 from service.queue.redis import RedisQueue
 from service.runners import spark_runner
-from tests.conftest import part
 from tests.faults.checks import operations
 from tests.faults.harness import DAYS, kill_around, make_table, restart_later
+from tests.support.config import part
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis, pytest.mark.spark, pytest.mark.integration]
 

@@ -21,7 +21,6 @@ import yaml
 
 from service.keys import Keys
 from service.queue.redis import RedisQueue
-from tests.conftest import part
 from tests.faults.checks import Contents
 from tests.faults.harness import (
     DAYS,
@@ -32,6 +31,7 @@ from tests.faults.harness import (
     make_table,
     run_cli_parallel,
 )
+from tests.support.config import part
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis]
 

@@ -1,7 +1,7 @@
 """A Redis Cluster master killed mid-actor (issue #28): the master that holds the queue's
 slot (``{q}``: items, leases, write intents) is SIGKILLed while an actor is writing the
 first merge of a small partitioned table, and started again on the same port and folder
-(append-only file fsynced on every write, :class:`tests.redis.cluster.LocalCluster`).
+(append-only file fsynced on every write, :class:`tests.support.cluster.LocalCluster`).
 
 The actor is the production one (``run_actor``, its Spark runner on the session's
 SparkSession); the decider dispatches, reaps expired leases and re-dispatches nacked items
@@ -24,7 +24,7 @@ from service.intents import RedisIntents
 from service.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, make_table
-from tests.redis.cluster import LocalCluster
+from tests.support.cluster import LocalCluster
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis, pytest.mark.spark, pytest.mark.integration]
 

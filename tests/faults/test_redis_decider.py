@@ -21,9 +21,9 @@ from service.decider import Decider
 from service.events import RedisEvents
 from service.queue.redis import RedisQueue
 from service.rolling import full_stats
-from tests.conftest import part
 from tests.faults.checks import queue_places
 from tests.faults.harness import DAYS, append_rows, kill_around, make_table
+from tests.support.config import part
 
 pytestmark = [pytest.mark.faults, pytest.mark.redis]
 

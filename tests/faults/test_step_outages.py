@@ -39,8 +39,7 @@ from service.keys import Keys
 from service.queue.redis import RedisQueue
 from service.spark import register_catalog
 from tests.contract.checks import Contents, table_contents
-from tests.faults.test_backend_outages import settle
-from tests.faults.test_cli_outages import _profile_tables
+from tests.faults.backends import profile_tables, settle
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
 
@@ -130,7 +129,7 @@ def setup(request: Any, spark: Any, redis_url: str, tmp_path: Path, ledger: Any)
     tables = request.getfixturevalue("shared_tables")
     if profile.name not in tables:
         folder = request.getfixturevalue("tmp_path_factory").mktemp(f"{profile.name}-steps")
-        path, catalog, (name,) = _profile_tables(profile, redis_url, folder)
+        path, catalog, (name,) = profile_tables(profile, redis_url, folder)
         raw = yaml.safe_load(path.read_text())
         if profile.name == "rest-s3":  # a Spark catalog of its own, with its own S3 retries
             raw["catalog"]["name"] += "_steps"

@@ -20,7 +20,7 @@ from service.config import build_config
 from service.demo.ingest import TableSpec, ingest
 from service.keys import Keys
 from service.queue.redis import RedisQueue
-from tests.conftest import config_raw
+from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
 

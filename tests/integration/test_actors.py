@@ -20,7 +20,7 @@ from jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from jobs.verify import Checksum, checksums_by_key
 from service.catalog import load_table
 from service.errors import OperationFailed
-from tests.conftest import part
+from tests.support.config import part
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

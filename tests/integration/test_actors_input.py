@@ -16,7 +16,7 @@ from jobs.scripts import actor_optimize
 from service.catalog import load_catalog, load_table
 from service.cli import main as cli_main
 from service.errors import OperationFailed, TableNotFound, UsageError
-from tests.conftest import part
+from tests.support.config import part
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

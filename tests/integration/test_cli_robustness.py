@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import config_raw
 from tests.faults.harness import make_table, run_cli
+from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration
 

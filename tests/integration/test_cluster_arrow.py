@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import config_raw
 from tests.integration.executor_python import BarePython
+from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration
 

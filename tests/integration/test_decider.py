@@ -20,7 +20,7 @@ from service.decider import Decider
 from service.keys import Keys
 from service.partition_key import display_key
 from service.rolling import full_stats
-from tests.conftest import TEST_REDIS_URL, make_config, part
+from tests.support.config import TEST_REDIS_URL, make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 

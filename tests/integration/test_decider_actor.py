@@ -18,7 +18,7 @@ from service.config import DeciderSettings
 from service.decider import Decider
 from service.rolling import full_stats
 from service.status import gather
-from tests.conftest import make_config, part
+from tests.support.config import make_config, part
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
 

@@ -19,7 +19,7 @@ from service.actor import run_actor
 from service.config import DeciderSettings
 from service.decider import Decider
 from service.status import gather
-from tests.conftest import make_config
+from tests.support.config import make_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

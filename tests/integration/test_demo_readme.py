@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from service.config import PROJECT_ROOT
-from tests.conftest import config_raw
+from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.conftest import TEST_REDIS_URL, config_raw
+from tests.support.config import TEST_REDIS_URL, config_raw
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyiceberg.expressions import EqualTo, IsNull
-from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
-from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import LongType, NestedField, StringType
 
 from jobs.optimize import optimize_table
 from jobs.plan import FileGroup
@@ -32,33 +27,10 @@ from service.config import DeciderSettings
 from service.decider import Decider
 from service.errors import OperationFailed
 from service.tablestats import current_partitions
-from tests.conftest import make_config
+from tests.support.config import make_config
+from tests.support.partition_identity import VALUES, colliding_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
-
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "k", StringType(), required=False),
-)
-SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "k"))
-VALUES = [None, "null", "/", "%2F"]
-
-
-def colliding_table(catalog: Any, name: str) -> Any:
-    """Five appends of 400 rows, ``k`` cycling over :data:`VALUES`: five small files and
-    500 rows in each of four partitions."""
-    table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
-    for i in range(5):
-        ids = range(i * 400, i * 400 + 400)
-        table.append(
-            pa.table(
-                {
-                    "id": pa.array(ids, pa.int64()),
-                    "k": pa.array([VALUES[n % 4] for n in ids], pa.string()),
-                }
-            )
-        )
-    return catalog.load_table(name)
 
 
 def assert_partitions_intact(spark: Any, cfg: Any, catalog: Any, name: str) -> None:

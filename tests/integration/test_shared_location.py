@@ -25,7 +25,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from service.config import DeciderSettings
 from service.decider import Decider
 from service.status import gather, render
-from tests.conftest import config_raw, make_config
+from tests.support.config import config_raw, make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
 

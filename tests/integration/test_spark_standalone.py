@@ -43,8 +43,8 @@ from service.config import Config, load_config
 from service.queue.redis import open_queue
 from service.status import gather
 from service.tablestats import current_partitions
-from tests.conftest import config_raw
 from tests.integration.executor_python import ROOT, BarePython, PackedArchive
+from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
 

@@ -16,7 +16,7 @@ import pytest
 from jobs import maintenance, upkeep
 from service.catalog import load_table
 from service.errors import OperationFailed
-from tests.conftest import make_config
+from tests.support.config import make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -1,5 +1,5 @@
 """The Redis tests' topologies: a single Redis (``ICEFLOE_TEST_REDIS_URL``) and a real
-3-master Redis Cluster on loopback (:mod:`tests.redis.cluster`).
+3-master Redis Cluster on loopback (:mod:`tests.support.cluster`).
 
 A module that sets ``TOPOLOGIES = ("single", "cluster")`` runs each of its tests that use
 ``redis_client`` (or ``redis_topology``) once per topology (ids ``[single]``,
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TEST_REDIS_URL
-from tests.redis.cluster import LocalCluster, primaries
+from tests.support.cluster import LocalCluster, primaries
+from tests.support.config import TEST_REDIS_URL
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -18,8 +18,8 @@ from service.queue import ActionItem
 from service.queue.redis import open_queue
 from service.redis_client import connect
 from service.rolling import RollingStats
-from tests.conftest import TEST_REDIS_URL, make_config
-from tests.redis.cluster import LocalCluster, primaries
+from tests.support.cluster import LocalCluster, primaries
+from tests.support.config import TEST_REDIS_URL, make_config
 
 pytestmark = [pytest.mark.redis]
 

@@ -21,7 +21,7 @@ from service.keys import Keys, shard_of
 from service.queue import ActionItem
 from service.queue.redis import RedisQueue
 from service.status import gather, record_action
-from tests.conftest import TEST_REDIS_URL, make_config
+from tests.support.config import TEST_REDIS_URL, make_config
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
@@ -273,7 +273,7 @@ def test_decide_once_releases_the_leader_lease(
     from click.testing import CliRunner
 
     from service.cli import cli
-    from tests.conftest import config_raw
+    from tests.support.config import config_raw
 
     conf = tmp_path / "icefloe.yaml"
     conf.write_text(yaml.safe_dump(config_raw(tmp_path, redis=redis_section)))

@@ -24,7 +24,7 @@ from service.config import DeciderSettings
 from service.decider import Decider
 from service.keys import Keys, shard_of
 from service.shards import LEASE_FRACTION
-from tests.conftest import make_config
+from tests.support.config import make_config
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

@@ -9,7 +9,7 @@ import pytest
 
 from service.events import CommitEvents, RedisEvents
 from service.keys import Keys, shard_of
-from tests.unit.service.test_events import EventsContract
+from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

@@ -11,7 +11,7 @@ from service.intents import Intents, RedisIntents
 from service.keys import Keys
 from service.queue import PriorityQueue
 from service.queue.redis import RedisQueue
-from tests.unit.service.test_intents import IntentsContract
+from tests.support.contracts.intents import IntentsContract
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

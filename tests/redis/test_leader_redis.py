@@ -9,7 +9,7 @@ import pytest
 
 from service.keys import Keys
 from service.leader import Leader, RedisLeader
-from tests.unit.service.test_leader import LeaderContract
+from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

@@ -9,8 +9,8 @@ import pytest
 from service.keys import Keys
 from service.queue import PriorityQueue
 from service.queue.redis import RedisQueue
-from tests.redis.cluster import all_keys
-from tests.unit.service.test_queue import QueueContract
+from tests.support.cluster import all_keys, primaries
+from tests.support.contracts.queue import T0, QueueContract, item
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
@@ -28,7 +28,6 @@ class TestRedisQueue(QueueContract):
 
 
 def test_keys_live_under_the_prefix(redis_client: Any) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("pfx"))
     q.enqueue(item(), T0)
@@ -54,7 +53,6 @@ def stale_once(real: Any, stale: Any) -> Any:
 def test_dequeue_retries_when_the_peeked_head_was_taken(
     redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     for p in ("a", "b"):
@@ -71,7 +69,6 @@ def test_dequeue_retries_when_the_peeked_head_was_taken(
 
 @pytest.mark.parametrize("call", ["ack", "nack", "reap"])
 def test_a_table_read_stale_changes_nothing_and_is_read_again(redis_client: Any, call: str) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     q.enqueue(item(), T0)
@@ -93,7 +90,6 @@ def test_a_table_read_stale_changes_nothing_and_is_read_again(redis_client: Any,
 def test_reap_skips_a_lease_renewed_after_it_was_read(
     redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     q.enqueue(item(), T0)
@@ -113,9 +109,6 @@ def test_reap_skips_a_lease_renewed_after_it_was_read(
 def test_batches_load_their_scripts_when_the_server_lost_them(redis_client: Any) -> None:
     """A restarted (or flushed) server answers NOSCRIPT to every pipelined EVALSHA: the
     batch loads the script (on every master of a cluster) and runs those calls again."""
-    from tests.redis.cluster import primaries
-    from tests.unit.service.test_queue import T0, item
-
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     items = [item(partition=str(p), benefit=10.0 - p) for p in range(3)]
     for node in primaries(redis_client):
@@ -133,7 +126,6 @@ def test_batches_load_their_scripts_when_the_server_lost_them(redis_client: Any)
 def test_dequeue_many_skips_heads_another_actor_took(
     redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     items = [item(partition=str(p), benefit=10.0 - p) for p in range(3)]
@@ -151,7 +143,6 @@ def test_dequeue_many_skips_heads_another_actor_took(
 
 
 def test_ack_many_redoes_an_ack_whose_table_was_read_stale(redis_client: Any) -> None:
-    from tests.unit.service.test_queue import T0, item
 
     q = RedisQueue(redis_client, Keys("icefloe-test"))
     q.enqueue(item(), T0)
@@ -172,7 +163,6 @@ def test_a_batch_is_leased_whole_when_another_actor_takes_the_head_meanwhile(
     changes nothing, the peek is repeated, and the rest of the run is leased as one batch
     (two actors polling together never split a table's batch item by item)."""
     from service.queue import Budget
-    from tests.unit.service.test_queue import T0, item
 
     q, other = (
         RedisQueue(redis_client, Keys("icefloe-test")),

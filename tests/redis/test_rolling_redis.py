@@ -10,8 +10,8 @@ import pytest
 from optimizer import stats_from_sizes
 from service.keys import Keys
 from service.rolling import PartitionDelta, RollingStats, StatsStore, encode
-from tests.redis.cluster import all_keys
-from tests.unit.service.test_rolling import T0, TARGET, StatsContract, T
+from tests.support.cluster import all_keys
+from tests.support.contracts.rolling import T0, TARGET, StatsContract, T
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

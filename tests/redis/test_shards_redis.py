@@ -9,7 +9,7 @@ import pytest
 
 from service.keys import Keys
 from service.shards import RedisShards, Shards
-from tests.unit.service.test_shards import ShardsContract
+from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)

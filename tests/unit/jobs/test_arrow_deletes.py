@@ -14,9 +14,15 @@ import pytest
 from jobs.rewrite import arrow_deletes
 from jobs.rewrite import arrow_engine as ar
 from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
-from tests.unit.jobs.test_arrow_rewrite import _arrow_table, _group, _read, table  # noqa: F401
+from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Any:
+    """Five appends (five files) of 300 rows, with nulls, NaN and -0.0."""
+    return make_table(tmp_path)
 
 
 def _deletes(path: Path, rows: list[tuple[str, int]]) -> str:
@@ -71,7 +77,7 @@ def test_drop_positions_across_batches_equals_a_brute_force_filter(
         assert kept == [v for v in values.tolist() if v not in set(positions.tolist())]
 
 
-def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_path):  # noqa: F811
+def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_path):
     files = [t.file for t in table.scan().plan_files()]
     first, second = files[0].file_path, files[1].file_path
     # two delete files on the first data file (one position twice), one on the second that
@@ -79,9 +85,9 @@ def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_p
     d1 = _deletes(tmp_path / "d1.parquet", [(first, 0), (first, 299), ("elsewhere", 1)])
     d2 = _deletes(tmp_path / "d2.parquet", [(first, 150), (first, 0)])
     d3 = _deletes(tmp_path / "d3.parquet", [(second, n) for n in range(300)])
-    group = _with_deletes(_group(table, 2, tmp_path), {first: (d1, d2), second: (d3,)})
-    result = ar.rewrite_group(_arrow_table(table), group)
-    written = _read([p for p, _ in result.files])
+    group = _with_deletes(arrow_group(table, 2, tmp_path), {first: (d1, d2), second: (d3,)})
+    result = ar.rewrite_group(arrow_table(table), group)
+    written = read_files([p for p, _ in result.files])
     by_file = {f.file_path: pq.read_table(f.file_path.removeprefix("file://")) for f in files}
     gone = set(by_file[first].column("id").to_pylist()[i] for i in (0, 150, 299))
     gone |= set(by_file[second].column("id").to_pylist())
@@ -90,12 +96,12 @@ def test_a_group_with_position_deletes_writes_exactly_the_live_rows(table, tmp_p
     assert result.rows_in == sum(n for _, n in result.files) == 1500 - 303
 
 
-def test_a_delete_naming_a_row_the_file_lacks_fails_nothing_and_drops_nothing(table, tmp_path):  # noqa: F811
+def test_a_delete_naming_a_row_the_file_lacks_fails_nothing_and_drops_nothing(table, tmp_path):
     files = [t.file for t in table.scan().plan_files()]
     only = files[0].file_path
     d = _deletes(tmp_path / "d.parquet", [(only, 300), (only, 10**9)])
-    group = _with_deletes(_group(table, 1, tmp_path), {only: (d,)})
-    result = ar.rewrite_group(_arrow_table(table), group)
+    group = _with_deletes(arrow_group(table, 1, tmp_path), {only: (d,)})
+    result = ar.rewrite_group(arrow_table(table), group)
     assert result.rows_in == 1500
 
 

@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from jobs.rewrite import arrow_engine as ar
+from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 
 pytestmark = pytest.mark.unit
 
@@ -20,49 +20,7 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def table(tmp_path: Path) -> Any:
     """Five appends (five files) of 300 rows, with nulls, NaN and -0.0."""
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog(
-        "lake", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh"
-    )
-    catalog.create_namespace("db")
-    rng = np.random.default_rng(7)
-
-    def batch(i: int) -> pa.Table:
-        ids = np.arange(i * 300, (i + 1) * 300)
-        x = rng.random(300)
-        x[::17], x[1::17] = np.nan, -0.0
-        return pa.table(
-            {
-                "id": pa.array(ids, pa.int64()),
-                "name": pa.array([None if k % 11 == 0 else f"n{k % 37}" for k in ids]),
-                "x": pa.array(x),
-            }
-        )
-
-    t = catalog.create_table("db.t", schema=batch(0).schema)
-    for i in range(5):
-        t.append(batch(i))
-    return catalog.load_table("db.t")
-
-
-def _group(table: Any, outputs: int, tmp_path: Path, sort: tuple[str, ...] = ()) -> Any:
-    files = [t.file for t in table.scan().plan_files()]
-    return ar.ArrowGroup(
-        "g",
-        0,
-        tuple((f.file_path, f.record_count) for f in files),
-        tuple(f"file://{tmp_path}/out-{i}.parquet" for i in range(outputs)),
-        sort,
-    )
-
-
-def _arrow_table(table: Any) -> ar.ArrowTable:
-    return ar.ArrowTable(ar.slim_metadata(table.metadata), dict(table.io.properties))
-
-
-def _read(paths: list[str]) -> pa.Table:
-    return pa.concat_tables([pq.read_table(p.removeprefix("file://")) for p in paths])
+    return make_table(tmp_path)
 
 
 def _key(t: pa.Table) -> list[tuple[Any, ...]]:
@@ -73,11 +31,11 @@ def _key(t: pa.Table) -> list[tuple[Any, ...]]:
 
 def test_merge_writes_every_row_once_in_the_planned_files(table, tmp_path):
     before = table.scan().to_arrow()
-    group = _group(table, 3, tmp_path)
-    result = ar.rewrite_group(_arrow_table(table), group)
+    group = arrow_group(table, 3, tmp_path)
+    result = ar.rewrite_group(arrow_table(table), group)
     assert result.rows_in == 1500
     assert [n for _, n in result.files] == [500, 500, 500]
-    written = _read([p for p, _ in result.files])
+    written = read_files([p for p, _ in result.files])
     assert _key(written) == _key(before)
     assert result.non_null == {"id": 1500, "name": 1500 - before["name"].null_count, "x": 1500}
     # Iceberg field ids are in the files, so Iceberg readers project them by id
@@ -86,25 +44,25 @@ def test_merge_writes_every_row_once_in_the_planned_files(table, tmp_path):
 
 
 def test_sort_orders_rows_nulls_first(table, tmp_path):
-    result = ar.rewrite_group(_arrow_table(table), _group(table, 2, tmp_path, ("name",)))
+    result = ar.rewrite_group(arrow_table(table), arrow_group(table, 2, tmp_path, ("name",)))
     for path, _ in result.files:
         names = pq.read_table(path.removeprefix("file://")).column("name").to_pylist()
         assert names == sorted(names, key=lambda v: (v is not None, v or ""))
-    assert _key(_read([p for p, _ in result.files])) == _key(table.scan().to_arrow())
+    assert _key(read_files([p for p, _ in result.files])) == _key(table.scan().to_arrow())
 
 
 def test_rows_are_split_evenly_and_never_into_empty_files(table, tmp_path):
     assert ar.rows_per_file(1500, 4) == 375 and ar.rows_per_file(10, 3) == 4
     assert ar.rows_per_file(0, 2) == 1
-    result = ar.rewrite_group(_arrow_table(table), _group(table, 4, tmp_path))
+    result = ar.rewrite_group(arrow_table(table), arrow_group(table, 4, tmp_path))
     assert [n for _, n in result.files] == [375] * 4
     small = ar.ArrowGroup(
         "s",
         0,
-        _group(table, 1, tmp_path).inputs[:1],
+        arrow_group(table, 1, tmp_path).inputs[:1],
         tuple(f"file://{tmp_path}/s-{i}.parquet" for i in range(1000)),
     )
-    done = ar.rewrite_group(_arrow_table(table), small)
+    done = ar.rewrite_group(arrow_table(table), small)
     assert sum(n for _, n in done.files) == 300 and all(n > 0 for _, n in done.files)
     assert len(done.files) == math.ceil(300 / ar.rows_per_file(300, 1000))
 
@@ -118,7 +76,7 @@ def test_a_file_that_does_not_hold_what_was_written_is_refused(table, tmp_path, 
 
     monkeypatch.setattr(ar, "_write", lossy)
     with pytest.raises(ar.VerificationError, match="wrote 500 rows, the file holds 499"):
-        ar.rewrite_group(_arrow_table(table), _group(table, 3, tmp_path))
+        ar.rewrite_group(arrow_table(table), arrow_group(table, 3, tmp_path))
 
 
 def test_a_changed_value_is_caught_by_the_value_comparison(table, tmp_path, monkeypatch):
@@ -132,11 +90,11 @@ def test_a_changed_value_is_caught_by_the_value_comparison(table, tmp_path, monk
 
     monkeypatch.setattr(ar, "_write", altered)
     with pytest.raises(ar.VerificationError, match="values differ"):
-        ar.rewrite_group(_arrow_table(table), _group(table, 3, tmp_path))
+        ar.rewrite_group(arrow_table(table), arrow_group(table, 3, tmp_path))
 
 
 def test_input_rows_must_match_the_files_metadata(table, tmp_path):
-    group = _group(table, 2, tmp_path)
+    group = arrow_group(table, 2, tmp_path)
     wrong = ar.ArrowGroup(
         group.group_id,
         0,
@@ -144,7 +102,7 @@ def test_input_rows_must_match_the_files_metadata(table, tmp_path):
         group.outputs,
     )
     with pytest.raises(ar.VerificationError, match="position deletes say 1501"):
-        ar.rewrite_group(_arrow_table(table), wrong)
+        ar.rewrite_group(arrow_table(table), wrong)
 
 
 def test_nan_equals_itself_bit_for_bit_and_negative_zero_does_not_equal_zero():
@@ -217,7 +175,7 @@ def test_a_file_read_as_it_is_reads_as_iceberg_reads_it(tmp_path):
     from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema
 
     table = _every_type_table(tmp_path)
-    at = _arrow_table(table)
+    at = arrow_table(table)
     io = load_file_io(at.io_properties, at.metadata.location)
     schema = at.metadata.schema()
     for task in table.scan().plan_files():
@@ -249,7 +207,7 @@ def test_a_file_read_as_it_is_reads_as_iceberg_reads_it(tmp_path):
 def test_which_files_are_read_as_they_are(table, tmp_path):
     """Only a file with the same names, field ids, nullability and types; 64-bit string
     offsets against 32-bit ones are the one difference allowed."""
-    written = _arrow_table(table).written_schema
+    written = arrow_table(table).written_schema
     f = next(iter(table.scan().plan_files())).file
     assert ar._plain_readable(pq.read_schema(f.file_path.removeprefix("file://")), written)
     assert ar._plain_readable(
@@ -292,8 +250,8 @@ def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
         update.rename_column("name", "label")
         update.add_column("extra", LongType())
     table = table.refresh()
-    result = ar.rewrite_group(_arrow_table(table), _group(table, 2, tmp_path))
-    written = _read([p for p, _ in result.files])
+    result = ar.rewrite_group(arrow_table(table), arrow_group(table, 2, tmp_path))
+    written = read_files([p for p, _ in result.files])
     assert written.column_names == ["id", "label", "x", "extra"]
     assert written.column("extra").null_count == 1500
 

@@ -16,7 +16,7 @@ from service.errors import ConfigError, UsageError
 from service.ops.pack import build_archive, closure
 from service.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
 from service.submit import python_env
-from tests.unit.service.test_config import base
+from tests.support.config import base
 
 pytestmark = pytest.mark.unit
 

@@ -12,21 +12,11 @@ from service.partition_key import PartitionKey, display_key
 from service.queue import ActionItem
 from service.queue.memory import MemoryQueue
 from service.runners import spark_runner
+from tests.support.clock import Clock
 
 pytestmark = [pytest.mark.unit]
 
 T0 = 1_790_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def queue_with(n: int, max_attempts: int = 3) -> MemoryQueue:

@@ -10,7 +10,7 @@ from service.catalog import pyiceberg_properties, spark_catalog_conf, spark_tabl
 from service.config import CatalogConfig, build_config
 from service.errors import ConfigError
 from service.spark import spark_conf
-from tests.unit.service.test_config import base
+from tests.support.config import base
 
 pytestmark = pytest.mark.unit
 

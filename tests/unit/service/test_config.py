@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +20,9 @@ from service.config import (
     parse_table_identifier,
 )
 from service.errors import UsageError
+from tests.support.config import base, embedded_defaults
 
 pytestmark = pytest.mark.unit
-
-
-def embedded_defaults() -> dict[str, Any]:
-    """The embedded defaults as a YAML-shaped mapping (every key written out)."""
-    raw = json.loads(json.dumps(dataclasses.asdict(Config())))
-    for internal in ("source", "home"):
-        del raw[internal]
-    del raw["spark"]["executor_deps"]  # "" is the default, but a file may not write it
-    return raw
-
-
-def base() -> dict[str, Any]:
-    """The default file over the embedded defaults: every key present for tests to edit."""
-    raw = embedded_defaults()
-    from_file = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    assert isinstance(from_file, dict)
-    for section, values in from_file.items():
-        raw[section] = {**raw[section], **values}
-    return raw
 
 
 def test_default_config_loads_and_resolves_relative_paths() -> None:

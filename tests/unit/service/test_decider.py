@@ -17,7 +17,7 @@ from service.decider import Decider
 from service.errors import ServiceUnavailable, UsageError
 from service.pool import desired_actors
 from service.queue import ActionItem
-from tests.conftest import make_config
+from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
 

@@ -10,7 +10,7 @@ import pytest
 
 from service.errors import ConfigError, ServiceUnavailable
 from service.redis_client import connect, connect_retrying
-from tests.conftest import make_config
+from tests.support.config import make_config
 
 pytestmark = pytest.mark.unit
 

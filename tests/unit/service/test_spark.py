@@ -11,7 +11,7 @@ import pytest
 
 from service.config import Config, build_config
 from service.spark import DRIVER_JAVA_OPTIONS, LOG4J2_CONF, session_conf, submit_conf
-from tests.unit.service.test_config import base
+from tests.support.config import base
 
 pytestmark = pytest.mark.unit
 
