@@ -46,7 +46,11 @@ pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.m
 # step → the calls the outage spans (each name patched where the code calls it from)
 STEPS: dict[str, list[tuple[Any, str]]] = {
     "plan": [(jobs.plan, "plan_table"), (jobs.optimize, "plan_table")],
-    "load": [(service.catalog, "load_table"), (jobs.optimize, "load_table")],
+    "load": [
+        (service.catalog, "load_table"),
+        (jobs.plan, "load_table"),
+        (jobs.optimize, "load_table"),
+    ],
     "scan": [(ScanTasks, "load")],
     "verify": [(ExactRewrite, "_verify")],
     "cleanup": [(ExactRewrite, "discard")],
