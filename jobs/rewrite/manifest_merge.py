@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-TARGET_PROPERTY = "commit.manifest.target-size-bytes"
-TARGET_DEFAULT = 8 << 20
+from optimizer.maintenance import DEFAULT_MANIFEST_TARGET
+from service.config.maintenance import MANIFEST_TARGET_PROPERTY
+
 MERGE_AT = 2
 MAX_LISTED = 2_000
 """Manifests listed at most to decide (a table with more has its own maintenance)."""
@@ -47,7 +48,8 @@ def merge_small_manifests(table: Any, operation: Any) -> int:
     """Let ``operation`` (a ``RewriteFiles`` not yet committed) merge the table's small
     manifests when they fit one target; how many it may merge (0: left as they are)."""
     try:
-        target = int(table.properties().getOrDefault(TARGET_PROPERTY, str(TARGET_DEFAULT)))
+        raw = table.properties().getOrDefault(MANIFEST_TARGET_PROPERTY, "")
+        target = int(raw) if raw else DEFAULT_MANIFEST_TARGET
     except ValueError:
         return 0
     count, total = small_manifests(table, target)
