@@ -73,13 +73,13 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import yaml  # noqa: E402
 
-from jobs.optimize import optimize_table, plan_table  # noqa: E402
+from jobs.data.optimize import optimize_table, plan_table  # noqa: E402
 from optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
-from service.catalog import load_catalog  # noqa: E402
-from service.config import PROFILES, Config, build_config  # noqa: E402
+from service.base.catalog import load_catalog  # noqa: E402
+from service.base.config import PROFILES, Config, build_config  # noqa: E402
+from service.base.spark import build_spark  # noqa: E402
+from service.base.tablestats import current_partitions  # noqa: E402
 from service.ops import dev  # noqa: E402
-from service.spark import build_spark  # noqa: E402
-from service.tablestats import current_partitions  # noqa: E402
 
 
 def bench_raw(home: Path, target: int, catalog: dict[str, Any] | None = None) -> dict[str, Any]:

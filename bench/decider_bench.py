@@ -46,15 +46,15 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import BinaryType, LongType, NestedField, StringType  # noqa: E402
 
-from service.catalog import load_catalog  # noqa: E402
-from service.config import DeciderSettings, build_config  # noqa: E402
-from service.decider import Decider  # noqa: E402
-from service.keys import Keys  # noqa: E402
-from service.partition_key import PartitionKey  # noqa: E402
-from service.queue import ActionItem  # noqa: E402
-from service.queue.redis import RedisQueue  # noqa: E402
-from service.rolling import RollingStats, catch_up  # noqa: E402
-from service.status import counters, scans_avoided_pct  # noqa: E402
+from service.base.catalog import load_catalog  # noqa: E402
+from service.base.config import DeciderSettings, build_config  # noqa: E402
+from service.base.keys import Keys  # noqa: E402
+from service.base.partition_key import PartitionKey  # noqa: E402
+from service.decider.loop import Decider  # noqa: E402
+from service.observe.status import counters, scans_avoided_pct  # noqa: E402
+from service.state.queue import ActionItem  # noqa: E402
+from service.state.queue.redis import RedisQueue  # noqa: E402
+from service.state.rolling import RollingStats, catch_up  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

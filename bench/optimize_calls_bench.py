@@ -39,8 +39,8 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from service.catalog import load_catalog  # noqa: E402
-from service.config import build_config  # noqa: E402
+from service.base.catalog import load_catalog  # noqa: E402
+from service.base.config import build_config  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -55,7 +55,7 @@ TUNED_AQE = {
 
 def bench_config(home: Path) -> Any:
     """A throw-away warehouse (JDBC catalog on SQLite) for the tables the guardrail reads."""
-    from service.config import build_config
+    from service.base.config import build_config
 
     return build_config(
         {
@@ -73,7 +73,7 @@ def bench_config(home: Path) -> Any:
 
 
 def build_session(partitions: int, cfg: Any = None) -> Any:
-    from service.spark import build_spark
+    from service.base.spark import build_spark
 
     if cfg is None:
         cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
@@ -157,7 +157,7 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
     itself first. Alternating runs, medians; overhead = median / plain median - 1.
     """
     from jobs.skew.detect import detect_table, stored_hot_keys
-    from service.catalog import load_catalog
+    from service.base.catalog import load_catalog
 
     cfg = args.cfg
     catalog = load_catalog(cfg)

@@ -59,8 +59,8 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from service.catalog import load_catalog  # noqa: E402
-from service.config import Config, build_config  # noqa: E402
+from service.base.catalog import load_catalog  # noqa: E402
+from service.base.config import Config, build_config  # noqa: E402
 from service.ops import dev  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +78,8 @@ PAYLOAD_BYTES = 32  # hex characters per row's payload
 
 ICEBERG_CALL = """
 import json, sys
-from service.config import load_config
-from service.spark import build_spark
+from service.base.config import load_config
+from service.base.spark import build_spark
 cfg = load_config(sys.argv[1])
 spark = build_spark(cfg, app_name="iceberg-rewrite-data-files")
 rows = spark.sql(
@@ -92,8 +92,8 @@ spark.stop()
 FRESH_READER = """
 import json, statistics, sys, time
 from pyiceberg import manifest
-from service.catalog import load_catalog
-from service.config import load_config
+from service.base.catalog import load_catalog
+from service.base.config import load_config
 catalog = load_catalog(load_config(sys.argv[1]))
 samples = []
 for _ in range(1 + int(sys.argv[3])):

@@ -51,11 +51,11 @@ fetch_jar() {  # fetch_jar MAVEN_PATH DIR: once, checked against Maven Central's
   fi
   mv "$file.part" "$file"
 }
-# the one list of artifacts and versions: service/versions.py (importable after the pip install)
-mapfile -t JARS < <(.venv/bin/python -m service.versions maven-paths)
-[ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by service.versions"; exit 1; }
+# the one list of artifacts and versions: service/base/versions.py (importable after the pip install)
+mapfile -t JARS < <(.venv/bin/python -m service.base.versions maven-paths)
+[ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by service.base.versions"; exit 1; }
 # .jars/*.jar is Spark's classpath: the servers' jars live in folders below it
-mapfile -t SERVER_JARS < <(.venv/bin/python -m service.versions server-maven-paths)
+mapfile -t SERVER_JARS < <(.venv/bin/python -m service.base.versions server-maven-paths)
 mkdir -p .jars/servers
 for path in "${JARS[@]}"; do fetch_jar "$path" .jars; done
 for path in "${SERVER_JARS[@]}"; do fetch_jar "$path" .jars/servers; done
@@ -93,7 +93,7 @@ say "postgresql 15: installed"
 
 # --- Redis ---------------------------------------------------------------------------------
 need_pkg redis-server redis-server
-REDIS_URL=$(.venv/bin/python -c 'from service.config import load_config; print(load_config().redis.url)')
+REDIS_URL=$(.venv/bin/python -c 'from service.base.config import load_config; print(load_config().redis.url)')
 if .venv/bin/python -m service.ops.redis_local ping "$REDIS_URL"; then
   say "redis: answering"
 else

@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from service.dag_support import ACTIONS, DEFAULT_CONN_ID
+from service.dags.support import ACTIONS, DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_adhoc",
@@ -35,7 +35,7 @@ with DAG(
     @task
     def build_args(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Validate the run's conf into one spark-submit (operator kwargs)."""
-        from service import dag_support as ds
+        from service.dags import support as ds
 
         config = ds.config_path()
         return ds.submit_runs("actor_optimize", config, [ds.adhoc_args(params or {}, config)])

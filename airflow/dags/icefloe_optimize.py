@@ -4,7 +4,7 @@ decide_once (``icefloe decide --once``) → plan_actor_runs (backlog → N runs)
 actor[0..N) (``spark-submit jobs/scripts/actor.py``, one mapped run each) → status_report.
 
 Connection ``spark_default`` (its host is the Spark master). Variables, with defaults in
-``service/dag_support.py``: ``icefloe_config``, ``icefloe_max_actors``,
+``service/dags/support.py``: ``icefloe_config``, ``icefloe_max_actors``,
 ``icefloe_actions_per_actor``. Parsing this file loads no config: the spark-submit
 settings come from ``plan_actor_runs`` at run time, the config path of the bash commands
 is rendered from the Variable.
@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG, task
 
-from service.dag_support import DEFAULT_CONN_ID, JINJA_FILTERS, icefloe_command
+from service.dags.support import DEFAULT_CONN_ID, JINJA_FILTERS, icefloe_command
 
 with DAG(
     dag_id="icefloe_optimize",
@@ -39,7 +39,7 @@ with DAG(
         (0: nothing to do)."""
         from airflow.sdk import Variable
 
-        from service import dag_support as ds
+        from service.dags import support as ds
 
         config = ds.config_path()
         max_actors = int(Variable.get("icefloe_max_actors", default=ds.DEFAULT_MAX_ACTORS))

@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from service.dag_support import DEFAULT_CONN_ID
+from service.dags.support import DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_skew",
@@ -31,7 +31,7 @@ with DAG(
     def plan_detection() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
-        from service import dag_support as ds
+        from service.dags import support as ds
 
         config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={"tables": []}, deserialize_json=True)
@@ -41,7 +41,7 @@ with DAG(
     def plan_join() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
-        from service import dag_support as ds
+        from service.dags import support as ds
 
         config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={}, deserialize_json=True)

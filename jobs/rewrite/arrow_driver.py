@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from jobs.plan import FileGroup
+from jobs.base.plan import FileGroup
+from jobs.base.verify import Checksum
 from jobs.rewrite.arrow_engine import ArrowGroup, ArrowTable, eligible
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.locations import new_locations
@@ -21,8 +22,7 @@ from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.tasks import ScanTasks
 from jobs.rewrite.write_properties import spark_only_reason
-from jobs.verify import Checksum
-from service.spark import in_process_master
+from service.base.spark import in_process_master
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,7 +18,7 @@ from typing import Any
 from jobs.rewrite.java_errors import java_class_name, java_message
 from jobs.rewrite.manifest_merge import merge_small_manifests
 from jobs.rewrite.results import GroupResult
-from service.errors import OperationFailed
+from service.base.errors import OperationFailed
 
 REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
 STATUS_CHECK_PAUSES = (0.5, 1.0, 2.0)

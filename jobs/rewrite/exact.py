@@ -11,7 +11,7 @@ rewrite runners (``SparkBinPackFileRewriteRunner``: staged scan tasks, then ``Re
    (:mod:`jobs.rewrite.arrow_driver`, :mod:`jobs.rewrite.arrow_engine`; the new files'
    ``DataFile`` objects from :mod:`jobs.rewrite.new_files`), the others, and Arrow groups
    whose job failed, with Spark's writer (:mod:`jobs.rewrite.spark_engine`);
-3. verify (``jobs.verify``): the input's row count and checksum (observed on the rows
+3. verify (``jobs.base.verify``): the input's row count and checksum (observed on the rows
    each group's write consumes, no extra pass) equal the new files' (one Spark job over
    their plain read, which also counts each column's non-nulls); the Arrow engine
    verifies its files as it writes them, reading each back; the data checks then run on
@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.plan import FileGroup
+from jobs.base.plan import FileGroup
+from jobs.base.verify import Checksum, SuiteResult, checksums_by_key, run_suite
 from jobs.rewrite import cleanup
 from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.arrow_engine import ArrowTable
@@ -48,9 +49,8 @@ from jobs.rewrite.partitions import partition_mismatch
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
 from jobs.rewrite.tasks import ScanTasks
-from jobs.verify import Checksum, SuiteResult, checksums_by_key, run_suite
-from service.errors import OperationFailed
-from service.spark import activate
+from service.base.errors import OperationFailed
+from service.base.spark import activate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +69,7 @@ class Collaborators:
     ``arrow_in_driver``: where Arrow groups run, None = by the master (see
     :class:`ArrowDriver`). ``write_arrow``: writes the Arrow engine's groups.
     ``checksums``: the output's checksums per group. ``run_suite``: the data checks over
-    the written files' measures (:func:`jobs.verify.run_suite`; given the written rows and
+    the written files' measures (:func:`jobs.base.verify.run_suite`; given the written rows and
     non-null counts, the input's rows and null-free columns). ``before_commit``:
     called with the rewrite and the results just before each commit. ``guard``: told the
     new files before they are written and asked before each commit (an actor's lease,

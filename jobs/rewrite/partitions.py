@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jobs.rewrite.results import GroupResult
-from service.partition_key import display_key
+from service.base.partition_key import display_key
 
 
 def partition_mismatch(

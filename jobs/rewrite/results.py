@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.plan import FileGroup
-from jobs.verify import Checksum
+from jobs.base.plan import FileGroup
+from jobs.base.verify import Checksum
 
 
 @dataclass

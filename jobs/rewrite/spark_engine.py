@@ -19,10 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.rewrite.locations import local_path
-from jobs.rewrite.results import GroupResult
-from jobs.rewrite.tasks import ScanTasks
-from jobs.verify import (
+from jobs.base.verify import (
     KEY,
     Checksum,
     checksum_exprs,
@@ -31,12 +28,15 @@ from jobs.verify import (
     conform,
     quoted,
 )
+from jobs.rewrite.locations import local_path
+from jobs.rewrite.results import GroupResult
+from jobs.rewrite.tasks import ScanTasks
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
-"""How the output's checksums are taken (:func:`jobs.verify.checksums_by_key`)."""
+"""How the output's checksums are taken (:func:`jobs.base.verify.checksums_by_key`)."""
 
 WRITE_TARGET_FACTOR = 1.4
 """Writers roll on their *estimated* size, taken before compression, so a file rolled at
@@ -247,7 +247,7 @@ class SparkEngine:
         of the table is of a primitive type that Spark's Parquet reader reads as Iceberg's
         Spark reader does, its schema is given to the reader, which then infers none (a
         Spark job that opens a file); otherwise the files' own schema is inferred (callers
-        cast to ``like``'s types, :func:`jobs.verify.conform`).
+        cast to ``like``'s types, :func:`jobs.base.verify.conform`).
 
         Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
         Spark job of one task per path, ~1 s for a few hundred files on two cores; they are

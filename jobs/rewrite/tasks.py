@@ -11,7 +11,7 @@ from typing import Any
 
 from jobs.rewrite.java_errors import java_class_name, java_message
 from jobs.rewrite.locations import local_path
-from service.errors import OperationFailed
+from service.base.errors import OperationFailed
 
 POSITION_DELETES = "POSITION_DELETES"
 PUFFIN = "PUFFIN"  # the format of deletion vectors (format version 3)

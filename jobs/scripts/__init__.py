@@ -1,7 +1,7 @@
 """spark-submit entry scripts: each hands its arguments to an ``icefloe`` command.
 
 The arguments are declared once, on the click commands (``service/cli``); a script only
-names its command. ``spark-submit`` (``service.submit.build_submit_command``) passes
+names its command. ``spark-submit`` (``service.base.submit.build_submit_command``) passes
 ``--config PATH`` after the application's arguments, while the CLI takes it before the
 command (a group option): :func:`cli_argv` moves it there.
 """

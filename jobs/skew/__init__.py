@@ -37,8 +37,8 @@ from jobs.skew.hot_keys import (
 )
 from jobs.skew.join_strategies import SALT, row_hash
 from jobs.skew.salting import JoinDecision, check_salts, plan_salted_join, salted_join
-from optimizer.skew import HotKeyRules, salt_count
-from service.errors import UsageError
+from optimizer.skew_stats import HotKeyRules, salt_count
+from service.base.errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

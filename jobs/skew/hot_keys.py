@@ -1,7 +1,7 @@
 """Hot keys and partition skew of any DataFrame: the counting half of skew detection.
 
 The Spark side only counts; the rules (what is hot, what is an outlier) are the pure
-core's (:mod:`optimizer.skew`). Two ways to count keys:
+core's (:mod:`optimizer.skew_stats`). Two ways to count keys:
 
 * ``exact`` — one GROUP BY over the key columns; the key counts stay in Spark and only the
   candidates above the thresholds come back to the driver.
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from jobs.verify import has_null
-from optimizer.skew import HotKey, HotKeyRules, SkewMetrics, hot_keys, skew_metrics
-from service.errors import UsageError
+from jobs.base.verify import has_null
+from optimizer.skew_stats import HotKey, HotKeyRules, SkewMetrics, hot_keys, skew_metrics
+from service.base.errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -290,7 +290,7 @@ def partition_skew(df: DataFrame) -> PartitionSkew:
     """
     from pyspark.sql import functions as F
 
-    from optimizer.skew import sigma_outliers
+    from optimizer.skew_stats import sigma_outliers
 
     pid = F.spark_partition_id().alias("p")
     counts = {int(r["p"]): int(r["count"]) for r in df.select(pid).groupBy("p").count().collect()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.skew.salting import plan_salted_join
-from service.errors import UsageError
+from service.base.errors import UsageError
 
 MODES = ("create", "replace", "append")
 
@@ -64,8 +64,8 @@ def build_command_args(
 def run(spark: Any, cfg: Any, catalog: Any, job: JoinJob) -> dict[str, Any]:
     """Join, then write ``job.into`` (create: fails if it exists; replace; append)."""
     from jobs.skew.detect import stored_hot_keys
-    from service.catalog import load_table, spark_table_name
-    from service.config import parse_table_identifier
+    from service.base.catalog import load_table, spark_table_name
+    from service.base.config import parse_table_identifier
 
     parse_table_identifier(job.into, "--into table")
     load_table(catalog, job.left)

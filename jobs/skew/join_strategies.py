@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jobs.base.verify import row_hash
 from jobs.skew.hot_keys import key_is_null, key_lookup
-from jobs.verify import row_hash
-from optimizer.skew import spread_salts
+from optimizer.skew_stats import spread_salts
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 SALT = "__icefloe_salt"
 MARK = "__icefloe_present"
 
-__all__ = ["MARK", "SALT", "row_hash"]  # row_hash: the one of jobs.verify, maps included
+__all__ = ["MARK", "SALT", "row_hash"]  # row_hash: the one of jobs.base.verify, maps included
 
 
 def _bucket(h: Column, n: Column | int) -> Column:
@@ -71,7 +71,7 @@ def salt_values(
 
     Evaluates Spark's shuffle hash (``pmod(hash(key..., salt), partitions)``, the same
     Murmur3 as HashPartitioning) for candidate salts in one tiny query, then lets the core
-    (:func:`optimizer.skew.spread_salts`) choose. Falls back to ``0..N-1`` when the two
+    (:func:`optimizer.skew_stats.spread_salts`) choose. Falls back to ``0..N-1`` when the two
     sides' key types differ (the join would hash a coerced type).
     """
     from pyspark.sql import functions as F

@@ -29,7 +29,7 @@ takes it when it applies, salting otherwise. With the hot keys gone, the cold jo
 build a hash table of the other side per task (no sort of the big side) when that side
 is small per task: what makes it faster than Spark's adaptive skew split.
 
-The guardrail (:func:`optimizer.skew.salt_plan`) runs the plain join when no key is hot
+The guardrail (:func:`optimizer.skew_stats.salt_plan`) runs the plain join when no key is hot
 or the predicted gain is below the replication cost. Keys are given as column names
 present on both sides (a USING join), so the output schema is exactly the plain one's.
 """
@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobs.base.verify import has_null
 from jobs.skew.hot_keys import (
     detect_hot_keys,
     estimated_rows,
@@ -57,9 +58,8 @@ from jobs.skew.join_strategies import (
     salt_rows,
     salt_values,
 )
-from jobs.verify import has_null
-from optimizer.skew import HotKeyRules, salt_count, salt_plan
-from service.errors import UsageError
+from optimizer.skew_stats import HotKeyRules, salt_count, salt_plan
+from service.base.errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -15,7 +15,7 @@ import time
 import urllib.request
 from typing import Any
 
-from optimizer.skew import makespan
+from optimizer.skew_stats import makespan
 
 
 class Meter:

@@ -13,9 +13,9 @@ import sys
 
 import click
 
+from service.base.errors import IcefloeError, describe
+from service.base.redact import scrub
 from service.cli.common import Context
-from service.errors import IcefloeError, describe
-from service.redact import scrub
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,9 +35,36 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 def _register() -> None:
     """Each command module exports ``COMMANDS``; heavy imports stay inside the commands."""
-    from service.cli import actors, basic, decider, dev, maintain, skew
+    from service.cli import (
+        actor,
+        decide,
+        demo,
+        dev,
+        doctor,
+        maintain,
+        optimize,
+        pack,
+        skew,
+        status,
+        submit,
+        tables,
+    )
 
-    for module in (basic, actors, decider, skew, dev, maintain):
+    modules = (
+        doctor,
+        tables,
+        demo,
+        submit,
+        optimize,
+        pack,
+        decide,
+        status,
+        actor,
+        skew,
+        dev,
+        maintain,
+    )
+    for module in modules:
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -11,8 +11,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from service.config import Config, load_config
-from service.errors import UsageError
+from service.base.config import Config, load_config
+from service.base.errors import UsageError
 
 PIPE_WIDTH = 4096  # a file or pipe: whole lines (rich would cut them at 80 columns)
 

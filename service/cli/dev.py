@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
+from service.base.config import dev_root
 from service.cli.common import emit
-from service.config import dev_root
 from service.ops.dev import DEFAULT_ROOT, PROFILES
 
 

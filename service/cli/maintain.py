@@ -1,14 +1,14 @@
 """``icefloe maintain``: a table's metadata maintenance by hand, and its health.
 
-It assesses the table as the decider would (``service.upkeep.assess``: manifests against
+It assesses the table as the decider would (``jobs.maintenance.due.assess``: manifests against
 the manifest target, snapshots past retention, the orphan-scan schedule; the last runs
 come from Redis when it answers), then runs the actions due, or the ones named with
-``--action`` whether due or not, each through ``jobs.upkeep`` (Iceberg's procedure with
+``--action`` whether due or not, each through ``jobs.maintenance.run`` (Iceberg's procedure with
 the policy's parameters, verified from the metadata). ``--dry-run`` changes nothing: it
 shows the health and what would run, and lets orphan removal list its candidates.
 Orphan removal is held (not due, refused when named) while another table of the catalog
-overlaps the location (``jobs.sharing``), unless ``--allow-shared-location`` or the policy's
-``maintenance.allow_shared_location`` names each such table.
+overlaps the location (``jobs.maintenance.sharing``), unless ``--allow-shared-location`` or
+the policy's ``maintenance.allow_shared_location`` names each such table.
 :func:`maintenance_plan` is also the maintenance part of ``icefloe plan``.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import click
 
-from optimizer.maintenance import TABLE_ACTIONS, MetadataHealth
+from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth
+from service.base.errors import OperationFailed, ServiceUnavailable
 from service.cli.common import Context, emit, force_option, make_console, pass_ctx, require_managed
-from service.errors import OperationFailed, ServiceUnavailable
 
 console = make_console()
 
@@ -54,10 +54,10 @@ def maintenance_plan(
 ) -> dict[str, Any]:
     """Health, the due actions (whether the policy enables them), the enabled ones, and
     the held ones: orphan removal while another table of the catalog (listed here, see
-    ``jobs.sharing``) overlaps the location, unless the policy's
+    ``jobs.maintenance.sharing``) overlaps the location, unless the policy's
     ``maintenance.allow_shared_location`` or ``allow_shared`` names it."""
-    from jobs.sharing import orphan_hold
-    from service.upkeep import assess
+    from jobs.maintenance.due import assess
+    from jobs.maintenance.sharing import orphan_hold
 
     policy = cfg.policy_for(name, table.properties)
     allowed = (*policy.maintenance.allow_shared_location, *allow_shared)
@@ -77,9 +77,9 @@ def maintenance_plan(
 
 def stored_runs(cfg: Any, name: str) -> tuple[dict[str, int], Any]:
     """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
-    from service.health import RedisHealth
-    from service.keys import Keys
-    from service.redis_client import connect
+    from service.base.keys import Keys
+    from service.base.redis_client import connect
+    from service.state.health import RedisHealth
 
     try:
         store = RedisHealth(connect(cfg), Keys.for_config(cfg))
@@ -140,8 +140,8 @@ def maintain(
     """Run TABLE's metadata maintenance now (rewrite_manifests, expire_snapshots,
     remove_orphan_files): the actions due, or those named; each verified. Orphan removal
     is refused while another table's location overlaps TABLE's."""
-    from service.catalog import load_catalog, load_table
-    from service.config import parse_table_identifier
+    from service.base.catalog import load_catalog, load_table
+    from service.base.config import parse_table_identifier
 
     cfg = ctx.cfg
     parse_table_identifier(table)
@@ -159,8 +159,8 @@ def maintain(
             raise OperationFailed(f"{held['action']} on {table} refused: {held['reason']}")
     data["dry_run"], data["ran"] = dry_run, []
     if todo and (not dry_run or "remove_orphan_files" in todo):
-        from jobs.upkeep import run_table_action
-        from service.spark import build_spark
+        from jobs.maintenance.run import run_table_action
+        from service.base.spark import build_spark
 
         spark = build_spark(cfg, app_name="icefloe-maintain")
         for action in todo:

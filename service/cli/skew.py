@@ -13,9 +13,9 @@ from typing import Any
 import click
 
 from jobs.skew.salting import JOIN_TYPES  # no Spark import: the join types are plain data
+from service.base.config import parse_table_identifier
+from service.base.errors import UsageError
 from service.cli.common import Context, FiniteFloat, emit, pass_ctx
-from service.config import parse_table_identifier
-from service.errors import UsageError
 
 
 @click.group()
@@ -40,7 +40,7 @@ def _detect_rules(
     median_multiple: float,
 ) -> Any:
     """Validate ``skew detect``'s arguments (UsageError) and build its hot-key rules."""
-    from optimizer.skew import HotKeyRules
+    from optimizer.skew_stats import HotKeyRules
 
     parse_table_identifier(table)
     if join_with:
@@ -107,8 +107,8 @@ def detect(
     """Hot keys of TABLE's --key columns and its skewed partitions."""
     rules = _detect_rules(table, join_with, on, reports_namespace, min_share, median_multiple)
     from jobs.skew.detect import detect_table, render_text
-    from service.catalog import load_catalog, load_table
-    from service.spark import build_spark
+    from service.base.catalog import load_catalog, load_table
+    from service.base.spark import build_spark
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)
@@ -185,8 +185,8 @@ def join(
     if right:
         parse_table_identifier(right, "RIGHT table")
     parse_table_identifier(into, "--into table")
-    from service.catalog import load_catalog
-    from service.spark import build_spark
+    from service.base.catalog import load_catalog
+    from service.base.spark import build_spark
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from service.config import parse_table_identifier
+from service.base.config import parse_table_identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa

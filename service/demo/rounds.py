@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import stats_from_sizes
-from service.config import Config
+from service.base.config import Config
 from service.demo.ingest import CommitStream
 
 Say = Callable[[str], None]
@@ -53,7 +53,7 @@ def plan_ms(catalog: Any, name: str, runs: int = 3) -> float:
 
 def read_view(catalog: Any, name: str) -> View:
     """One table's :class:`View`, from metadata only."""
-    from service.tablestats import current_partitions
+    from service.base.tablestats import current_partitions
 
     table = catalog.load_table(tuple(name.split(".")))
     parts = current_partitions(table)
@@ -138,7 +138,7 @@ def append_twice(catalog: Any, name: str, clone: str, stream: CommitStream, comm
 
 def iceberg_rewrite(spark: Any, cfg: Config, name: str, target: int) -> dict[str, Any]:
     """Iceberg's ``rewrite_data_files`` (default binpack) with ``target``: what it rewrote."""
-    from service.catalog import spark_table_name
+    from service.base.catalog import spark_table_name
 
     full = spark_table_name(cfg, name).replace("`", "")
     begin = time.monotonic()
@@ -159,12 +159,12 @@ class Icefloe:
     threads, run until the decider finds nothing more to do."""
 
     def __init__(self, cfg: Config, spark: Any, catalog: Any) -> None:
-        from service.config import DeciderSettings
-        from service.decider import Decider
-        from service.keys import Keys
-        from service.queue import budget_of
-        from service.redis_client import connect
-        from service.runners import spark_runners
+        from service.actor.runners import spark_runners
+        from service.base.config import DeciderSettings
+        from service.base.keys import Keys
+        from service.base.redis_client import connect
+        from service.decider.loop import Decider
+        from service.state.queue import budget_of
 
         self.client = connect(cfg)
         self.settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
@@ -178,7 +178,7 @@ class Icefloe:
         self._lock = threading.Lock()
 
     def _record(self, entry: dict[str, Any]) -> None:
-        from service.status import record_action
+        from service.observe.status import record_action
 
         with self._lock:
             self.results.append(entry)
@@ -219,10 +219,10 @@ class Icefloe:
 
     def _actor_pool(self) -> None:
         """Two actor threads on the queue until it has been empty for half a second."""
-        from jobs.orphans import cleaner
-        from service.actor import Actor
-        from service.intents import RedisIntents
-        from service.queue.redis import RedisQueue
+        from jobs.maintenance.orphans import cleaner
+        from service.actor.loop import Actor
+        from service.state.intents import RedisIntents
+        from service.state.queue.redis import RedisQueue
 
         s = self.settings
         queue = RedisQueue(self.client, self.keys, s.max_attempts, s.aging_seconds)
@@ -246,7 +246,7 @@ class Icefloe:
             t.join()
 
     def scans_avoided_pct(self) -> float:
-        from service.status import counters, scans_avoided_pct
+        from service.observe.status import counters, scans_avoided_pct
 
         return float(scans_avoided_pct(counters(self.client, self.keys)))
 

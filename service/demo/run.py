@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from service.config import PROJECT_ROOT, Config, ManagedConfig
+from service.base.config import PROJECT_ROOT, Config, ManagedConfig
 from service.demo import DEFAULT_ROUNDS
 from service.demo.ingest import CommitStream, TableSpec, demo_tables, ingest
 from service.demo.rounds import (
@@ -42,7 +42,7 @@ from service.demo.rounds import (
     state,
     summarize,
 )
-from service.demo.skew import skew_section
+from service.demo.skew_section import skew_section
 
 Say = Callable[[str], None]
 
@@ -78,7 +78,7 @@ class Warehouse:
 
 
 def _first_ingest(cfg: Config, namespace: str, seed: int, rounds: int, say: Say) -> Warehouse:
-    from service.catalog import load_catalog
+    from service.base.catalog import load_catalog
 
     catalog = load_catalog(cfg)
     specs = demo_tables(namespace)
@@ -249,7 +249,7 @@ def run_demo(
     chart: Path | None = None,
 ) -> dict[str, Any]:
     """The whole demo; returns everything it printed, as data."""
-    from service.spark import build_spark
+    from service.base.spark import build_spark
 
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")

@@ -25,12 +25,12 @@ from typing import Any
 
 import yaml
 
-from service.config import PROFILES as CONFIG_PROFILES
-from service.errors import ServiceUnavailable, UsageError
+from service.base.config import PROFILES as CONFIG_PROFILES
+from service.base.errors import ServiceUnavailable, UsageError
+from service.base.redact import register_secrets
+from service.base.versions import PROJECT_ROOT
 from service.ops import servers
 from service.ops.servers import LOOPBACK, PgCluster, Service
-from service.redact import register_secrets
-from service.versions import PROJECT_ROOT
 
 PROFILES: tuple[str, ...] = CONFIG_PROFILES  # the ones ICEFLOE_PROFILE accepts
 SERVICES: dict[str, tuple[str, ...]] = {

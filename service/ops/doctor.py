@@ -2,8 +2,8 @@
 
 Checks, in order: packages, java, jars, catalog, warehouse (a write-read-delete probe
 through PyIceberg's FileIO), spark (the master) and redis. No check's detail or fix ever
-holds a secret: URLs go through :func:`service.redact.display_url`, library messages
-through :func:`service.redact.scrub`.
+holds a secret: URLs go through :func:`service.base.redact.display_url`, library messages
+through :func:`service.base.redact.scrub`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import subprocess
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
-from service.config import CatalogConfig, Config
+from service.base.config import CatalogConfig, Config
+from service.base.redact import display_url, register_secrets, scrub
 from service.ops import probes
-from service.redact import display_url, register_secrets, scrub
 
 BOOTSTRAP = "run scripts/bootstrap.sh (or `make bootstrap`)"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
@@ -78,7 +78,7 @@ def required_jars(cat: CatalogConfig) -> list[str]:
 
 
 def check_jars(cfg: Config) -> Check:
-    from service.spark import JARS_DIR, local_jars
+    from service.base.spark import JARS_DIR, local_jars
 
     names = [j.rsplit("/", 1)[-1] for j in local_jars()]
     need = required_jars(cfg.catalog)
@@ -104,7 +104,7 @@ def catalog_fix(cat: CatalogConfig) -> str:
 
 
 def check_catalog(cfg: Config) -> Check:
-    from service.catalog import load_catalog
+    from service.base.catalog import load_catalog
 
     cat = cfg.catalog
     where = f"{cat.name} ({cat.type}, {display_url(cat.uri)})"
@@ -136,7 +136,7 @@ def warehouse_fix(cat: CatalogConfig, scheme: str) -> str:
 
 
 def check_warehouse(cfg: Config) -> Check:
-    from service.catalog import pyiceberg_properties
+    from service.base.catalog import pyiceberg_properties
 
     cat = cfg.catalog
     shown = display_url(cat.warehouse)

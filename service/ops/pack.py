@@ -11,7 +11,7 @@ directory. :func:`build_archive` packs exactly what ``jobs.rewrite.arrow_engine`
 * icefloe's own ``jobs`` and ``optimizer`` packages (sources only).
 
 PySpark, py4j and pyspark-client are left out: the executors' Spark provides its own.
-The config key ``spark.executor_deps`` names the archive; ``service.spark.spark_conf``
+The config key ``spark.executor_deps`` names the archive; ``service.base.spark.spark_conf``
 then adds it to ``spark.archives`` and puts it on the executors' ``PYTHONPATH``. As with
 any PySpark job, the executors' Python must be the driver's minor version on the same
 platform (the archive holds compiled extensions). The archive is deterministic: the same
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.errors import UsageError
+from service.base.errors import UsageError
 
 ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
 """What ``jobs.rewrite.arrow_engine`` imports on the executors (besides icefloe itself)."""

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.errors import ServiceUnavailable
-from service.redact import scrub
-from service.versions import REST_CATALOG_DIR, S3PROXY, SERVERS_DIR
+from service.base.errors import ServiceUnavailable
+from service.base.redact import scrub
+from service.base.versions import REST_CATALOG_DIR, S3PROXY, SERVERS_DIR
 
 LOOPBACK = "127.0.0.1"
 PG_BIN = Path(os.environ.get("ICEFLOE_PG_BIN", "/usr/lib/postgresql/15/bin"))

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.config import PROFILES, Config, build_config
+from service.base.config import PROFILES, Config, build_config
 from tests.support.config import config_raw
 
 CATALOG_NAMES = {"embedded": "c_embedded", "postgres": "c_postgres", "rest-s3": "c_rest"}
@@ -89,9 +89,9 @@ def backend(
     private_redis: Any,
 ) -> Iterator[Backend]:
     """Each profile in turn: its services up, its catalog on the shared Spark session."""
-    from service.catalog import load_catalog
-    from service.redact import register_secrets
-    from service.spark import register_catalog
+    from service.base.catalog import load_catalog
+    from service.base.redact import register_secrets
+    from service.base.spark import register_catalog
 
     profile = request.param
     overlay = {} if profile == "embedded" else _up(profile, dev_root).get("catalog", {})

@@ -19,14 +19,14 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from jobs.optimize import optimize_table
+from jobs.base.verify import Checksum, checksums_by_key
+from jobs.data.optimize import optimize_table
 from jobs.rewrite.exact import Collaborators
-from jobs.verify import Checksum, checksums_by_key
-from service.actor import run_actor
-from service.catalog import spark_table_name
-from service.decider import Decider
-from service.errors import OperationFailed
-from service.rolling import full_stats
+from service.actor.loop import run_actor
+from service.base.catalog import spark_table_name
+from service.base.errors import OperationFailed
+from service.decider.loop import Decider
+from service.state.rolling import full_stats
 from tests.contract.checks import Contents, assert_intact, table_contents
 
 pytestmark = [pytest.mark.contract, pytest.mark.spark, pytest.mark.integration]
@@ -221,7 +221,7 @@ def test_maintenance_procedures_run_on_the_backend(backend: Any, spark: Any) -> 
     manifests are rewritten and snapshots expired with every row kept."""
     from datetime import UTC, datetime, timedelta
 
-    from jobs import maintenance
+    from jobs.maintenance import procedures as maintenance
 
     cfg = backend.cfg
     name = f"{backend.namespace()}.events"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from service.config import PROJECT_ROOT
+from service.base.config import PROJECT_ROOT
 from service.demo.ingest import TableSpec, ingest
 from tests.contract.checks import assert_intact, table_contents
 from tests.dags.conftest import airflow_env

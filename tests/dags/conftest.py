@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.config import PROJECT_ROOT
+from service.base.config import PROJECT_ROOT
 
 DAGS = PROJECT_ROOT / "airflow" / "dags"
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from service import dag_support as ds
-from service.config import DEFAULT_CONFIG, PROJECT_ROOT
-from service.errors import UsageError
+from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT
+from service.base.errors import UsageError
 from tests.dags.conftest import DAGS, airflow_env
 
 pytestmark = pytest.mark.unit
@@ -39,12 +39,12 @@ def test_dagbag_loads_without_errors(dagbag: Any) -> None:
 
 PARSE_WITHOUT_CONFIG = """
 import sys
-import service.config
+import service.base.config
 
 def refuse(*args, **kwargs):
     raise AssertionError("a DAG file loaded the icefloe config while parsing")
 
-service.config.load_config = refuse
+service.base.config.load_config = refuse
 from airflow.dag_processing.dagbag import DagBag
 
 bag = DagBag(sys.argv[1])
@@ -151,7 +151,7 @@ def test_bash_commands_quote_the_config_path(dagbag: Any) -> None:
 
 
 def expected_conf() -> list[str]:
-    from service.config import load_config
+    from service.base.config import load_config
 
     lake = load_config(DEFAULT_CONFIG).catalog
     pairs = [

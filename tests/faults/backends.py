@@ -21,11 +21,11 @@ from typing import Any
 
 import yaml
 
-from jobs.orphans import cleaner
-from service.catalog import load_catalog
-from service.config import build_config
-from service.intents import RedisIntents, sweep
-from service.keys import Keys
+from jobs.maintenance.orphans import cleaner
+from service.base.catalog import load_catalog
+from service.base.config import build_config
+from service.base.keys import Keys
+from service.state.intents import RedisIntents, sweep
 from tests.contract.checks import assert_intact, stored_files
 from tests.faults.harness import make_table
 from tests.support.config import config_raw

@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 import yaml
 
-from service.config import Config, build_config
-from service.keys import Keys
+from service.base.config import Config, build_config
+from service.base.keys import Keys
 from tests.faults.backends import Profile
 from tests.faults.backends import start as start_profile
 from tests.faults.checks import (
@@ -237,8 +237,8 @@ class FaultEnv:
         return Keys.for_config(self.cfg)
 
     def client(self) -> Any:
-        """A Redis client as production makes it (``service.redis_client.connect``)."""
-        from service.redis_client import connect
+        """A Redis client as production makes it (``service.base.redis_client.connect``)."""
+        from service.base.redis_client import connect
 
         return connect(self.cfg)
 

@@ -22,7 +22,7 @@ FAULTS = ("kill-mid-write", "cleanup-fails")
 
 
 def kill_mid_write() -> None:
-    from service import adhoc
+    from service.actor import adhoc
 
     record = adhoc.AdhocGuard.before_write
 
@@ -39,7 +39,7 @@ def kill_mid_write() -> None:
 
 def cleanup_fails() -> None:
     from jobs.rewrite.exact import ExactRewrite
-    from service.errors import OperationFailed
+    from service.base.errors import OperationFailed
 
     def unverified(self: Any, results: Any, also_check: Any) -> None:
         raise OperationFailed("verification failed (injected); nothing committed")

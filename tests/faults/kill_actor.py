@@ -5,7 +5,7 @@ whole process group) starts Spark on ``WARM_CONFIG``'s catalog, then reads one l
 stdin, ``CONFIG POINT``, and runs the actor on ``CONFIG`` (same catalog; its own Redis
 keys and tables). Starting Spark ahead lets the tests warm every point's actor at once.
 
-The wiring is production's (:func:`service.actor.run_actor`: the Redis queue, batches of
+The wiring is production's (:func:`service.actor.loop.run_actor`: the Redis queue, batches of
 a table's items, intents under the batch's first lease, the orphan cleaner); only the
 rewrite's collaborators carry the kill switch. Points (:data:`POINTS`):
 
@@ -53,12 +53,12 @@ class KillingGuard:
 
 
 def main(warm_config: str) -> None:
-    from jobs.optimize import optimize_table
+    from jobs.data.optimize import optimize_table
     from jobs.rewrite.exact import Collaborators
-    from service.actor import run_actor
-    from service.config import load_config
-    from service.runners import BatchResult
-    from service.spark import build_spark
+    from service.actor.loop import run_actor
+    from service.actor.runners import BatchResult
+    from service.base.config import load_config
+    from service.base.spark import build_spark
 
     spark = build_spark(load_config(warm_config), app_name="icefloe-kill-actor")
     print("ready", flush=True)

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from jobs.optimize import optimize_table
+from jobs.data.optimize import optimize_table
 from jobs.rewrite.exact import Collaborators
-from service.actor import Actor, run_actor
-from service.decider import Decider
-from service.queue.redis import RedisQueue
-from service.rolling import RollingStats, catch_up, full_stats
+from service.actor.loop import Actor, run_actor
+from service.decider.loop import Decider
+from service.state.queue.redis import RedisQueue
+from service.state.rolling import RollingStats, catch_up, full_stats
 from tests.faults.checks import Contents, operations, queue_places
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli_parallel
 from tests.support.config import part

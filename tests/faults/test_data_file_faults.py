@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from jobs.optimize import optimize_table
-from service.errors import IcefloeError
+from jobs.data.optimize import optimize_table
+from service.base.errors import IcefloeError
 from tests.faults.checks import (
     INCUBATOR_WARNING,
     current_snapshot_id,

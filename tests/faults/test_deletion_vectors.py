@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from service.actor import run_actor
-from service.decider import Decider
-from service.queue.redis import RedisQueue
+from service.actor.loop import run_actor
+from service.decider.loop import Decider
+from service.state.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.conftest import write_env
 from tests.faults.harness import run_cli

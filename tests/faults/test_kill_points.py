@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.orphans import cleaner
-from service.actor import Actor
-from service.decider import Decider
-from service.intents import RedisIntents
-from service.queue import budget_of
-from service.queue.redis import RedisQueue
-from service.runners import spark_runners
+from jobs.maintenance.orphans import cleaner
+from service.actor.loop import Actor
+from service.actor.runners import spark_runners
+from service.decider.loop import Decider
+from service.state.intents import RedisIntents
+from service.state.queue import budget_of
+from service.state.queue.redis import RedisQueue
 from tests.faults.checks import operations, table_data_files
 from tests.faults.conftest import fault_raw
 from tests.faults.harness import cli_env, make_table

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pyiceberg.expressions import EqualTo, IsNull
 
-from service.actor import run_actor
-from service.decider import Decider
+from service.actor.loop import run_actor
+from service.decider.loop import Decider
 from tests.faults.checks import jvm_chatter
 from tests.faults.harness import run_cli
 from tests.support.partition_identity import VALUES, colliding_table

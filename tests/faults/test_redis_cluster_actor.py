@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from service.actor import run_actor
-from service.decider import Decider
-from service.intents import RedisIntents
-from service.queue.redis import RedisQueue
+from service.actor.loop import run_actor
+from service.decider.loop import Decider
+from service.state.intents import RedisIntents
+from service.state.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, make_table
 from tests.support.cluster import LocalCluster

@@ -1,4 +1,4 @@
-"""Orphan removal where another table's files lie (issue 28, item 3; ``jobs.sharing``).
+"""Orphan removal where another table's files lie (issue 28, item 3; ``jobs.maintenance.sharing``).
 
 Faults: a ``register_table`` clone of a table, then one more append to the original (the
 clone's location holds files it does not reference); a table created inside another's
@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from service.actor import run_actor
-from service.decider import Decider
-from service.status import gather
+from service.actor.loop import run_actor
+from service.decider.loop import Decider
+from service.observe.status import gather
 from tests.faults.checks import normalize_path
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli

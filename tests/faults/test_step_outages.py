@@ -24,20 +24,20 @@ from typing import Any
 import pytest
 import yaml
 
-import jobs.optimize
-import jobs.plan
-import service.catalog
+import jobs.base.plan
+import jobs.data.optimize
+import service.base.catalog
 from jobs.rewrite.exact import ExactRewrite
 from jobs.rewrite.tasks import ScanTasks
-from service.actor import run_actor
-from service.catalog import load_catalog
+from service.actor.loop import run_actor
+from service.base.catalog import load_catalog
+from service.base.config import build_config
+from service.base.errors import OperationFailed
+from service.base.keys import Keys
+from service.base.spark import register_catalog
 from service.cli import main as icefloe
-from service.config import build_config
-from service.decider import Decider
-from service.errors import OperationFailed
-from service.keys import Keys
-from service.queue.redis import RedisQueue
-from service.spark import register_catalog
+from service.decider.loop import Decider
+from service.state.queue.redis import RedisQueue
 from tests.contract.checks import Contents, table_contents
 from tests.faults.backends import profile_tables, settle
 
@@ -45,11 +45,11 @@ pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.m
 
 # step → the calls the outage spans (each name patched where the code calls it from)
 STEPS: dict[str, list[tuple[Any, str]]] = {
-    "plan": [(jobs.plan, "plan_table"), (jobs.optimize, "plan_table")],
+    "plan": [(jobs.base.plan, "plan_table"), (jobs.data.optimize, "plan_table")],
     "load": [
-        (service.catalog, "load_table"),
-        (jobs.plan, "load_table"),
-        (jobs.optimize, "load_table"),
+        (service.base.catalog, "load_table"),
+        (jobs.base.plan, "load_table"),
+        (jobs.data.optimize, "load_table"),
     ],
     "scan": [(ScanTasks, "load")],
     "verify": [(ExactRewrite, "_verify")],

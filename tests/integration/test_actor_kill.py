@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from service.config import build_config
+from service.base.config import build_config
+from service.base.keys import Keys
 from service.demo.ingest import TableSpec, ingest
-from service.keys import Keys
-from service.queue.redis import RedisQueue
+from service.state.queue.redis import RedisQueue
 from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]

@@ -12,14 +12,14 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from jobs.optimize import optimize_table
+from jobs.base.verify import Checksum, checksums_by_key
+from jobs.data.optimize import optimize_table
 from jobs.rewrite import exact as rewrite_mod
 from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.spark_engine import LISTING_THRESHOLD
-from jobs.verify import Checksum, checksums_by_key
-from service.catalog import load_table
-from service.errors import OperationFailed
+from service.base.catalog import load_table
+from service.base.errors import OperationFailed
 from tests.support.config import part
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -87,7 +87,7 @@ def rewrite_at_current(
 ) -> tuple[str, Any]:
     """A new table (see :func:`make_table`) and an ``ExactRewrite`` at its snapshot; the
     caller closes it."""
-    from service.catalog import spark_table_name
+    from service.base.catalog import spark_table_name
 
     ident = make_table(spark, namespace, name, inserts=inserts)
     spark_name = spark_table_name(cfg, ident)

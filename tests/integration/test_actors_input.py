@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.optimize import optimize_table, plan_table
+from jobs.data.optimize import optimize_table, plan_table
 from jobs.scripts import actor_optimize
-from service.catalog import load_catalog, load_table
+from service.base.catalog import load_catalog, load_table
+from service.base.errors import OperationFailed, TableNotFound, UsageError
 from service.cli import main as cli_main
-from service.errors import OperationFailed, TableNotFound, UsageError
 from tests.support.config import part
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.maintenance import expire_snapshots, remove_orphan_files, rewrite_manifests
-from service.catalog import load_table
-from service.errors import TableNotFound, UsageError
+from jobs.maintenance.procedures import expire_snapshots, remove_orphan_files, rewrite_manifests
+from service.base.catalog import load_table
+from service.base.errors import TableNotFound, UsageError
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -14,12 +14,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
+from service.base.config import Config, DeciderSettings
+from service.base.keys import Keys
+from service.base.partition_key import display_key
 from service.cli import main
-from service.config import Config, DeciderSettings
-from service.decider import Decider
-from service.keys import Keys
-from service.partition_key import display_key
-from service.rolling import full_stats
+from service.decider.loop import Decider
+from service.state.rolling import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
@@ -141,7 +141,7 @@ def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     def crash(*args: Any, **kwargs: Any) -> int:
         raise ConnectionError("decider killed here")
 
-    monkeypatch.setattr("service.decider.enqueue_touched", crash)
+    monkeypatch.setattr("service.decider.loop.enqueue_touched", crash)
     with pytest.raises(ConnectionError):
         decider.refresh(name, T0, decider.observe()[2])
     monkeypatch.undo()
@@ -269,7 +269,7 @@ def test_cli_request_notify_status_decide_and_actor(
     step = json.loads(out)
     assert step["leader"] and step["events"] == 1 and step["dispatched"] == 1
     # the actor runs the ad-hoc sort with a fake runner, then status shows it
-    from service.actor import run_actor
+    from service.actor.loop import run_actor
 
     calls: list[tuple[str, str | None, str]] = []
 

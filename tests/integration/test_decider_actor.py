@@ -1,5 +1,5 @@
 """Decider + actor end to end: PyIceberg commits → rolling stats → queue → the real Spark
-actor (``jobs.optimize``) → the decider sees the rewrite and the partition is healthy."""
+actor (``jobs.data.optimize``) → the decider sees the rewrite and the partition is healthy."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.actor import run_actor
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.rolling import full_stats
-from service.status import gather
+from service.actor.loop import run_actor
+from service.base.config import DeciderSettings
+from service.decider.loop import Decider
+from service.observe.status import gather
+from service.state.rolling import full_stats
 from tests.support.config import make_config, part
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]

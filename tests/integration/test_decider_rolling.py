@@ -17,9 +17,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DateType, LongType, NestedField, StringType
 
-from service.keys import Keys
-from service.partition_key import PartitionKey, display_key
-from service.rolling import RollingStats, catch_up, full_stats, snapshot_delta
+from service.base.keys import Keys
+from service.base.partition_key import PartitionKey, display_key
+from service.state.rolling import RollingStats, catch_up, full_stats, snapshot_delta
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 

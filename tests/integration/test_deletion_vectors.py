@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.optimize import optimize_table
+from jobs.data.optimize import optimize_table
 from jobs.rewrite.exact import ExactRewrite
-from service.actor import run_actor
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.status import gather
+from service.actor.loop import run_actor
+from service.base.config import DeciderSettings
+from service.decider.loop import Decider
+from service.observe.status import gather
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.config import PROJECT_ROOT
+from service.base.config import PROJECT_ROOT
 from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from service.errors import ServiceUnavailable
+from service.base.errors import ServiceUnavailable
 from service.ops import dev
 
 pytestmark = pytest.mark.integration

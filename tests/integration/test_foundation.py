@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from service.config import PROJECT_ROOT
+from service.base.config import PROJECT_ROOT
+from service.base.tablestats import current_partitions
+from service.base.versions import ARTIFACTS
 from service.demo.ingest import TableSpec, ingest
-from service.tablestats import current_partitions
-from service.versions import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 

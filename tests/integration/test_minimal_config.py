@@ -11,9 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from service.catalog import spark_table_name
+from service.base.catalog import spark_table_name
+from service.base.config import Config
 from service.cli import cli
-from service.config import Config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -1,5 +1,5 @@
-"""``jobs.orphans``: an abandoned attempt's files that no retained snapshot references are
-deleted; every referenced one stays (PyIceberg tables, no Spark)."""
+"""``jobs.maintenance.orphans``: an abandoned attempt's files that no retained snapshot
+references are deleted; every referenced one stays (PyIceberg tables, no Spark)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.orphans import list_prefix, referenced, remove_unreferenced
+from jobs.maintenance.orphans import list_prefix, referenced, remove_unreferenced
 
 pytestmark = [pytest.mark.integration]
 

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from pyiceberg.expressions import EqualTo, IsNull
 
-from jobs.optimize import optimize_table
-from jobs.plan import FileGroup
+from jobs.base.plan import FileGroup
+from jobs.data.optimize import optimize_table
 from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
 from jobs.rewrite.exact import ExactRewrite
-from service.actor import run_actor
-from service.catalog import spark_table_name
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.errors import OperationFailed
-from service.tablestats import current_partitions
+from service.actor.loop import run_actor
+from service.base.catalog import spark_table_name
+from service.base.config import DeciderSettings
+from service.base.errors import OperationFailed
+from service.base.tablestats import current_partitions
+from service.decider.loop import Decider
 from tests.support.config import make_config
 from tests.support.partition_identity import VALUES, colliding_table
 

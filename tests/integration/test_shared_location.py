@@ -22,9 +22,9 @@ import yaml
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.status import gather, render
+from service.base.config import DeciderSettings
+from service.decider.loop import Decider
+from service.observe.status import gather, render
 from tests.support.config import config_raw, make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]

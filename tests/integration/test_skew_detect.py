@@ -17,10 +17,10 @@ from jobs.scripts import skew_detect as skew_detect_script
 from jobs.skew import detect as skew_detect
 from jobs.skew import detect_hot_keys, partition_skew
 from jobs.skew.join_job import build_command_args
-from optimizer.skew import HotKeyRules
-from service.catalog import spark_table_name
+from optimizer.skew_stats import HotKeyRules
+from service.base.catalog import spark_table_name
+from service.base.config import Config
 from service.cli import cli
-from service.config import Config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -14,8 +14,8 @@ from chispa import assert_df_equality
 
 from jobs.skew import salted_aggregate, salted_join
 from jobs.skew.salting import plan_salted_join
-from optimizer.skew import HotKeyRules
-from service.errors import UsageError
+from optimizer.skew_stats import HotKeyRules
+from service.base.errors import UsageError
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -38,11 +38,11 @@ import yaml
 from pyiceberg.transforms import IdentityTransform
 
 from jobs.rewrite.commit import REWRITE_ID_PROPERTY
-from service.catalog import load_catalog
-from service.config import Config, load_config
-from service.queue.redis import open_queue
-from service.status import gather
-from service.tablestats import current_partitions
+from service.base.catalog import load_catalog
+from service.base.config import Config, load_config
+from service.base.tablestats import current_partitions
+from service.observe.status import gather
+from service.state.queue.redis import open_queue
 from tests.integration.executor_python import ROOT, BarePython, PackedArchive
 from tests.support.config import config_raw
 

@@ -1,4 +1,4 @@
-"""Maintenance as actions (``jobs.upkeep``) on real tables: each run verified from the
+"""Maintenance as actions (``jobs.maintenance.run``) on real tables: each run verified from the
 metadata, and the verification fails when the procedure loses something."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from jobs import maintenance, upkeep
-from service.catalog import load_table
-from service.errors import OperationFailed
+from service.base.catalog import load_table
+from service.base.errors import OperationFailed
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

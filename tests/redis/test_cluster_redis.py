@@ -1,6 +1,6 @@
 """What only a Redis Cluster shows: ``redis.cluster`` picks the client, a setting that does
 not match the server is named at once, and the keys spread over the masters as
-:mod:`service.keys` says (the queue on one, each table's stats wherever its tag hashes)."""
+:mod:`service.base.keys` says (the queue on one, each table's stats wherever its tag hashes)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from optimizer import stats_from_sizes
-from service.config import Config
-from service.errors import ConfigError
-from service.keys import Keys
-from service.queue import ActionItem
-from service.queue.redis import open_queue
-from service.redis_client import connect
-from service.rolling import RollingStats
+from service.base.config import Config
+from service.base.errors import ConfigError
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.state.queue import ActionItem
+from service.state.queue.redis import open_queue
+from service.state.rolling import RollingStats
 from tests.support.cluster import LocalCluster, primaries
 from tests.support.config import TEST_REDIS_URL, make_config
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.keys import Keys, shard_of
-from service.shards import LEASE_FRACTION
+from service.base.config import DeciderSettings
+from service.base.keys import Keys, shard_of
+from service.decider.loop import Decider
+from service.state.shards import LEASE_FRACTION
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.redis]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from service.events import CommitEvents, RedisEvents
-from service.keys import Keys, shard_of
+from service.base.keys import Keys, shard_of
+from service.state.events import CommitEvents, RedisEvents
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.redis]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from service.intents import Intents, RedisIntents
-from service.keys import Keys
-from service.queue import PriorityQueue
-from service.queue.redis import RedisQueue
+from service.base.keys import Keys
+from service.state.intents import Intents, RedisIntents
+from service.state.queue import PriorityQueue
+from service.state.queue.redis import RedisQueue
 from tests.support.contracts.intents import IntentsContract
 
 pytestmark = [pytest.mark.redis]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from service.keys import Keys
-from service.leader import Leader, RedisLeader
+from service.base.keys import Keys
+from service.state.leader import Leader, RedisLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.redis]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from optimizer import stats_from_sizes
-from service.keys import Keys
-from service.rolling import PartitionDelta, RollingStats, StatsStore, encode
+from service.base.keys import Keys
+from service.state.rolling import PartitionDelta, RollingStats, StatsStore, encode
 from tests.support.cluster import all_keys
 from tests.support.contracts.rolling import T0, TARGET, StatsContract, T
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from service.keys import Keys
-from service.shards import RedisShards, Shards
+from service.base.keys import Keys
+from service.state.shards import RedisShards, Shards
 from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.redis]

@@ -1,4 +1,4 @@
-"""The stats-store contract suite: every :class:`service.rolling.StatsStore` runs these.
+"""The stats-store contract suite: every :class:`service.state.rolling.StatsStore` runs these.
 
 ``StatsContract`` is not collected by itself (``__test__ = False``); ``TestMemoryStats``
 in ``tests/unit/service/test_rolling.py`` runs it on the in-memory store,
@@ -12,7 +12,7 @@ import random
 import pytest
 
 from optimizer import PartitionStats, stats_from_sizes
-from service.rolling import GapError, PartitionDelta, StatsStore
+from service.state.rolling import GapError, PartitionDelta, StatsStore
 
 T = "db.t"
 TARGET = 1000

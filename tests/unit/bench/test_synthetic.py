@@ -13,9 +13,9 @@ from types import ModuleType
 import pytest
 
 from optimizer import stats_from_sizes
-from service.partition_key import display_key
-from service.rolling import MemoryStats, catch_up, full_stats, snapshot_delta
-from service.rolling import scan as rolling_scan
+from service.base.partition_key import display_key
+from service.state.rolling import MemoryStats, catch_up, full_stats, snapshot_delta
+from service.state.rolling import scan as rolling_scan
 
 pytestmark = [pytest.mark.unit]
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.committing import worth_committing
+from jobs.data.committing import worth_committing
 from optimizer import predict_output_sizes, stats_from_sizes
 
 pytestmark = pytest.mark.unit

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from jobs.rewrite.java_errors import arrow_failure
-from service.config import build_config
-from service.errors import ConfigError, UsageError
+from service.base.config import build_config
+from service.base.errors import ConfigError, UsageError
+from service.base.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
+from service.base.submit import python_env
 from service.ops.pack import build_archive, closure
-from service.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
-from service.submit import python_env
 from tests.support.config import base
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from jobs.rewrite.tasks import ScanTasks
-from service.errors import OperationFailed
+from service.base.errors import OperationFailed
 
 pytestmark = pytest.mark.unit
 

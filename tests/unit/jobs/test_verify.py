@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobs.verify import (
+from jobs.base.verify import (
     KEY,
     Checksum,
     checksum_exprs,

@@ -13,7 +13,7 @@ from optimizer.locations import (
     shared_location_hold,
     sharing_tables,
 )
-from optimizer.maintenance import MaintenanceRules, MetadataHealth, table_needs
+from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, table_needs
 
 pytestmark = [pytest.mark.unit]
 

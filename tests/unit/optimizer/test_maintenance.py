@@ -1,4 +1,4 @@
-"""When metadata maintenance pays (``optimizer.maintenance``): each rule's threshold, and
+"""When metadata maintenance pays (``optimizer.maintenance_rules``): each rule's threshold, and
 the manifests' health equal to a direct computation."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from optimizer import PartitionStats, stats_from_sizes
-from optimizer.maintenance import (
+from optimizer.maintenance_rules import (
     MaintenanceRules,
     MetadataHealth,
     deletes_due,

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from service.actor import Actor
-from service.partition_key import PartitionKey, display_key
-from service.queue import ActionItem
-from service.queue.memory import MemoryQueue
-from service.runners import spark_runner
+from service.actor.loop import Actor
+from service.actor.runners import spark_runner
+from service.base.partition_key import PartitionKey, display_key
+from service.state.queue import ActionItem
+from service.state.queue.memory import MemoryQueue
 from tests.support.clock import Clock
 
 pytestmark = [pytest.mark.unit]
@@ -143,7 +143,7 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
     action must come back (nack), not be acked as if its work were done."""
     import types
 
-    from service.runners import spark_runner
+    from service.actor.runners import spark_runner
 
     class Report:
         def to_dict(self) -> dict[str, Any]:
@@ -154,9 +154,9 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
                 ],
             }
 
-    fake = types.ModuleType("jobs.optimize")
+    fake = types.ModuleType("jobs.data.optimize")
     fake.optimize_table = lambda *a, **k: Report()  # type: ignore[attr-defined]
-    monkeypatch.setitem(__import__("sys").modules, "jobs.optimize", fake)
+    monkeypatch.setitem(__import__("sys").modules, "jobs.data.optimize", fake)
     q = queue_with(1)
     clock = Clock()
     recorded: list[dict[str, Any]] = []
@@ -206,7 +206,7 @@ class Flaky:
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.left > 0:
                 self.left -= 1
-                from service.errors import ServiceUnavailable
+                from service.base.errors import ServiceUnavailable
 
                 raise ServiceUnavailable(f"redis unreachable during queue {name}")
             return real(*args, **kwargs)
@@ -254,9 +254,9 @@ def test_an_item_queued_with_an_older_partition_text_is_acked_unrun(monkeypatch:
     import types
 
     calls: list[Any] = []
-    fake = types.ModuleType("jobs.optimize")
+    fake = types.ModuleType("jobs.data.optimize")
     fake.optimize_table = lambda *a, **k: calls.append(k)  # type: ignore[attr-defined]
-    monkeypatch.setitem(__import__("sys").modules, "jobs.optimize", fake)
+    monkeypatch.setitem(__import__("sys").modules, "jobs.data.optimize", fake)
     q = MemoryQueue(max_attempts=3)
     q.enqueue(ActionItem.new("db.t", "p=0", "merge", 1, 100, 1.0, T0), T0)
     q.dispatch("db.t")

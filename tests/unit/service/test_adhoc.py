@@ -1,4 +1,4 @@
-"""Ad-hoc runs' write intents (service.adhoc) on the in-memory intents: recorded under a
+"""Ad-hoc runs' write intents (service.actor.adhoc) on the in-memory intents: recorded under a
 lease of the run's own, forgotten when the run ends well, swept at once when it fails,
 left to the decider's sweep when it is killed or the table cannot be read."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from jobs.rewrite.guard import NO_GUARD
-from service.adhoc import AdhocIntents, AdhocLeaseLost, adhoc_run
-from service.errors import ServiceUnavailable
-from service.intents import MemoryIntents, sweep
+from service.actor.adhoc import AdhocIntents, AdhocLeaseLost, adhoc_run
+from service.base.errors import ServiceUnavailable
+from service.state.intents import MemoryIntents, sweep
 
 pytestmark = pytest.mark.unit
 

@@ -30,8 +30,8 @@ def test_nan_and_infinity_are_rejected(argv: list[str]) -> None:
 def test_a_busy_metrics_port_is_one_line() -> None:
     import socket
 
-    from service.errors import UsageError
-    from service.metrics import DeciderMetrics, serve
+    from service.base.errors import UsageError
+    from service.observe.metrics import DeciderMetrics, serve
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

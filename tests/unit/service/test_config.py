@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.config import (
+from service.base.config import (
     DEFAULT_CONFIG,
     Action,
     Config,
@@ -19,7 +19,7 @@ from service.config import (
     load_config,
     parse_table_identifier,
 )
-from service.errors import UsageError
+from service.base.errors import UsageError
 from tests.support.config import base, embedded_defaults
 
 pytestmark = pytest.mark.unit

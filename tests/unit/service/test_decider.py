@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from optimizer import PartitionStats, estimate, stats_from_sizes
-from service.cli.decider import partition_selector
-from service.config import DeciderSettings
-from service.decider import Decider
-from service.errors import ServiceUnavailable, UsageError
-from service.pool import desired_actors
-from service.queue import ActionItem
+from service.base.config import DeciderSettings
+from service.base.errors import ServiceUnavailable, UsageError
+from service.cli.decide import partition_selector
+from service.decider.loop import Decider
+from service.decider.pool import desired_actors
+from service.state.queue import ActionItem
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -80,7 +80,7 @@ def test_partition_selector_orders_by_spec_and_rejects_bad_input() -> None:
 
 
 def test_selectors_take_a_slash_in_a_value_as_it_is() -> None:
-    from service.tablestats import split_selector
+    from service.base.tablestats import split_selector
 
     assert split_selector("day=1/path=a/b/c") == [("day", "1"), ("path", "a/b/c")]
     assert split_selector("path=a%2Fb") == [("path", "a%2Fb")]
@@ -113,7 +113,7 @@ def test_unreachable_redis_backs_off_exponentially_without_leaking_the_password(
 def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) -> None:
     import redis
 
-    from service.redis_client import connect
+    from service.base.redis_client import connect
 
     tls = redis.Redis.from_url("rediss://:pw@redis.example:6380/0")
     assert tls.connection_pool.connection_class is redis.SSLConnection
@@ -124,8 +124,8 @@ def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) 
 
 
 def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path) -> None:
-    from service.pool import SubmitLauncher
-    from service.submit import submit_command_for
+    from service.base.submit import submit_command_for
+    from service.decider.pool import SubmitLauncher
 
     cfg = make_config(tmp_path)
     started: list[list[str]] = []
@@ -137,7 +137,7 @@ def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path
 
 
 def test_settings_from_a_decider_config_section() -> None:
-    from service.errors import ConfigError
+    from service.base.errors import ConfigError
 
     s = DeciderSettings.from_mapping({"poll_seconds": 2, "actors_max": 6, "actors_min": 0})
     assert s.poll_seconds == 2 and s.actors_max == 6 and s.lease_seconds == 300
@@ -168,10 +168,10 @@ def _decider(
 ) -> Decider:
     """A decider on in-memory adapters; ``batch``: every table's ``batch_max_items`` (1:
     one item per dispatch, the scheduler's own unit)."""
-    from service.events import MemoryEvents, MemoryStream
-    from service.leader import LeaderBoard, MemoryLeader
-    from service.queue.memory import MemoryQueue
-    from service.rolling import MemoryStats
+    from service.state.events import MemoryEvents, MemoryStream
+    from service.state.leader import LeaderBoard, MemoryLeader
+    from service.state.queue.memory import MemoryQueue
+    from service.state.rolling import MemoryStats
 
     cfg = make_config(
         tmp_path,
@@ -286,7 +286,7 @@ def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
 
 
 def test_second_decider_stands_by(tmp_path: Path) -> None:
-    from service.leader import LeaderBoard
+    from service.state.leader import LeaderBoard
 
     board = LeaderBoard()
     a = _decider(tmp_path, board=board, token="a")
@@ -366,7 +366,7 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
 
 
 def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:
-    from service.upkeep import partition_items
+    from service.decider.needs import partition_items
 
     policy = cfg.policy_for("db.t")
     touched = {k: stats_from_sizes(v, policy.target) for k, v in sizes_by_partition.items()}
@@ -396,22 +396,22 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     bytes from below); less than a target waits. The item carries the policy's floor, and
     the actor's planner (``icefloe optimize`` too) applies the exact rule: files under
     0.75·T holding more than T."""
-    from jobs.plan import _plan_partition
-    from service.tablestats import PartitionFiles
+    from jobs.base.plan import _plan_partition
+    from service.base.tablestats import PartitionFiles
 
     t = 1000
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
     parts = {"fills": [500, 500], "short": [300, 400], "fills3": [330, 330, 340]}
     assert _items(cfg, parts) == ["fills", "fills3"]
     policy = cfg.policy_for("db.t")
-    from service.upkeep import partition_items
+    from service.decider.needs import partition_items
 
     touched = {"fills": stats_from_sizes([500, 500], t)}
     [item] = partition_items("db.t", policy, touched, t, 0.0)
     assert item.min_input_files == 5  # the actor plans with the policy's floor
     [late] = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
     assert late.min_input_files == 2  # waited max_wait_hours: merged as it stands
-    from service.upkeep import waiting
+    from service.decider.needs import waiting
 
     # queued now, and waiting too: if the actor's exact rule finds nothing worth it, the
     # partition is still merged after max_wait_hours
@@ -431,7 +431,7 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
 
 
 def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
-    from service.errors import ConfigError
+    from service.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="min_input_files"):
         make_config(tmp_path, defaults={"min_input_files": 1})
@@ -442,9 +442,9 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
     not for ever: ``max_wait_hours`` after it started waiting (a later commit does not
     restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not.
     Each pass reads the waiting set once and writes only what changed."""
-    from service.queue.memory import MemoryQueue
-    from service.rolling import MemoryStats
-    from service.upkeep import Waits, enqueue_overdue, enqueue_touched
+    from service.decider.needs import Waits, enqueue_overdue, enqueue_touched
+    from service.state.queue.memory import MemoryQueue
+    from service.state.rolling import MemoryStats
 
     t, hour = 1000, 3600.0
     defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}

@@ -10,10 +10,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from service.base.errors import ServiceUnavailable, UsageError
+from service.base.versions import S3PROXY, SERVER_ARTIFACTS, main
 from service.cli import cli
-from service.errors import ServiceUnavailable, UsageError
 from service.ops import dev
-from service.versions import S3PROXY, SERVER_ARTIFACTS, main
 
 pytestmark = pytest.mark.unit
 

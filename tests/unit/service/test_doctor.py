@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from service.config import Config, build_config
+from service.base.config import Config, build_config
 from service.ops.doctor import (
     catalog_fix,
     check_spark,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.errors import OperationFailed, describe
-from service.redact import register_secrets
+from service.base.errors import OperationFailed, describe
+from service.base.redact import register_secrets
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.events import CommitEvents, MemoryEvents, MemoryStream
+from service.state.events import CommitEvents, MemoryEvents, MemoryStream
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.unit]

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from service.actor import Actor
-from service.intents import Intent, Intents, MemoryIntents
-from service.leases import LeaseLost
-from service.queue import ActionItem, PriorityQueue
-from service.queue.memory import MemoryQueue
+from service.actor.leases import LeaseLost
+from service.actor.loop import Actor
+from service.state.intents import Intent, Intents, MemoryIntents
+from service.state.queue import ActionItem, PriorityQueue
+from service.state.queue.memory import MemoryQueue
 from tests.support.clock import Clock
 from tests.support.contracts.intents import T0, IntentsContract
 
@@ -125,7 +125,7 @@ def test_a_lost_lease_stops_the_write_and_the_commit() -> None:
 def batch_setup(
     batch_runner: Any, n: int = 4
 ) -> tuple[MemoryQueue, MemoryIntents, Actor, list[Intent], list[dict[str, Any]]]:
-    from service.queue import Budget
+    from service.state.queue import Budget
 
     q = MemoryQueue(max_attempts=3)
     for i in range(n):
@@ -158,7 +158,7 @@ def batch_setup(
 
 
 def test_a_batch_commits_once_and_acks_every_item_once() -> None:
-    from service.runners import BatchResult
+    from service.actor.runners import BatchResult
 
     seen: list[list[str]] = []
 
@@ -180,7 +180,7 @@ def test_a_batch_commits_once_and_acks_every_item_once() -> None:
 
 
 def test_a_conflicting_partition_is_retried_alone_and_the_rest_acked() -> None:
-    from service.runners import BatchResult
+    from service.actor.runners import BatchResult
 
     calls: list[list[str]] = []
 
@@ -219,8 +219,8 @@ def test_a_failed_batch_nacks_every_item_and_cleans_its_files() -> None:
 def test_a_killed_batch_is_cleaned_before_its_items_run_again() -> None:
     """The actor died mid-batch: its leases expire; the retry (batched again: an expired
     lease is no failure of the items) first deletes what the dead attempt recorded."""
-    from service.queue import Budget
-    from service.runners import BatchResult
+    from service.actor.runners import BatchResult
+    from service.state.queue import Budget
 
     order: list[str] = []
 

@@ -3,7 +3,7 @@
 The Redis adapters run here on a recording stand-in for the client (no Redis): it keeps the
 keys of each script call and of each transaction and answers reads with canned replies.
 Each must touch keys of one slot (``redis.cluster.key_slot``), so a script or transaction
-that breaks the layout of :mod:`service.keys` fails here, on any machine, long before it
+that breaks the layout of :mod:`service.base.keys` fails here, on any machine, long before it
 would fail on a real cluster (``tests/redis`` runs the contract suites on one). Every
 ``.lua`` file must be exercised, so a new script cannot slip past.
 """
@@ -17,16 +17,16 @@ import pytest
 from redis.cluster import key_slot
 
 from optimizer import stats_from_sizes
-from service.intents import RedisIntents
-from service.keys import Keys
-from service.leader import RedisLeader
-from service.partition_key import KEY_FORMAT
-from service.queue import ActionItem, Budget
-from service.queue.redis import RedisQueue
-from service.redis_client import LUA_DIR
-from service.rolling import PartitionDelta, RollingStats
-from service.shards import RedisShards
-from service.status import record_action
+from service.base.keys import Keys
+from service.base.partition_key import KEY_FORMAT
+from service.base.redis_client import LUA_DIR
+from service.observe.status import record_action
+from service.state.intents import RedisIntents
+from service.state.leader import RedisLeader
+from service.state.queue import ActionItem, Budget
+from service.state.queue.redis import RedisQueue
+from service.state.rolling import PartitionDelta, RollingStats
+from service.state.shards import RedisShards
 
 pytestmark = [pytest.mark.unit]
 
@@ -146,7 +146,7 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
         q.nack(item.id, "token", "boom", T0)
         q.renew(item.id, "token", T0, 30)
         RedisIntents(client, keys).record(item.id, "token", item.table, T0, ["/a"], ["/p/"])
-    adhoc = RedisIntents(client, keys)  # an ad-hoc run's lease and intent (service.adhoc)
+    adhoc = RedisIntents(client, keys)  # an ad-hoc run's lease and intent (service.actor.adhoc)
     adhoc.renew_adhoc("adhoc-token", T0, 30)
     adhoc.record_adhoc("adhoc-token", "db.t", T0, ["/a"], [])
     q.dequeue(T0, 30)

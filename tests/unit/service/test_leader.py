@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.leader import Leader, LeaderBoard, MemoryLeader
+from service.state.leader import Leader, LeaderBoard, MemoryLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.unit]

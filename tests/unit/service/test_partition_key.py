@@ -1,4 +1,4 @@
-"""The partition identity (service.partition_key): typed, injective, one encoding.
+"""The partition identity (service.base.partition_key): typed, injective, one encoding.
 
 Property-based: every Iceberg partition transform and result type, values with ``%``,
 ``/``, ``=``, NULL, empty strings and unicode; round trips; distinct tuples never share a
@@ -48,7 +48,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from service.partition_key import BadPartitionKey, PartitionKey, display_key
+from service.base.partition_key import BadPartitionKey, PartitionKey, display_key
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.queue import ActionItem, Budget, PriorityQueue, take_batch
-from service.queue.memory import MemoryQueue
+from service.state.queue import ActionItem, Budget, PriorityQueue, take_batch
+from service.state.queue.memory import MemoryQueue
 from tests.support.contracts.queue import QueueContract, item
 
 pytestmark = [pytest.mark.unit]

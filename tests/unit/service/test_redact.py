@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.config import build_config, parse_table_identifier
-from service.errors import UsageError
-from service.redact import display_url, is_secret_name
+from service.base.config import build_config, parse_table_identifier
+from service.base.errors import UsageError
+from service.base.redact import display_url, is_secret_name
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +77,7 @@ def test_registered_secrets_are_scrubbed_from_errors_and_logs() -> None:
     import io
     import logging
 
-    from service.redact import ScrubFilter, register_secrets, scrub
+    from service.base.redact import ScrubFilter, register_secrets, scrub
 
     register_secrets(["zq-secret-77", None, "ab"])  # too short to mask safely: "ab" stays
     assert scrub("auth failed for zq-secret-77 at ab") == "auth failed for *** at ab"
@@ -97,7 +97,7 @@ def test_cli_errors_are_scrubbed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from service import cli as cli_module
-    from service.redact import register_secrets
+    from service.base.redact import register_secrets
 
     register_secrets(["zq-secret-88"])
 
@@ -116,7 +116,7 @@ def test_service_logging_leaves_great_expectations_info_out() -> None:
     its INFO lines are left out from the start (before its import), its warnings stay."""
     import logging
 
-    from service.redact import service_logging
+    from service.base.redact import service_logging
 
     child = logging.getLogger("great_expectations.data_context.types.base")
     child.setLevel(logging.INFO)  # as Great Expectations does on import

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from service.errors import ConfigError, ServiceUnavailable
-from service.redis_client import connect, connect_retrying
+from service.base.errors import ConfigError, ServiceUnavailable
+from service.base.redis_client import connect, connect_retrying
 from tests.support.config import make_config
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.rolling import MemoryStats, StatsStore
+from service.state.rolling import MemoryStats, StatsStore
 from tests.support.contracts.rolling import T0, StatsContract
 
 pytestmark = [pytest.mark.unit]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.shards import LEASE_FRACTION, MemoryShards, ShardBoard, Shards
+from service.state.shards import LEASE_FRACTION, MemoryShards, ShardBoard, Shards
 from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.unit]

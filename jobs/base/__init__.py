@@ -1,0 +1,1 @@
+"""What every job shares: loading and planning a table, its report, and row verification."""

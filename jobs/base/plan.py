@@ -1,0 +1,347 @@
+"""Planning an action from table metadata: which files of which partitions to rewrite.
+
+PyIceberg metadata only: no data is read and no Spark is needed (``icefloe plan`` runs it
+without a JVM). The partition scan gives each (spec, partition) its files; the core
+(``optimizer.plan_partition``) picks the minimum replacement: order-free FFD for merges,
+Knuth-Plass over files ordered by the sort key's lower bounds for sorts. Data files with
+file-scoped position deletes are always rewritten (delete-file compaction), and files of
+older partition specs are left alone. Delete compaction (``deletes``) also rewrites every
+file of a partition whose delete files are not all scoped to one data file (equality
+deletes, partition-scoped position deletes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from service.base.catalog import load_table
+from service.base.config import Config, TablePolicy
+from service.base.errors import UsageError
+from service.base.tablestats import PartitionFiles, split_selector
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one (spec, partition) that become one rolling write."""
+
+    partition: str
+    spec_id: int
+    paths: tuple[str, ...]
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One (spec, partition): its files in plan order and the groups to rewrite."""
+
+    key: str
+    spec_id: int
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    delete_files: int
+    mse_before: float
+    predicted_mse_after: float
+    predicted_files_after: int
+    groups: tuple[FileGroup, ...]
+    reason: str  # why nothing is planned ('' when groups)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    snapshot_id: int | None
+    partitions: list[PartitionPlan]
+
+    @property
+    def work(self) -> bool:
+        return any(p.groups for p in self.partitions)
+
+
+def partition_fields(table: Table) -> dict[str, str]:
+    """Selector column -> partition field of the current spec (field and source names)."""
+    schema = table.schema()
+    names: dict[str, str] = {}
+    for f in table.spec().fields:
+        names.setdefault(schema.find_column_name(f.source_id) or f.name, f.name)
+    for f in table.spec().fields:
+        names[f.name] = f.name
+    return names
+
+
+def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[tuple[str, str]]]:
+    """``["day=2026-11-01/region=eu", ...]`` -> per selector, the (partition field,
+    displayed value) pairs it requires (:meth:`PartitionKey.matches`)."""
+    if not selectors:
+        return []
+    fields = partition_fields(table)
+    if not fields:
+        raise UsageError(f"table {_name(table)} is unpartitioned: --partition does not apply")
+    out = []
+    for selector in selectors:
+        parts = []
+        for col, value in split_selector(str(selector)):
+            if not col:
+                raise UsageError(f"bad partition {selector!r}: expected COLUMN=VALUE")
+            if col not in fields:
+                raise UsageError(
+                    f"column {col!r} is not a partition field of {_name(table)}'s current spec "
+                    f"(fields: {', '.join(sorted(fields))})"
+                )
+            parts.append((fields[col], value))
+        out.append(parts)
+    return out
+
+
+def _require_matches(
+    table: Table, wanted: list[list[tuple[str, str]]], files: list[PartitionFiles]
+) -> None:
+    for parts in wanted:
+        if not any(pf.partition.matches(parts) for pf in files):
+            shown = "/".join(f"{c}={v}" for c, v in parts)
+            raise UsageError(
+                f"no partition of {_name(table)} matches {shown!r} "
+                f"(try `icefloe plan {_name(table)}`)"
+            )
+
+
+def require_partitions(table: Table, selectors: list[str]) -> list[str]:
+    """The keys (encoded :class:`~service.base.partition_key.PartitionKey`) of the partitions of
+    the current spec that the selectors name; UsageError unless every selector names one
+    the table has now (what ``plan_table`` checks, for callers that queue work to run
+    later: each queued item then names exactly one partition)."""
+    from service.base.tablestats import current_partitions
+
+    wanted = parse_selectors(table, selectors)
+    snapshot = table.current_snapshot()
+    files = current_partitions(table, snapshot.snapshot_id) if snapshot is not None else []
+    _require_matches(table, wanted, files)
+    spec_id = table.spec().spec_id
+    return [
+        pf.key
+        for pf in files
+        if pf.spec_id == spec_id and any(pf.partition.matches(w) for w in wanted)
+    ]
+
+
+def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
+    """The table's sort order (identity fields), else the policy's ``sort_order``."""
+    schema = table.schema()
+    cols = tuple(
+        schema.find_column_name(f.source_id) or ""
+        for f in table.sort_order().fields
+        if str(f.transform) == "identity"
+    ) or tuple(policy_sort)
+    if not cols:
+        raise UsageError(
+            f"sort needs a sort order: {_name(table)} has none and the policy's sort_order is empty"
+        )
+    known = {f.name for f in schema.fields}
+    for col in cols:
+        if col not in known:
+            raise UsageError(f"sort column {col!r} is not a top-level column of {_name(table)}")
+    return cols
+
+
+def _name(table: Table) -> str:
+    return ".".join(table.name()[-2:])
+
+
+def _file_details(
+    table: Table, snapshot_id: int, sort_col: str | None
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Data files named by file-scoped position deletes (with how many name each); lower
+    bounds of ``sort_col``."""
+    rows = table.inspect.files(snapshot_id=snapshot_id).to_pylist()
+    referenced: dict[str, int] = {}
+    bounds: dict[str, Any] = {}
+    for row in rows:
+        if row["content"] == 1:
+            lo = dict(row["lower_bounds"] or {}).get(_FILE_PATH_ID)
+            hi = dict(row["upper_bounds"] or {}).get(_FILE_PATH_ID)
+            if lo is not None and lo == hi:
+                path = lo.decode("utf-8")
+                referenced[path] = referenced.get(path, 0) + 1
+        elif row["content"] == 0 and sort_col:
+            metrics = (row.get("readable_metrics") or {}).get(sort_col) or {}
+            bounds[row["file_path"]] = metrics.get("lower_bound")
+    return referenced, bounds
+
+
+_FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path
+
+
+def fills_target(sizes: Sequence[int], target: int) -> bool:
+    """Iceberg's rule (``enoughContent``): the files under its minimum size (0.75 of the
+    target) together hold more than one target file: worth merging whatever their count."""
+    return sum(s for s in sizes if 4 * s < 3 * target) > target
+
+
+def _plan_partition(
+    pf: Any,
+    target: int,
+    tolerance: int,
+    action: str,
+    forced: dict[str, int],
+    bounds: dict[str, Any],
+    deletes: bool = False,
+    min_input_files: int = 2,
+) -> PartitionPlan:
+    from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
+
+    order = list(range(len(pf.paths)))
+    if action == "sort":
+        order.sort(
+            key=lambda i: (
+                bounds.get(pf.paths[i]) is None,
+                str(bounds.get(pf.paths[i])),
+                pf.paths[i],
+            )
+        )
+    paths = tuple(pf.paths[i] for i in order)
+    sizes = tuple(pf.sizes[i] for i in order)
+    stats = stats_from_sizes(sizes, target)
+    must = [i for i, p in enumerate(paths) if p in forced]
+    if deletes and pf.delete_files > sum(forced.get(p, 0) for p in paths):
+        must = list(range(len(paths)))  # deletes not scoped to one file: rewrite them all
+    reason = ""
+    groups: list[list[int]] = []
+    if not stats.needs_work(tolerance) and not must:
+        reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
+    elif stats.undersized < min_input_files and not fills_target(sizes, target) and not must:
+        reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
+    else:
+        plan = plan_partition(sizes, target, tolerance, preserve_order=action == "sort")
+        groups = [list(g) for g in plan.groups]
+        grouped = {i for g in groups for i in g}
+        extra: list[int] = [i for i in must if i not in grouped]
+        if extra:  # delete-file compaction: one rolling group of the remaining files
+            groups.append(extra)
+        if not groups:
+            reason = "no group lowers the partition's entropy"
+    replaced = {i for g in groups for i in g}
+    after = [s for i, s in enumerate(sizes) if i not in replaced]
+    for g in groups:
+        after += predict_output_sizes(sum(sizes[i] for i in g), target)
+    predicted = stats_from_sizes(after, target)
+    return PartitionPlan(
+        key=pf.key,
+        spec_id=pf.spec_id,
+        paths=paths,
+        sizes=sizes,
+        delete_files=pf.delete_files,
+        mse_before=stats.mse,
+        predicted_mse_after=predicted.mse,
+        predicted_files_after=predicted.n,
+        groups=tuple(
+            FileGroup(pf.key, pf.spec_id, tuple(paths[i] for i in g), sum(sizes[i] for i in g))
+            for g in groups
+        ),
+        reason=reason,
+    )
+
+
+def plan_table(
+    table: Table,
+    target: int,
+    tolerance: int,
+    action: str = "merge",
+    selectors: list[str] | None = None,
+    sort_columns: tuple[str, ...] = (),
+    only: set[str] | None = None,
+    deletes: bool = False,
+    min_input_files: int = 2,
+) -> TablePlan:
+    """Plan every (selected) partition from the current snapshot's file list. ``deletes``
+    (delete compaction): also every data file a delete file may apply to, so that no delete
+    file is left applying to the partition. A partition with fewer than ``min_input_files``
+    undersized files is left for later (delete compaction aside)."""
+    from service.base.tablestats import current_partitions
+
+    wanted = parse_selectors(table, selectors)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return TablePlan(None, [])
+    files = current_partitions(table, snapshot.snapshot_id)
+    _require_matches(table, wanted, files)
+    files = [pf for pf in files if not wanted or any(pf.partition.matches(w) for w in wanted)]
+    files = [pf for pf in files if only is None or pf.key in only]
+    needs_details = action == "sort" or any(pf.delete_files for pf in files)
+    forced, bounds = (
+        _file_details(table, snapshot.snapshot_id, sort_columns[0] if sort_columns else None)
+        if needs_details
+        else ({}, {})
+    )
+    current_spec = table.spec().spec_id
+    plans = []
+    for pf in files:
+        p = _plan_partition(pf, target, tolerance, action, forced, bounds, deletes, min_input_files)
+        if pf.spec_id != current_spec:
+            p = replace(
+                p,
+                groups=(),
+                predicted_mse_after=p.mse_before,
+                predicted_files_after=len(p.paths),
+                reason=f"written with older partition spec {pf.spec_id} "
+                f"(current {current_spec}): left as is",
+            )
+        plans.append(p)
+    return TablePlan(snapshot.snapshot_id, plans)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A table loaded and planned under its policy: what ``plan`` shows and ``optimize``
+    (ad hoc or an actor's) rewrites. ``action``: the rewrite that runs (delete compaction
+    runs the table's merge or sort, with ``deletes``)."""
+
+    table: Table
+    policy: TablePolicy
+    action: str
+    deletes: bool
+    tolerance: int
+    min_input_files: int
+    sort_columns: tuple[str, ...]
+    plan: TablePlan
+
+    @property
+    def target(self) -> int:
+        return self.policy.target
+
+
+def data_action(action: str, policy: TablePolicy) -> str:
+    """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
+    if action != "compact_deletes":
+        return action
+    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+
+
+def load_and_plan(
+    cfg: Config,
+    catalog: Catalog,
+    name: str,
+    action: str = "merge",
+    partitions: list[str] | None = None,
+    tolerance: int | None = None,
+    min_input_files: int | None = None,
+    keys: Sequence[str] | None = None,
+) -> Planned:
+    """Table ``name`` loaded and planned from its current snapshot under its policy (the
+    target, tolerance and ``min_input_files`` of :meth:`Config.policy_for`). ``tolerance``
+    overrides the policy's (its ``min_input_files`` then 2); ``min_input_files`` overrides
+    both; ``keys``: exactly these partitions; ``partitions``: ``COL=VALUE`` selectors."""
+    table = load_table(catalog, name)
+    policy = cfg.policy_for(name, table.properties)
+    tol = policy.tolerance_bytes if tolerance is None else tolerance
+    min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
+    deletes, runs = action == "compact_deletes", data_action(action, policy)
+    sort_columns = resolve_sort_columns(table, policy.sort_order) if runs == "sort" else ()
+    only = None if keys is None else set(keys)
+    plan = plan_table(
+        table, policy.target, tol, runs, partitions, sort_columns, only, deletes, min_files
+    )
+    return Planned(table, policy, runs, deletes, tol, min_files, sort_columns, plan)

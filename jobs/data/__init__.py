@@ -1,0 +1,1 @@
+"""Data actions on a table: optimize (merge, sort, compact deletes) and the commit bookkeeping."""

@@ -1,0 +1,73 @@
+"""Configuration: loaded once at the edge, validated, frozen; a default for every key.
+
+* :mod:`~service.base.config.model`: the frozen pydantic dataclasses and their defaults;
+* :mod:`~service.base.config.fields`: strict field types, the :class:`Action` enum;
+* :mod:`~service.base.config.load`: YAML file + ``ICEFLOE_<SECTION>__<KEY>`` overrides → model;
+* :mod:`~service.base.config.paths`: the project root and relative-path resolution;
+* :mod:`~service.base.config.identifiers`: table, namespace and column identifiers;
+* :mod:`~service.base.config.messages`, :mod:`~service.base.config.validate`: pydantic's errors as
+  one :class:`ConfigError` line naming the dotted key and the bad value.
+"""
+
+from __future__ import annotations
+
+from service.base.config.fields import ACTIONS, CATALOG_TYPES, ENGINES, MAINTENANCE_ACTIONS, Action
+from service.base.config.identifiers import NAMESPACE_RE, TABLE_RE, parse_table_identifier
+from service.base.config.load import (
+    ENV_PREFIX,
+    PROFILES,
+    apply_env,
+    apply_profile,
+    build_config,
+    config_path,
+    dev_root,
+    load_config,
+    read_config_file,
+)
+from service.base.config.model import (
+    DEFAULT_SHARDS,
+    DEFAULT_SPARK_CONF,
+    DEFAULT_TARGET,
+    CatalogConfig,
+    Config,
+    DeciderSettings,
+    ManagedConfig,
+    RedisConfig,
+    SparkConfig,
+    TablePolicy,
+)
+from service.base.config.paths import DEFAULT_CONFIG, PROJECT_ROOT
+from service.base.errors import ConfigError
+
+__all__ = [
+    "ACTIONS",
+    "CATALOG_TYPES",
+    "DEFAULT_CONFIG",
+    "DEFAULT_SPARK_CONF",
+    "DEFAULT_SHARDS",
+    "DEFAULT_TARGET",
+    "ENGINES",
+    "ENV_PREFIX",
+    "MAINTENANCE_ACTIONS",
+    "NAMESPACE_RE",
+    "PROFILES",
+    "PROJECT_ROOT",
+    "TABLE_RE",
+    "Action",
+    "CatalogConfig",
+    "Config",
+    "ConfigError",
+    "DeciderSettings",
+    "ManagedConfig",
+    "RedisConfig",
+    "SparkConfig",
+    "TablePolicy",
+    "apply_env",
+    "apply_profile",
+    "build_config",
+    "config_path",
+    "dev_root",
+    "load_config",
+    "parse_table_identifier",
+    "read_config_file",
+]

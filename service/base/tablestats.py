@@ -1,0 +1,117 @@
+"""Per-partition file stats of an Iceberg table, read from metadata only (no data files).
+
+One PyIceberg ``inspect.files()`` call lists the current data and delete files, grouped by
+their typed partition identity (:class:`service.base.partition_key.PartitionKey`); the entropy
+itself is the pure core's (:func:`optimizer.stats_from_sizes`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from optimizer import PartitionStats, stats_from_sizes
+from service.base.partition_key import FieldSpec, PartitionKey
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """The current files of one partition: ``key`` is its :class:`PartitionKey`'s
+    encoding (the identity stats, queue items and plans use), ``partition`` the key."""
+
+    key: str
+    spec_id: int
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    records: tuple[int, ...]
+    delete_files: int
+    delete_bytes: int = 0
+    deleted_rows: int = 0  # the delete files' rows: positions, or equality rows
+    partition: PartitionKey = PartitionKey(0)
+
+    def stats(self, target: int) -> PartitionStats:
+        rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
+        return stats_from_sizes(self.sizes, target, self.delete_files, rows)
+
+
+def spec_fields(table: Table) -> dict[int, tuple[FieldSpec, ...]]:
+    """Each partition spec's fields: (name, Iceberg result type), in spec order."""
+    schema = table.metadata.schema()
+    out: dict[int, tuple[FieldSpec, ...]] = {}
+    for spec_id, spec in table.metadata.specs().items():
+        struct = spec.partition_type(schema)
+        out[spec_id] = tuple((f.name, str(f.field_type)) for f in struct.fields)
+    return out
+
+
+def split_selector(selector: str) -> list[tuple[str, str]]:
+    """``"day=1/path=a/b"`` → ``[("day", "1"), ("path", "a/b")]``: a ``--partition``
+    selector's (field, displayed value) pairs (:meth:`PartitionKey.matches`).
+
+    A ``/`` followed by text without ``=`` belongs to the value before it, so a value with
+    a slash can be given as is. A piece with no ``=`` at the start gives ``("", piece)``
+    for the caller to reject."""
+    pairs: list[list[str]] = []
+    for piece in selector.split("/"):
+        col, sep, value = piece.partition("=")
+        if sep or not pairs:
+            pairs.append([col, value] if sep else ["", piece])
+        else:
+            pairs[-1][1] += "/" + piece
+    return [(c, v) for c, v in pairs]
+
+
+def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:
+    """Data files grouped by (spec, partition), with the count of delete files beside them."""
+    snap = snapshot_id if snapshot_id is not None else _current_snapshot_id(table)
+    if snap is None:
+        return []
+    rows = (
+        table.inspect.files(snapshot_id=snap)
+        .select(
+            ["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"]
+        )
+        .to_pylist()
+    )
+    fields = spec_fields(table)
+    data: dict[PartitionKey, list[dict[str, Any]]] = defaultdict(list)
+    deletes: dict[PartitionKey, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        spec_id = int(row["spec_id"])
+        group = PartitionKey.from_mapping(spec_id, fields[spec_id], row["partition"])
+        if row["content"] == DATA:
+            data[group].append(row)
+        else:
+            d = deletes[group]
+            d[0] += 1
+            d[1] += int(row["file_size_in_bytes"])
+            d[2] += int(row["record_count"])
+    out = []
+    for partition, files in sorted(data.items(), key=lambda kv: kv[0].encode()):
+        files.sort(key=lambda r: r["file_path"])
+        counts = deletes.get(partition, [0, 0, 0])
+        out.append(
+            PartitionFiles(
+                key=partition.encode(),
+                spec_id=partition.spec_id,
+                paths=tuple(r["file_path"] for r in files),
+                sizes=tuple(int(r["file_size_in_bytes"]) for r in files),
+                records=tuple(int(r["record_count"]) for r in files),
+                delete_files=counts[0],
+                delete_bytes=counts[1],
+                deleted_rows=counts[2],
+                partition=partition,
+            )
+        )
+    return out
+
+
+def _current_snapshot_id(table: Table) -> int | None:
+    snap = table.current_snapshot()
+    return None if snap is None else snap.snapshot_id

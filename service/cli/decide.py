@@ -1,0 +1,291 @@
+"""Decider commands: ``decide``, ``notify`` and ``request``.
+
+Thin: parse and validate arguments (bad input is one :class:`UsageError` line, nothing
+changed), connect to Redis and the catalog, and hand over to ``service.decider.loop``,
+``service.state.events`` and ``service.state.queue``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from service.base.config import ACTIONS, DeciderSettings, parse_table_identifier
+from service.base.errors import OperationFailed, ServiceUnavailable, UsageError
+from service.base.keys import Keys
+from service.base.partition_key import display_key
+from service.base.redact import service_logging
+from service.base.redis_client import connect, connect_retrying, translated
+from service.cli.common import (
+    Context,
+    FiniteFloat,
+    emit,
+    force_option,
+    pass_ctx,
+    require_managed,
+)
+from service.state.queue import REQUESTED
+from service.state.queue.redis import open_queue
+
+log = logging.getLogger("icefloe.decider")
+
+
+AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
+
+
+@click.command()
+@click.option("--once", is_flag=True, help="One observe/orient/decide pass, then exit.")
+@click.option(
+    "--poll",
+    "poll",
+    type=FiniteFloat(min=0.05),
+    default=None,
+    metavar="SECONDS",
+    help="Catalog poll interval (default 10).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Prometheus metrics on 127.0.0.1:PORT (0 = off; default: decider.metrics_port).",
+)
+@click.option(
+    "--launch-actors",
+    is_flag=True,
+    help="Start actors with spark-submit when the backlog grows (else only log).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --once: print the step as JSON.")
+@pass_ctx
+def decide(
+    ctx: Context,
+    once: bool,
+    poll: float | None,
+    metrics_port: int | None,
+    launch_actors: bool,
+    as_json: bool,
+) -> None:
+    """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
+    from service.base.catalog import load_catalog
+    from service.decider.loop import Decider
+    from service.decider.pool import SubmitLauncher
+    from service.observe.metrics import DeciderMetrics, serve
+
+    service_logging()
+    cfg = ctx.cfg
+    settings = cfg.decider
+    if poll:  # re-validated: the leader lease must outlast a poll
+        settings = DeciderSettings.from_mapping(
+            {**dataclasses.asdict(settings), "poll_seconds": poll}
+        )
+    if once:
+        client = connect(cfg, block_seconds=settings.poll_seconds)
+    else:  # a service started while Redis is down waits for it, as after a later outage
+        client = connect_retrying(
+            cfg,
+            settings.poll_seconds,
+            settings.backoff_initial_seconds,
+            settings.backoff_max_seconds,
+        )
+    launcher = SubmitLauncher(cfg) if launch_actors else None
+    decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
+    metrics = DeciderMetrics()
+    if metrics_port is None:
+        metrics_port = settings.metrics_port
+    if metrics_port:
+        serve(metrics, metrics_port)
+
+    reports: list[Any] = []
+    on_step = _on_step(decider, client, metrics, once, as_json)
+
+    def step(report: Any) -> None:
+        reports.append(report)
+        on_step(report)
+
+    try:
+        decider.run(once=once, on_step=step)
+    finally:  # --once too: the next decider (or the next --once) leads at once
+        _hand_back(decider)
+    if once and reports:
+        _fail_if_all_skipped(reports[-1])
+
+
+def _fail_if_all_skipped(report: Any) -> None:
+    """A ``--once`` pass that could read none of its tables failed (exit 1), and says why."""
+    if report.tables and len(report.failed) >= report.tables:
+        name, why = sorted(report.failed.items())[0]
+        raise OperationFailed(
+            f"every table ({report.tables}) was skipped this pass, e.g. {name}: {why}"
+        )
+
+
+def _on_step(
+    decider: Any, client: Any, metrics: Any, once: bool, as_json: bool
+) -> Callable[[Any], None]:
+    """After each step: update the metrics; with ``--once``, print the step."""
+    from service.observe.status import counters
+
+    def on_step(report: Any) -> None:
+        with translated("decider metrics"):  # Redis gone after the step: the loop backs off
+            depth = decider.queue.depth()
+            metrics.update(
+                counters(client, decider.k),
+                depth,
+                decider.events.lag(),
+                decider.live_actors(time.time()),
+                report.leader,
+                len(report.shards),
+            )
+        metrics.update_tables(decider.healths, time.time())
+        if once:
+            data = step_data(report, depth)
+            emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))
+
+    return on_step
+
+
+def _hand_back(decider: Any) -> None:
+    """Release the leader and shard leases, so the other deciders take over at once; never
+    raised over the loop's own error (they expire)."""
+    try:
+        decider.leader.release()
+        decider.shards.release()
+    except ServiceUnavailable as e:
+        log.warning("could not hand the leases back: %s", e)
+
+
+def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
+    """What ``decide --once`` prints of one step."""
+    return {
+        "leader": report.leader,
+        "leader_holder": report.holder,
+        "shards": report.shards,
+        "tables": report.tables,
+        "events": report.events,
+        "rejected": report.rejected,
+        "enqueued": report.enqueued,
+        "coalesced": report.coalesced,
+        "dispatched": report.dispatched,
+        "snapshots_applied": sum(a.snapshots_applied for a in report.applied),
+        "full_scans": [a.table for a in report.applied if a.full_scan],
+        "skipped": sorted(report.failed),
+        "desired_actors": report.desired_actors,
+        "queue": depth,
+    }
+
+
+@click.command()
+@click.argument("table")
+@click.argument("snapshot_id", required=False, type=int)
+@pass_ctx
+def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
+    """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
+    from service.base.catalog import load_catalog, load_table
+    from service.state.events import RedisEvents
+
+    parse_table_identifier(table)
+    load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written
+    client = connect(ctx.cfg)
+    event_id = RedisEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
+    click.echo(f"notified {table} (event {event_id})")
+
+
+def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | None:
+    """``("region=eu", "day=1")`` → ``"day=1/region=eu"`` in the spec's field order."""
+    if not pairs:
+        return None
+    given: dict[str, str] = {}
+    for pair in pairs:
+        col, sep, value = pair.partition("=")
+        if not sep or not col or not value:
+            raise UsageError(f"bad --partition {pair!r}: expected COL=VALUE")
+        if col not in spec_fields:
+            raise UsageError(
+                f"--partition {col!r} is not a partition field "
+                f"(fields: {', '.join(spec_fields) or 'none, unpartitioned'})"
+            )
+        if col in given:
+            raise UsageError(f"--partition {col!r} given twice")
+        given[col] = value
+    return "/".join(f"{c}={given[c]}" for c in spec_fields if c in given)
+
+
+@click.command()
+@click.argument("table")
+@click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    metavar="COL=VALUE",
+    help="Restrict to one partition (repeat for several fields).",
+)
+@click.option("--action", type=click.Choice(ACTIONS), default="merge", show_default=True)
+@click.option(
+    "--priority",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Priority class (0 highest; default: the table's).",
+)
+@force_option
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def request(
+    ctx: Context,
+    table: str,
+    partitions: tuple[str, ...],
+    action: str,
+    priority: int | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
+    from service.base.catalog import load_catalog, load_table
+    from service.state.queue import ActionItem
+
+    parse_table_identifier(table)
+    pt = load_table(load_catalog(ctx.cfg), table)
+    require_managed(ctx.cfg, table, force)
+    selector = partition_selector([f.name for f in pt.spec().fields], partitions)
+    keys: list[str | None] = [None]  # the whole table
+    if selector is not None:  # partitions the table has now: nothing queued that fails later
+        from jobs.base.plan import require_partitions
+
+        keys = list(require_partitions(pt, [selector]))  # one item per partition, exactly
+    policy = ctx.cfg.policy_for(table, pt.properties)
+    if action == "sort":  # a sort needs a sort order: say so now, not in an actor later
+        from jobs.base.plan import resolve_sort_columns
+
+        resolve_sort_columns(pt, policy.sort_order)
+    cls = policy.priority if priority is None else priority
+    client = connect(ctx.cfg)
+    items = [
+        ActionItem.new(table, key, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason=REQUESTED)
+        for key in keys
+    ]
+    queue = open_queue(ctx.cfg, client)
+    outcomes = [queue.enqueue(item, time.time(), force=True) for item in items]
+    data = {
+        "id": items[0].id,
+        "queued": outcomes[0] == 1,
+        "coalesced": outcomes[0] == 0,
+        "items": [
+            {"id": i.id, "partition": display_key(i.partition), "queued": o == 1}
+            for i, o in zip(items, outcomes, strict=True)
+        ],
+    }
+    emit(
+        data,
+        as_json,
+        lambda d: click.echo(
+            "\n".join(
+                f"{'queued' if i['queued'] else 'already queued'}: {i['id']}" for i in d["items"]
+            )
+        ),
+    )
+
+
+COMMANDS = [decide, notify, request]

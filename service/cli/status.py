@@ -1,0 +1,32 @@
+"""``icefloe status``: the queue, leases, deciders, actors and recent actions
+(``service.observe.status``)."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from service.base.redis_client import connect
+from service.cli.common import (
+    Context,
+    emit,
+    make_console,
+    pass_ctx,
+)
+from service.state.queue.redis import open_queue
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def status(ctx: Context, as_json: bool) -> None:
+    """Tables over tolerance, queue depth by class, leases, dead letters, recent actions."""
+    from service.observe.status import gather, render
+
+    client = connect(ctx.cfg)
+    data = gather(ctx.cfg, client, open_queue(ctx.cfg, client), time.time())
+    emit(data, as_json, lambda d: render(d, make_console()))
+
+
+COMMANDS = [status]

@@ -1,0 +1,152 @@
+"""``icefloe tables``: every managed table, its partitions' entropy and its metadata health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+from service.base.config import Config
+from service.base.errors import OperationFailed, ServiceUnavailable, describe
+from service.cli.common import Context, emit, make_console, pass_ctx
+
+MIB = 1 << 20
+
+
+console = make_console()
+
+
+def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
+    """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
+    from service.base.catalog import load_table
+    from service.base.tablestats import current_partitions
+    from service.state.health import read_health
+
+    table = load_table(catalog, name)
+    policy = cfg.policy_for(name, table.properties)
+    target = policy.target
+    snap = table.current_snapshot()
+    m = policy.maintenance
+    health = read_health(table, m.manifest_target(table.properties), m.retain_last)
+    parts = []
+    for p in current_partitions(table):
+        s = p.stats(target)
+        parts.append(
+            {
+                "partition": p.partition.display(),
+                "key": p.key,
+                "files": s.n,
+                "bytes": s.total_bytes,
+                "mse": s.mse,
+                "rmse_fraction": (s.mse**0.5) / target,
+                # over tolerance with enough small files to merge (min_input_files)
+                "needs_work": s.needs_work(policy.tolerance_bytes)
+                and s.undersized >= policy.min_input_files,
+            }
+        )
+    return {
+        "table": name,
+        "snapshot_id": snap.snapshot_id if snap else None,
+        "target_file_size_bytes": target,
+        "tolerance_bytes": policy.tolerance_bytes,
+        "files": sum(p["files"] for p in parts),
+        "bytes": sum(p["bytes"] for p in parts),
+        "partitions": parts,
+        "manifests": health.manifests.n,
+        "small_manifests": health.manifests.undersized,
+        "snapshots": health.snapshots,
+        "metadata_bytes": health.metadata_bytes,
+        "delete_files": health.delete_files,
+        "delete_ratio": health.delete_ratio,
+    }
+
+
+def render_partitions(summary: dict[str, Any]) -> None:
+    out = RichTable(
+        title=(
+            f"{summary['table']}  (target {summary['target_file_size_bytes'] / MIB:g} MiB, "
+            f"tolerance {summary['tolerance_bytes'] / MIB:g} MiB)"
+        )
+    )
+    for col in ("partition", "files", "MiB", "MSE (MiB²)", "RMSE/target", "state"):
+        out.add_column(col, justify="left" if col in ("partition", "state") else "right")
+    for p in summary["partitions"]:
+        out.add_row(
+            p["partition"] or "(unpartitioned)",
+            str(p["files"]),
+            f"{p['bytes'] / MIB:.2f}",
+            f"{p['mse'] / MIB**2:.3f}",
+            f"{p['rmse_fraction']:.2f}",
+            "[yellow]needs work[/]" if p["needs_work"] else "[green]healthy[/]",
+        )
+    console.print(out)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def tables(ctx: Context, as_json: bool) -> None:
+    """List managed tables with files, bytes, partitions and current snapshot."""
+    from service.base.catalog import load_catalog, managed_tables
+
+    catalog = load_catalog(ctx.cfg)
+    rows: list[dict[str, Any]] = []
+    for name in managed_tables(ctx.cfg, catalog):
+        try:  # one broken table (metadata missing, storage refusing) is its row's error
+            s = table_summary(ctx.cfg, catalog, name)
+        except ServiceUnavailable:
+            raise  # the catalog itself is gone: the same for every table
+        except Exception as e:
+            rows.append({"table": name, "error": describe(e)})
+            continue
+        rows.append(
+            {k: s[k] for k in ("table", "files", "bytes", "snapshot_id", "manifests", "snapshots")}
+            | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
+            | {
+                "partitions": len(s["partitions"]),
+                "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
+            }
+        )
+
+    def render(_: Any) -> None:
+        out = RichTable(title="managed tables")
+        cols: tuple[str, ...] = ("table", "files", "MiB", "partitions", "need work")
+        cols += ("manifests", "snapshots", "deleted")
+        for col in (*cols, "snapshot"):
+            out.add_column(col)
+        for r in rows:
+            if r.get("error"):  # the row says so; its one line follows the table
+                out.add_row(r["table"], "[red]error[/]", *["-"] * (len(cols) - 1))
+                continue
+            out.add_row(
+                r["table"],
+                str(r["files"]),
+                f"{r['bytes'] / MIB:.1f}",
+                str(r["partitions"]),
+                str(r["partitions_needing_work"]),
+                str(r["manifests"]),
+                str(r["snapshots"]),
+                f"{r['delete_ratio']:.1%}",
+                str(r["snapshot_id"]),
+            )
+        if not rows:
+            console.print(
+                "no managed tables: set managed.namespaces or managed.tables in the config"
+            )
+        else:
+            console.print(out)
+        for r in rows:
+            if r.get("error"):
+                console.print(f"[red]{escape(r['table'])}: error: {escape(r['error'])}[/]")
+
+    emit(rows, as_json, render)
+    failed = [r["table"] for r in rows if r.get("error")]
+    if failed:
+        raise OperationFailed(
+            f"{len(failed)} of {len(rows)} table(s) could not be read: {', '.join(failed)}"
+        )
+
+
+COMMANDS = [tables]

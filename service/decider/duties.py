@@ -1,0 +1,119 @@
+"""The leader's warehouse-wide duties, a part of :class:`service.decider.loop.Decider`.
+
+Whatever concerns the whole queue rather than one table is done by the one decider holding
+the leader lease, once per step: fair dispatch from the pending sets to the actors' ready
+set, sizing the actor pool, and sweeping the files of abandoned attempts (reaping expired
+leases is one queue call in the step itself).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from optimizer import FlowView, fair_priority_scheduler
+from service.base.config import Config, DeciderSettings
+from service.decider.pool import Launcher, desired_actors
+from service.state.intents import Intent, Intents, sweep
+from service.state.queue import Budget, PriorityQueue
+from service.state.rolling import StatsStore
+
+log = logging.getLogger("icefloe.decider")
+
+
+class LeaderDuties:
+    """Mixed into :class:`service.decider.loop.Decider`, which sets these attributes."""
+
+    cfg: Config
+    s: DeciderSettings
+    catalog: Any
+    queue: PriorityQueue
+    stats: StatsStore
+    launcher: Launcher
+    intents: Intents | None
+    _clean: Callable[[Intent], int] | None
+    _weights: dict[str, int]
+    _budget: Callable[[str], Budget]  # each table's batch (service.state.queue.budget_of)
+
+    def dispatch(self, now: float, everything: bool = False) -> int:
+        """Fill the ready set up to ``ready_depth`` items in fair order, a table's batch at a
+        time (its next items that one actor takes together, ``service.state.queue.take_batch``:
+        the scheduler charges the batch's bytes to the table's share, so shares stay fair
+        in bytes and the budget caps how much one pick can take); persist the scheduler's
+        state. Returns the items moved.
+
+        ``everything``: move the whole backlog, still in fair order (the ready set is FIFO).
+        A one-shot pass (``decide --once``, the Airflow DAG) does this, since no later pass
+        will top the ready set up while its actors run.
+        """
+        depth = self.queue.depth()
+        room = depth["pending"] if everything else self.s.ready_depth - depth["ready"]
+        if room <= 0:
+            return 0
+        sched = fair_priority_scheduler(
+            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
+        )
+        budget = self._budget
+        batches = self.queue.batches(budget)
+        sent = 0
+        while sent < room and batches:
+            views = {
+                t: FlowView(
+                    sum(max(0, it.cost_bytes) for it in batch),
+                    batch[0].enqueued_at,
+                    max(0, batch[0].priority),
+                    self._weight(t),
+                )
+                for t, batch in batches.items()
+            }
+            chosen = sched.choose(views, now)
+            if chosen is None:
+                break
+            moved = [m for m in self.queue.dispatch_many([chosen] * len(batches[chosen])) if m]
+            sent += len(moved)
+            batches.pop(chosen)
+            batches |= self.queue.batches(budget, [chosen])  # its next batch, if any
+            if not moved:
+                break
+        self.stats.save_scheduler_state(sched.to_state())
+        self.stats.count({"dispatches": sent})
+        return sent
+
+    def _weight(self, table: str) -> int:
+        if table not in self._weights:
+            self._weights[table] = self.cfg.policy_for(table).weight
+        return self._weights[table]
+
+    def live_actors(self, now: float) -> int:
+        beats = self.stats.actors()
+        return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
+
+    def scale(self, now: float) -> int:
+        d = self.queue.depth()
+        want = desired_actors(
+            d["pending"] + d["ready"] + d["inflight"],
+            self.s.actors_min,
+            self.s.actors_max,
+            self.s.backlog_per_actor,
+        )
+        live = self.live_actors(now)
+        # one launch per lease period at most: new actors need time to show a heartbeat
+        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
+            self.launcher.launch(want - live)
+        return want
+
+    def sweep(self) -> int:
+        """Delete the files of abandoned attempts (an actor killed, a lease expired) that
+        no snapshot references; returns how many (:func:`service.state.intents.sweep`)."""
+        if self.intents is None:
+            return 0
+        if self._clean is None:
+            from jobs.maintenance.orphans import cleaner
+
+            self._clean = cleaner(self.catalog)
+        deleted = sweep(self.intents, self._clean)
+        if deleted:
+            log.info("deleted %d file(s) left by abandoned attempts", deleted)
+            self.stats.count({"orphans_deleted": deleted})
+        return deleted

@@ -1,0 +1,396 @@
+"""The decider: an observe → orient → decide loop over the managed tables; state in Redis.
+
+* **Observe** — poll the catalog (PyIceberg, no JVM) for each managed table's current
+  snapshot, and read commit events from the Redis Stream (``service.state.events``); bring each
+  changed table's rolling stats up to date (``service.state.rolling``).
+* **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
+  actions; size the actor pool to the backlog (:func:`desired_actors`).
+* **Decide** — every touched partition with ``MSE >= tolerance²`` and at least
+  ``min_input_files`` undersized files (two once it has waited ``max_wait_hours`` for more:
+  ``service.decider.needs``) becomes one action item (coalesced by id in the queue); then the fair
+  scheduler (fixed priority across classes, DWRR in bytes across tables, from
+  ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
+  one noisy table never starves the others.
+
+Several deciders may run against one Redis and share the warehouse. The tables are split
+into ``decider.shards`` shards, and each live decider holds leases on its fair share of
+them (``service.state.shards``): it observes, and reads the commit events of, only the tables of
+its shards, so no table is observed by two at once. A decider that joins gets its share
+at the next claims; one that dies stops renewing and its shards pass to the others within
+``leader_ttl_seconds``. The warehouse-wide duties (reaping expired leases, sweeping
+abandoned files, fair dispatch, sizing the actor pool) belong to the one decider holding
+the leader lease (``SET NX PX``; renewed by a compare-and-extend Lua script). Even two
+observers or two leaders at once (a paused process whose lease lapsed) do no harm: stats
+updates are compare-and-set on the last applied snapshot and queue items are idempotent.
+
+A step waiting on the event stream handles the evented tables at once. A poll of all the
+decider's tables starts when nothing arrived within ``poll_seconds`` (or the last poll is
+that old, or the decider gained shards), so a commit without an event is still found; it is
+worked through ``poll_budget_seconds`` per step, between the event batches, so an event
+never waits behind a poll of every table (a one-shot pass polls everything at once).
+
+The decider talks to Redis only through its adapters, injected (``queue``, ``stats``,
+``events``, ``leader``, ``shards``; by default the Redis ones on ``client``): tests run it on
+the in-memory ones, and every failure of a backing service reaches it as
+:class:`ServiceUnavailable` (the adapters translate library errors at their boundary).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from optimizer.maintenance_rules import MetadataHealth
+from service.base.config import Config, DeciderSettings, parse_table_identifier
+from service.base.errors import IcefloeError, ServiceUnavailable, describe
+from service.base.keys import Keys, shard_of
+from service.decider.duties import LeaderDuties
+from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
+from service.decider.pool import Launcher, LogLauncher
+from service.state.events import CommitEvent, CommitEvents, RedisEvents
+from service.state.health import HealthStore, MemoryHealth, RedisHealth
+from service.state.intents import Intent, Intents, RedisIntents
+from service.state.leader import Leader, RedisLeader
+from service.state.queue import PriorityQueue, budget_of
+from service.state.queue.redis import RedisQueue
+from service.state.rolling import ApplyResult, RollingStats, StatsStore, catch_up
+from service.state.shards import Claim, MemoryShards, RedisShards, Shards
+
+log = logging.getLogger("icefloe.decider")
+
+
+@dataclass
+class StepReport:
+    leader: bool = False
+    tables: int = 0
+    events: int = 0
+    rejected: list[str] = field(default_factory=list)
+    applied: list[ApplyResult] = field(default_factory=list)
+    enqueued: int = 0
+    coalesced: int = 0
+    dispatched: int = 0
+    reaped: int = 0
+    orphans_deleted: int = 0  # files of abandoned attempts (service.state.intents)
+    desired_actors: int = 0
+    holder: str | None = None  # who holds the leader lease, when it is not this decider
+    shards: list[int] = field(default_factory=list)  # the shards this decider observes
+    polled: bool = False  # every table of its shards was polled (not only evented ones)
+    next_lapse: float | None = None  # seconds until another decider's shard lease lapses
+    failed: dict[str, str] = field(default_factory=dict)  # tables skipped: why (one line)
+
+    def count(self, outcomes: list[int]) -> int:
+        """Count enqueue outcomes (1 new, 0 coalesced); their number."""
+        self.enqueued += outcomes.count(1)
+        self.coalesced += outcomes.count(0)
+        return len(outcomes)
+
+
+class Decider(LeaderDuties):
+    """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        client: Any,
+        catalog: Any,
+        settings: DeciderSettings | None = None,
+        queue: PriorityQueue | None = None,
+        launcher: Launcher | None = None,
+        consumer: str | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        tables: Callable[[], list[str]] | None = None,
+        *,
+        stats: StatsStore | None = None,
+        events: CommitEvents | None = None,
+        leader: Leader | None = None,
+        shards: Shards | None = None,
+        health: HealthStore | None = None,
+        intents: Intents | None = None,
+        clean: Callable[[Intent], int] | None = None,
+    ):
+        """``client`` may be None when all four adapters are given."""
+        from service.base.catalog import managed_tables
+
+        self.cfg = cfg
+        self.s = settings or DeciderSettings()
+        self.r = client
+        self.catalog = catalog
+        self.k = Keys.for_config(cfg)
+        self.consumer = consumer or f"decider-{uuid.uuid4().hex[:8]}"
+        s = self.s
+        self.queue: PriorityQueue = (
+            queue
+            if queue is not None
+            else RedisQueue(client, self.k, s.max_attempts, s.aging_seconds)
+        )
+        self.stats: StatsStore = stats if stats is not None else RollingStats(client, self.k)
+        self.events: CommitEvents = (
+            events
+            if events is not None
+            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms, s.shards)
+        )
+        self.leader: Leader = (
+            leader
+            if leader is not None
+            else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
+        )
+        if shards is None:  # no Redis: a lone decider holding every shard
+            ttl = s.leader_ttl_seconds
+            shards = (
+                MemoryShards(None, s.shards, ttl, self.consumer)
+                if client is None
+                else RedisShards(client, self.k, s.shards, ttl, self.consumer)
+            )
+        self.shards: Shards = shards
+        self.health: HealthStore = (
+            health
+            if health is not None
+            else MemoryHealth()
+            if client is None
+            else RedisHealth(client, self.k)
+        )
+        self._claim = Claim(frozenset())
+        self._claimed_at = 0.0  # time.monotonic() of the last claim
+        self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
+        self._to_poll: deque[str] = deque()  # tables of the poll under way, not yet refreshed
+        self.intents: Intents | None = (
+            intents if intents is not None or client is None else RedisIntents(client, self.k)
+        )
+        self._clean = clean
+        self.launcher = launcher or LogLauncher()
+        self.clock, self.sleep = clock, sleep
+        self._standing_by_for: str | None = None  # the holder last logged while standing by
+        self._tables = tables or (lambda: managed_tables(cfg, catalog))
+        self._weights: dict[str, int] = {}
+        self._budget = budget_of(cfg)
+        self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
+
+    # ---- observe ------------------------------------------------------------------------
+    def _validate(self, ev: CommitEvent, managed: set[str]) -> str | None:
+        """The reason to reject an event, or None when it names a managed table."""
+        try:
+            parse_table_identifier(ev.table)
+        except IcefloeError as e:
+            return str(e)
+        if ev.snapshot_id and not ev.snapshot_id.lstrip("-").isdigit():
+            return f"bad snapshot id {ev.snapshot_id!r}"
+        if ev.table not in managed:
+            return f"table {ev.table!r} is not managed (or does not exist)"
+        return None
+
+    def _mine(self, name: str) -> bool:
+        return shard_of(name, self.shards.count) in self._claim.owned
+
+    def _claim_shards(self) -> None:
+        """Renew this decider's shard leases and take or hand back its fair share."""
+        before = self._claim.owned
+        self._claim, self._claimed_at = self.shards.claim(), time.monotonic()
+        if self._claim.owned != before:
+            log.info("observing shards %s of %d", sorted(self._claim.owned), self.shards.count)
+
+    def _still_mine(self, name: str) -> bool:
+        """Renew the leases during a long pass (every third of their TTL); False once the
+        table's shard passed to another decider."""
+        if time.monotonic() - self._claimed_at > self.s.leader_ttl_seconds / 3:
+            self._claim_shards()
+        return self._mine(name)
+
+    def _poll_due(self, one_shot: bool, events: list[CommitEvent]) -> bool:
+        """Start polling every table of this decider's shards?"""
+        if one_shot:
+            return True
+        if self._to_poll:
+            return False  # a poll is under way
+        if not events or self._polled is None:
+            return True  # the wait ended without an event, or the first pass
+        shards, at = self._polled
+        return not self._claim.owned <= shards or self.clock() - at >= self.s.poll_seconds
+
+    def observe(
+        self, block_ms: int | None = None
+    ) -> tuple[set[str], list[CommitEvent], StepReport]:
+        """The evented tables of this decider's shards to refresh, and the commit events to
+        ack after processing; starts a poll of all of its shards' tables when one is due
+        (:attr:`_to_poll`, worked through by :meth:`step` a budget at a time)."""
+        lapse = self._claim.next_lapse
+        try:
+            managed = set(self._tables())
+        except IcefloeError:
+            raise
+        except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
+            raise ServiceUnavailable(f"catalog unreachable ({type(e).__name__})") from e
+        one_shot = block_ms is None
+        if self._to_poll:
+            block_ms = None  # a poll is under way: take the events there are, do not wait
+        elif block_ms is not None and lapse is not None:  # wake when another's lease lapses
+            block_ms = min(block_ms, int(lapse * 1000) + 50)
+        events = self.events.read(block_ms=block_ms, shards=self._claim.owned)
+        if lapse is not None and time.monotonic() - self._claimed_at >= lapse:
+            self._claim_shards()  # a dead decider's shards: take them now, not a step later
+        owned = self._claim.owned
+        report = StepReport(shards=sorted(owned), next_lapse=self._claim.next_lapse)
+        mine = {t for t in managed if self._mine(t)}
+        report.tables = len(mine)
+        report.events = len(events)
+        changed = set()
+        for ev in events:
+            reason = self._validate(ev, managed)
+            if reason:
+                log.warning("rejected commit event %s: %s", ev.id, reason)
+                report.rejected.append(ev.id)
+            elif ev.table in mine:  # else the shard count changed: its owner polls it
+                changed.add(ev.table)
+        report.polled = self._poll_due(one_shot, events)
+        if report.polled:
+            self._polled = (owned, self.clock())
+            self._to_poll = deque(sorted(mine))
+        return changed, events, report
+
+    def _refresh_safely(self, name: str, now: float, report: StepReport) -> None:
+        if not self._still_mine(name):
+            return  # its shard passed to another decider during a long pass
+        try:
+            self.refresh(name, now, report)
+        except ServiceUnavailable:
+            raise  # the loop backs off; events stay pending
+        except Exception as e:  # one broken or dropped table must not stop the others
+            report.failed[name] = describe(e)  # SQLAlchemy's and Java's span lines: one
+            log.warning("skipped %s this pass: %s", name, report.failed[name])
+
+    # ---- orient + decide ----------------------------------------------------------------
+    def refresh(self, name: str, now: float, report: StepReport) -> None:
+        """Catch one table up and enqueue what its touched partitions need, and what its
+        partitions that waited long enough for more small files need."""
+        from service.base.catalog import load_table
+
+        table = load_table(self.catalog, name)
+        policy = self.cfg.policy_for(name, table.properties)
+        self._weights[name] = policy.weight
+        outcomes, self.healths[name] = check_table(
+            name, table, policy, now, self.queue, self.health, self.healths.get(name)
+        )
+        report.count(outcomes)
+        target = policy.target
+        current = table.current_snapshot()
+        current_id = current.snapshot_id if current is not None else None
+        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
+        if current_id == last and self.stats.decided(name) != last:
+            # applied, but the pass that applied it stopped before enqueueing: decide again
+            # from the stored stats of every partition (enqueue coalesces; no table scan)
+            log.info(
+                "deciding %s again from stored stats: actions not enqueued after the last update",
+                name,
+            )
+            touched = self.stats.partitions(name)
+            report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
+            self.stats.mark_decided(name, current_id)
+        elif current_id != last:
+            self._catch_up(waits, table, policy, target, now, report)
+            self.stats.mark_decided(name, current_id)
+        report.count(enqueue_overdue(self.queue, waits, policy, target, now))
+
+    def _catch_up(
+        self, waits: Waits, table: Any, policy: Any, target: int, now: float, report: StepReport
+    ) -> None:
+        """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
+        name = waits.table
+        result = catch_up(self.stats, name, table, target, now)
+        report.applied.append(result)
+        if result.full_scan:
+            log.info(
+                "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
+            )
+        candidates = report.count(
+            enqueue_touched(self.queue, waits, policy, result.touched, target, now)
+        )
+        if not result.full_scan:
+            self.stats.count(
+                {
+                    "partitions_changed": len(result.touched),
+                    "partition_scans": candidates,
+                    "file_events": result.file_events,
+                }
+            )
+
+    # ---- the loop -----------------------------------------------------------------------
+    def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
+        self._claim_shards()
+        leader = self.leader.acquire()
+        if not leader and not self._claim.owned:
+            holder = self.leader.holder()
+            if holder != self._standing_by_for:
+                log.info("standing by: no shard free; decider %s holds the leader lease", holder)
+                self._standing_by_for = holder
+            return StepReport(leader=False, holder=holder, next_lapse=self._claim.next_lapse)
+        self._standing_by_for = None
+        tables, events, report = self.observe(block_ms)
+        report.leader = leader
+        now = self.clock()
+        for name in sorted(tables):  # the evented tables first
+            self._refresh_safely(name, now, report)
+        # then the poll, a budget at a time (all of it in a one-shot pass), so an event
+        # waits for at most one budget, however many tables a poll has
+        budget_end = None if block_ms is None else time.monotonic() + self.s.poll_budget_seconds
+        while self._to_poll and (budget_end is None or time.monotonic() < budget_end):
+            name = self._to_poll.popleft()
+            if name not in tables:
+                self._refresh_safely(name, now, report)
+        # ack only now, and not for tables that failed: a crash before this leaves them pending
+        self.events.ack([e for e in events if e.table not in report.failed])
+        if not leader:
+            report.holder = self.leader.holder()
+            return report
+        report.reaped = len(self.queue.reap(now))
+        report.orphans_deleted = self.sweep()
+        report.dispatched = self.dispatch(now, everything=dispatch_all)
+        report.desired_actors = self.scale(now)
+        return report
+
+    def run(
+        self,
+        once: bool = False,
+        on_step: Callable[[StepReport], None] | None = None,
+        max_steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """Loop (or one pass); a step with shards blocks on their events, one without waits a
+        poll (or until another decider's shard lease lapses). An unreachable Redis or catalog
+        → exponential backoff with one clear log line per attempt: no crash loop, no busy
+        spin. The adapters and
+        :meth:`observe` say in the error which service failed ("redis unreachable during
+        leader acquire", "catalog unreachable"): the loop never inspects an exception."""
+        delay = self.s.backoff_initial_seconds
+        steps = 0
+        while True:
+            try:
+                # the leader blocks on the event stream for up to one poll interval, so a
+                # notified commit is handled at once and a silent one within poll_seconds
+                report = self.step(
+                    block_ms=None if once else int(self.s.poll_seconds * 1000), dispatch_all=once
+                )
+                delay = self.s.backoff_initial_seconds
+                if on_step:
+                    on_step(report)
+                wait = 0.0 if report.shards else self.s.poll_seconds  # it blocked on events
+                if not report.leader and report.next_lapse is not None:
+                    wait = min(wait, report.next_lapse + 0.05)  # a dead decider's shards
+            except ServiceUnavailable as e:  # the Redis URL only when Redis is what failed
+                where = f" (redis {self.cfg.redis.redacted_url()})" if "redis" in str(e) else ""
+                log.error("decider: %s%s; retrying in %.1fs", e, where, delay)
+                if once:
+                    raise
+                wait = delay
+                delay = min(delay * 2, self.s.backoff_max_seconds)
+            steps += 1
+            if once or (max_steps is not None and steps >= max_steps):
+                return
+            if should_stop is not None and should_stop():
+                return
+            if wait > 0:
+                self.sleep(wait)

@@ -1,0 +1,283 @@
+"""What one table needs, as queue items: its partitions' rewrites and its maintenance.
+
+:func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
+and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
+(``sort`` when the policy sorts), valued by entropy removed per byte rewritten, once it
+holds ``min_input_files`` small files, or small files that together fill a target file
+(Iceberg's rule: at least that estimate, a lower bound), or has waited ``max_wait_hours``
+with fewer (:func:`waiting`: the decider keeps when each such partition started waiting).
+
+Called by :meth:`service.decider.loop.Decider.refresh` on every poll of every table: the
+table's :class:`~optimizer.maintenance_rules.MetadataHealth` is brought up to date (the manifest
+list is read only when the snapshot changed) and stored for ``status``, ``tables`` and the
+metrics; then each table-level action the policy enables (``rewrite_manifests``,
+``expire_snapshots``, ``remove_orphan_files``) and the rules in ``optimizer.maintenance_rules``
+find due becomes one queue item for the whole table (``partition`` None), on the same queue
+and under the same fair scheduling as the merges. An item's enqueue time counts as the
+action's last run (an action pending or in flight is coalesced; an interval runs from when
+it was scheduled). Orphan removal's interval starts when the table is first seen; when it
+comes due, every table of the catalog is listed first, and it is *held* (not enqueued, the
+reason kept for ``status``) while another table's location overlaps the table's
+(:func:`hold_orphans`, ``jobs.maintenance.sharing``).
+
+The same decision without a queue, for ``icefloe maintain`` and the actor's manifests
+after a batch: :func:`jobs.maintenance.due.assess`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.maintenance.due import ORPHANS
+from optimizer import PartitionStats, estimate
+from optimizer.maintenance_rules import (
+    TABLE_ACTIONS,
+    MetadataHealth,
+    Need,
+    deletes_due,
+    table_needs,
+)
+from service.state.health import HealthStore, read_health, summary, to_fields
+from service.state.queue import ActionItem, PriorityQueue
+from service.state.rolling import StatsStore
+
+log = logging.getLogger("icefloe.decider")
+
+
+def need_item(
+    name: str, partition: str | None, need: Need, policy: Any, now: float, lane: str | None = None
+) -> ActionItem:
+    """The queue item of one maintenance need, in the table's priority class."""
+    return ActionItem.new(
+        name,
+        partition,
+        need.action,
+        policy.priority,
+        need.cost_bytes,
+        need.benefit,
+        now,
+        reason=need.reason,
+        lane=lane,
+    )
+
+
+def partition_items(
+    name: str,
+    policy: Any,
+    touched: Mapping[str, PartitionStats],
+    target: int,
+    now: float,
+    min_input_files: int | None = None,
+) -> list[ActionItem]:
+    """The data-rewrite items of the touched partitions that need work: a partition whose
+    deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
+    its small files too, under the id of its merge. ``min_input_files``: None = the
+    policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`)."""
+    action = _data_action(policy)
+    floor = policy.min_input_files if min_input_files is None else min_input_files
+    items = []
+    for key, stats in sorted(touched.items()):
+        verdict = _verdict(policy, stats, target, floor)
+        if isinstance(verdict, Need):
+            items.append(need_item(name, key or None, verdict, policy, now, lane=action))
+        elif verdict == "merge":
+            cost, benefit = estimate(stats, target)
+            reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
+            if stats.undersized < policy.min_input_files:
+                small_bytes = estimate(stats, target)[0]
+                reason += (
+                    f", {stats.undersized} small holding a target file"
+                    if small_bytes >= target
+                    else f", {stats.undersized} small after {policy.max_wait_hours:g} h"
+                )
+            items.append(
+                ActionItem.new(
+                    name,
+                    key or None,
+                    action,
+                    policy.priority,
+                    cost,
+                    benefit,
+                    now,
+                    reason=reason,
+                    min_input_files=floor,
+                )
+            )
+    return items
+
+
+@dataclass
+class Waits:
+    """One table's partitions that wait for ``min_input_files`` small files (:func:`waiting`)
+    and when each started, read once per pass; only what changes is written back."""
+
+    stats: StatsStore
+    table: str
+    since: dict[str, float]
+
+    @classmethod
+    def read(cls, stats: StatsStore, table: str, policy: Any) -> Waits:
+        """Read unless the policy never merges (then nothing of the table waits)."""
+        merges = policy.enabled and _data_action(policy) in policy.actions
+        return cls(stats, table, stats.waiting(table) if merges else {})
+
+    def update(self, held: Sequence[str], released: Sequence[str], now: float) -> None:
+        """``held`` wait from ``now`` unless they wait already; ``released`` wait no more."""
+        new = [k for k in held if k not in self.since]
+        gone = [k for k in released if k in self.since]
+        if new or gone:
+            self.stats.mark_waiting(self.table, new, gone, now)
+        self.since.update(dict.fromkeys(new, now))
+        for key in gone:
+            del self.since[key]
+
+
+def enqueue_touched(
+    queue: PriorityQueue,
+    waits: Waits,
+    policy: Any,
+    touched: Mapping[str, PartitionStats],
+    target: int,
+    now: float,
+) -> list[int]:
+    """One item per touched partition of ``waits.table`` that needs work (one pipelined
+    enqueue), and the waiting ones kept in ``waits``; the enqueue outcomes (1 new, 0
+    coalesced)."""
+    items = partition_items(waits.table, policy, touched, target, now)
+    outcomes = queue.enqueue_many(items, now) if items else []
+    waits.update(*waiting(policy, touched, target), now)
+    return list(outcomes)
+
+
+def enqueue_overdue(
+    queue: PriorityQueue, waits: Waits, policy: Any, target: int, now: float
+) -> list[int]:
+    """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
+    still need work, enqueued as they are (two small files at least); released only after."""
+    started_by = now - policy.max_wait_hours * 3600
+    due = sorted(k for k, t in waits.since.items() if t <= started_by)
+    if not due:
+        return []
+    found = waits.stats.partitions_of(waits.table, due)
+    items = partition_items(waits.table, policy, found, target, now, min_input_files=2)
+    outcomes = queue.enqueue_many(items, now) if items else []
+    waits.update([], due, now)
+    return list(outcomes)
+
+
+def waiting(
+    policy: Any, touched: Mapping[str, PartitionStats], target: int
+) -> tuple[list[str], list[str]]:
+    """The touched partitions (held, the rest) that a merge would help but that hold fewer
+    than ``min_input_files`` small files (two at least): they wait for more files, or for
+    ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first.
+    One queued at once because its small files seem to fill a target file waits too: the
+    actor's exact rule may find they do not, and it must still be merged in time."""
+    floor = policy.min_input_files
+    held = [
+        key
+        for key, stats in sorted(touched.items())
+        if (verdict := _verdict(policy, stats, target, floor)) == "wait"
+        or (verdict == "merge" and stats.undersized < floor)
+    ]
+    chosen = set(held)
+    return held, sorted(k for k in touched if k not in chosen)
+
+
+def _data_action(policy: Any) -> str:
+    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+
+
+def _verdict(policy: Any, stats: PartitionStats, target: int, floor: int) -> Need | str | None:
+    """What one partition needs: its delete compaction (a :class:`Need`), ``"merge"`` (the
+    policy's data action), ``"wait"`` (fewer small files than ``floor``), or None."""
+    if not policy.enabled:
+        return None
+    if "compact_deletes" in policy.actions:
+        need = deletes_due(stats, policy.maintenance.delete_ratio)
+        if need is not None:
+            return need
+    if _data_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
+        return None
+    small_bytes, gain = estimate(stats, target)
+    if gain <= 0:  # fewer than two small files, or nothing gained
+        return None
+    # Iceberg's rule: small files that together fill a target file are merged at once
+    return "wait" if stats.undersized < floor and small_bytes < target else "merge"
+
+
+def current_health(
+    name: str, table: Any, policy: Any, health: HealthStore, cached: MetadataHealth | None
+) -> MetadataHealth:
+    """The table's health now; stored when it changed. ``cached``: this process's last
+    health of the table (an unchanged table then costs neither a read nor a write)."""
+    m = policy.maintenance
+    target = m.manifest_target(table.properties)
+    snap = table.current_snapshot()
+    snapshot_id = None if snap is None else snap.snapshot_id
+    if cached is not None and (cached.snapshot_id, cached.manifest_target) == (snapshot_id, target):
+        same: dict[str, Any] = {
+            "snapshot": snapshot_id,
+            "manifest_target": target,
+            "manifest_stats": cached.manifests,
+            "metadata_bytes": cached.metadata_bytes,
+        }
+        return read_health(table, target, m.retain_last, same)
+    known = health.load(name)
+    current = read_health(table, target, m.retain_last, known)
+    if known is None or summary(to_fields(current)) != known:
+        health.save(name, current)
+    return current
+
+
+def hold_orphans(
+    name: str, table: Any, policy: Any, health: HealthStore, now_ms: int, needs: list[Need]
+) -> list[Need]:
+    """``needs`` without orphan removal when another table shares the location
+    (``jobs.maintenance.sharing``: the catalog is listed only when orphan removal is due).
+    A held scan counts as run: it is checked again after ``orphan_interval_hours``; the
+    reason is kept for ``status``."""
+    if not any(n.action == ORPHANS for n in needs):
+        return needs
+    from jobs.maintenance.sharing import orphan_hold
+
+    hold = orphan_hold(table.catalog, name, table, policy.maintenance.allow_shared_location)
+    health.mark_hold(name, ORPHANS, hold)
+    if hold is None:
+        return needs
+    log.warning("%s: remove_orphan_files held: %s", name, hold)
+    health.mark_run(name, ORPHANS, now_ms)
+    return [n for n in needs if n.action != ORPHANS]
+
+
+def check_table(
+    name: str,
+    table: Any,
+    policy: Any,
+    now: float,
+    queue: PriorityQueue,
+    health: HealthStore,
+    cached: MetadataHealth | None = None,
+) -> tuple[list[int], MetadataHealth]:
+    """Keep ``name``'s health and enqueue the table-level maintenance it needs: the enqueue
+    outcomes (1 new, 0 coalesced) and the health."""
+    current = current_health(name, table, policy, health, cached)
+    enabled = [a for a in policy.actions if a in TABLE_ACTIONS] if policy.enabled else []
+    if not enabled:
+        return [], current
+    now_ms = int(now * 1000)
+    if ORPHANS in enabled:
+        health.mark_run(name, ORPHANS, now_ms, only_if_unset=True)
+    m = policy.maintenance
+    rules = m.rules(current.manifest_target)
+    needs = table_needs(current, rules, enabled, now_ms, health.last_runs(name))
+    needs = hold_orphans(name, table, policy, health, now_ms, needs)
+    outcomes = []
+    for need in needs:
+        outcomes.append(queue.enqueue(need_item(name, None, need, policy, now), now))
+        health.mark_run(name, need.action, now_ms)
+        log.info("%s: %s (%s)", name, need.action, need.reason)
+    return outcomes, current

@@ -1,0 +1,1 @@
+"""What an operator reads: ``status`` and the Prometheus metrics."""

@@ -1,0 +1,213 @@
+"""A table's metadata health, read from its metadata and kept in Redis beside its stats.
+
+:func:`read_health` builds :class:`optimizer.maintenance_rules.MetadataHealth` from the current
+snapshot's manifest list (each manifest's length: one small Avro read, no manifest and no
+data file opened), the snapshot log in the table metadata, and the size of the metadata
+JSON. It depends only on the snapshot it describes, so reading it again after any sequence
+of commits equals reading it once: the incremental form *is* the full recompute.
+
+The store (:class:`RedisHealth`, in the table's own ``{t:<table>}`` slot; and
+:class:`MemoryHealth` for unit tests) keeps the latest health for ``status`` and the
+metrics, when each maintenance action last ran (orphan removal: from when the table
+was first seen), and why an action is held (orphan removal on a location another table
+shares: ``jobs.maintenance.sharing``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from optimizer import PartitionStats
+from optimizer.maintenance_rules import MetadataHealth
+from service.base.keys import Keys
+from service.base.redis_client import text, translated
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+
+def summary_deletes(snap: Any) -> tuple[int, int, int]:
+    """(rows, delete files, deleted rows: positions + equality rows) from a snapshot's
+    summary totals; zeros where a writer left them out."""
+    props = snap.summary.additional_properties if snap is not None and snap.summary else {}
+
+    def total(key: str) -> int:
+        raw = props.get(key, "0")
+        return int(raw) if str(raw).isdigit() else 0
+
+    deleted = total("total-position-deletes") + total("total-equality-deletes")
+    return total("total-records"), total("total-delete-files"), deleted
+
+
+def read_health(
+    table: Table,
+    manifest_target: int,
+    retain_last: int,
+    known: Mapping[str, Any] | None = None,
+) -> MetadataHealth:
+    """The table's metadata health at its current snapshot. ``known``: the stored
+    :func:`summary`; when it is of this snapshot, its manifests are taken from it and only
+    the snapshot log and summary (already in memory) are read."""
+    snap = table.current_snapshot()
+    snapshot_id = None if snap is None else snap.snapshot_id
+    times = [int(s.timestamp_ms) for s in table.metadata.snapshots]
+    deletes = summary_deletes(snap)
+    same = known is not None and known["manifest_target"] == manifest_target
+    if known is not None and same and known["snapshot"] == snapshot_id:
+        return MetadataHealth(
+            snapshot_id,
+            manifest_target,
+            known["manifest_stats"],
+            len(times),
+            min(times, default=None),
+            tuple(sorted(times)[: max(0, len(times) - retain_last)]),
+            known["metadata_bytes"],
+            *deletes,
+        )
+    sizes = [int(m.manifest_length) for m in snap.manifests(table.io)] if snap else []
+    try:
+        metadata_bytes = len(table.io.new_input(table.metadata_location))
+    except (OSError, ValueError):  # a catalog without a reachable metadata file
+        metadata_bytes = 0
+    return MetadataHealth.of(
+        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last, deletes
+    )
+
+
+def to_fields(h: MetadataHealth) -> dict[str, str]:
+    """The stored form: the manifests' stats and the counts (not the snapshot times)."""
+    m = h.manifests
+    return {
+        "snapshot": "" if h.snapshot_id is None else str(h.snapshot_id),
+        "manifest_target": str(h.manifest_target),
+        "manifests": f"{m.n} {m.sse} {m.total_bytes} {m.undersized}",
+        "snapshots": str(h.snapshots),
+        "oldest_snapshot_ms": "" if h.oldest_snapshot_ms is None else str(h.oldest_snapshot_ms),
+        "expirable": str(len(h.expirable)),
+        "metadata_bytes": str(h.metadata_bytes),
+        "deletes": f"{h.data_rows} {h.delete_files} {h.deleted_rows}",
+    }
+
+
+def summary(fields: Mapping[str, str]) -> dict[str, Any]:
+    """What ``status``, ``tables`` and the metrics show of a stored health."""
+    n, sse, total, under = (int(v) for v in fields["manifests"].split())
+    deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()]
+    stats = PartitionStats(n, sse, total, under)
+    return {
+        "snapshot": int(fields["snapshot"]) if fields.get("snapshot") else None,
+        "manifest_stats": stats,
+        "manifests": n,
+        "manifests_undersized": under,
+        "manifest_bytes": total,
+        "manifest_mse": stats.mse,
+        "manifest_target": int(fields["manifest_target"]),
+        "snapshots": int(fields["snapshots"]),
+        "oldest_snapshot_ms": int(fields["oldest_snapshot_ms"])
+        if fields.get("oldest_snapshot_ms")
+        else None,
+        "expirable_snapshots": int(fields.get("expirable", "0")),
+        "metadata_bytes": int(fields["metadata_bytes"]),
+        **dict(zip(("data_rows", "delete_files", "deleted_rows"), deletes, strict=True)),
+    }
+
+
+class HealthStore(Protocol):
+    def save(self, table: str, health: MetadataHealth) -> None: ...
+
+    def load(self, table: str) -> dict[str, Any] | None:
+        """:func:`summary` of the stored health, or None."""
+        ...
+
+    def last_runs(self, table: str) -> dict[str, int]:
+        """action → unix ms it last ran (``remove_orphan_files``: the table's first sighting
+        until it first runs)."""
+        ...
+
+    def mark_run(
+        self, table: str, action: str, now_ms: int, only_if_unset: bool = False
+    ) -> None: ...
+
+    def holds(self, table: str) -> dict[str, str]:
+        """action → why the decider holds it (orphan removal on a shared location)."""
+        ...
+
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        """Keep why ``action`` is held (None: it is not)."""
+        ...
+
+
+class RedisHealth:
+    """Health and last-run times in the table's slot: ``<prefix>:{t:<table>}:health``."""
+
+    def __init__(self, client: Any, keys: Keys):
+        self.r = client
+        self.k = keys
+
+    @translated("health save")
+    def save(self, table: str, health: MetadataHealth) -> None:
+        self.r.hset(self.k.health(table), mapping=to_fields(health))
+
+    @translated("health load")
+    def load(self, table: str) -> dict[str, Any] | None:
+        raw = {text(k): text(v) for k, v in self.r.hgetall(self.k.health(table)).items()}
+        return summary(raw) if "manifests" in raw else None
+
+    @translated("health last_runs")
+    def last_runs(self, table: str) -> dict[str, int]:
+        raw = self.r.hgetall(self.k.health(table))
+        return {text(k)[4:]: int(v) for k, v in raw.items() if text(k).startswith("run:")}
+
+    @translated("health mark_run")
+    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
+        if only_if_unset:
+            self.r.hsetnx(self.k.health(table), f"run:{action}", now_ms)
+        else:
+            self.r.hset(self.k.health(table), f"run:{action}", now_ms)
+
+    @translated("health holds")
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.r.hgetall(self.k.health(table))
+        return {text(k)[5:]: text(v) for k, v in raw.items() if text(k).startswith("hold:")}
+
+    @translated("health mark_hold")
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        if reason is None:
+            self.r.hdel(self.k.health(table), f"hold:{action}")
+        else:
+            self.r.hset(self.k.health(table), f"hold:{action}", reason)
+
+
+class MemoryHealth:
+    """The same in a dict, for unit tests."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, str]] = {}
+
+    def save(self, table: str, health: MetadataHealth) -> None:
+        self.data.setdefault(table, {}).update(to_fields(health))
+
+    def load(self, table: str) -> dict[str, Any] | None:
+        raw = self.data.get(table, {})
+        return summary(raw) if "manifests" in raw else None
+
+    def last_runs(self, table: str) -> dict[str, int]:
+        raw = self.data.get(table, {})
+        return {k[4:]: int(v) for k, v in raw.items() if k.startswith("run:")}
+
+    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
+        fields = self.data.setdefault(table, {})
+        if not (only_if_unset and f"run:{action}" in fields):
+            fields[f"run:{action}"] = str(now_ms)
+
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.data.get(table, {})
+        return {k[5:]: v for k, v in raw.items() if k.startswith("hold:")}
+
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        fields = self.data.setdefault(table, {})
+        if reason is None:
+            fields.pop(f"hold:{action}", None)
+        else:
+            fields[f"hold:{action}"] = reason

@@ -1,0 +1,175 @@
+"""Reading Iceberg metadata for the rolling stats, and :func:`catch_up`, which walks a
+table's new snapshots into any :class:`~service.state.rolling.base.StatsStore`."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from optimizer import PartitionStats, merge_stats
+from service.base.partition_key import PartitionKey
+from service.base.tablestats import spec_fields
+from service.state.rolling.base import ApplyResult, GapError, PartitionDelta, StatsStore
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+DATA = 0
+ADDED, DELETED = 1, 2  # pyiceberg ManifestEntryStatus values
+# snapshots applied per transaction: a table's new snapshots since the last pass (a burst,
+# or a decider catching up after downtime) cost one transaction per chunk, not per snapshot
+CHAIN_CHUNK = 100
+
+
+def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
+    """Snapshot ids after ``last_applied`` up to the current one, oldest first.
+
+    Raises :class:`GapError` when ``last_applied`` is not an ancestor of the current one.
+    """
+    current = table.current_snapshot()
+    if current is None:
+        if last_applied is None:
+            return []
+        raise GapError("table has no current snapshot any more")
+    if last_applied is None:
+        raise GapError("no snapshot applied yet")
+    chain: list[int] = []
+    snap: Any = current
+    while snap is not None and snap.snapshot_id != last_applied:
+        chain.append(snap.snapshot_id)
+        parent = snap.parent_snapshot_id
+        snap = None if parent is None else table.metadata.snapshot_by_id(parent)
+    if snap is None:
+        raise GapError(f"snapshot {last_applied} is not an ancestor of the current one")
+    chain.reverse()
+    return chain
+
+
+def _partition_converter(table: Table) -> Any:
+    """Turn raw partition tuples (spec id, manifest ``Record``) into partition keys: the
+    same encoded :class:`~service.base.partition_key.PartitionKey` ``inspect.files`` rows give.
+    Each distinct tuple is encoded once per converter (a chain's snapshots touch the same
+    partitions over and over)."""
+    fields = spec_fields(table)
+    known: dict[tuple[int, tuple[Any, ...]], str] = {}
+
+    def convert(rows: list[tuple[int, Any]]) -> list[str]:
+        out = []
+        for spec_id, part in rows:
+            spec = fields[spec_id]
+            values = tuple(part[pos] for pos in range(len(spec)))
+            key = known.get((spec_id, values))
+            if key is None:
+                key = known[(spec_id, values)] = PartitionKey.of(spec_id, spec, values).encode()
+            out.append(key)
+        return out
+
+    return convert
+
+
+def snapshot_delta(
+    table: Table, snapshot_id: int, convert: Any = None
+) -> dict[str, PartitionDelta]:
+    """Added/deleted files of one snapshot, by partition, from the manifests it wrote.
+
+    ``convert``: the table's partition converter (``_partition_converter``), built once
+    for a whole chain of snapshots by :func:`catch_up`; None builds one."""
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    if snap is None:
+        raise GapError(f"snapshot {snapshot_id} is gone")
+    raw: list[tuple[int, Any, int, int, int, int]] = []  # spec, partition, status, content,
+    # size, records
+    for manifest in snap.manifests(table.io):
+        if manifest.added_snapshot_id != snapshot_id:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            status = int(entry.status)
+            if status not in (ADDED, DELETED) or entry.snapshot_id != snapshot_id:
+                continue
+            df = entry.data_file
+            raw.append(
+                (
+                    manifest.partition_spec_id,
+                    df.partition,
+                    status,
+                    int(df.content),
+                    int(df.file_size_in_bytes),
+                    int(df.record_count),
+                )
+            )
+    if raw and convert is None:
+        convert = _partition_converter(table)
+    keys = convert([(r[0], r[1]) for r in raw]) if raw else []
+    out: dict[str, PartitionDelta] = defaultdict(PartitionDelta)
+    for key, (_, _, status, content, size, records) in zip(keys, raw, strict=True):
+        d = out[key]
+        sign = 1 if status == ADDED else -1
+        if content == DATA:
+            (d.added if status == ADDED else d.deleted).append(size)
+            d.data_rows += sign * records
+            continue
+        if status == ADDED:
+            d.added_deletes += 1
+        else:
+            d.removed_deletes += 1
+        d.delete_bytes += sign * size
+        d.deleted_rows += sign * records
+    return dict(out)
+
+
+def full_stats(table: Table, target: int) -> dict[str, PartitionStats]:
+    """Exact stats of every partition from the current file list (the reference)."""
+    from service.base.tablestats import current_partitions
+
+    by_key: dict[str, list[PartitionStats]] = defaultdict(list)
+    for part in current_partitions(table):
+        by_key[part.key].append(part.stats(target))
+    return {k: merge_stats(v) for k, v in by_key.items()}
+
+
+def catch_up(
+    store: StatsStore, table_name: str, table: Table, target: int, now: float | None = None
+) -> ApplyResult:
+    """Bring ``table_name``'s stats to the table's current snapshot (rolling or full).
+
+    The new snapshots are applied in chains of up to :data:`CHAIN_CHUNK`, one
+    :meth:`~service.state.rolling.base.StatsStore.apply` (one transaction) each."""
+    now = time.time() if now is None else now
+    current = table.current_snapshot()
+    current_id = None if current is None else current.snapshot_id
+    try:
+        if store.target(table_name) not in (None, target):
+            raise GapError(f"target changed to {target}")
+        # one read: the chain and the first parent must come from the same state (another
+        # leader applying in between would otherwise get its snapshots applied twice)
+        parent = store.last_applied(table_name)
+        chain = snapshots_since(table, parent)
+        touched: dict[str, PartitionStats] = {}
+        events = applied = 0
+        convert = _partition_converter(table) if chain else None
+        for at in range(0, len(chain), CHAIN_CHUNK):
+            chunk = chain[at : at + CHAIN_CHUNK]
+            steps = [(snap_id, snapshot_delta(table, snap_id, convert)) for snap_id in chunk]
+            events += sum(d.events for _, deltas in steps for d in deltas.values())
+            *earlier, (last_id, deltas) = steps
+            result = store.apply(table_name, parent, last_id, target, deltas, now, earlier)
+            if result is not None:
+                touched.update(result)
+                # a chunk another decider applied part of in the meantime counts whole here
+                # (the store's snapshots_applied counter is exact)
+                applied += len(chunk)
+            parent = last_id
+        return ApplyResult(table_name, current_id, applied, False, events, touched)
+    except GapError as gap:
+        stats = full_stats(table, target)
+        store.replace(table_name, current_id, target, stats, now)
+        return ApplyResult(
+            table_name,
+            current_id,
+            0,
+            True,
+            sum(s.n + s.delete_files for s in stats.values()),
+            dict(stats),
+            reason=str(gap),
+        )
