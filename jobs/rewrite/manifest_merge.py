@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.base.config.maintenance_policy import MANIFEST_TARGET_PROPERTY
-
 from optimizer.maintenance_rules import DEFAULT_MANIFEST_TARGET
+from service.base.config.maintenance_policy import MANIFEST_TARGET_PROPERTY
 
 MERGE_AT = 2
 MAX_LISTED = 2_000
