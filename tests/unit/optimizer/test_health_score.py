@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -47,7 +48,7 @@ PERFECT = HealthInputs(
     expire_interval_ms=HOUR,
 )
 # each metric at a value past its component's full point
-WORST = {
+WORST: dict[str, dict[str, Any]] = {
     "data_files": {"data_mse": float(T * T)},
     "deletes": {"delete_ratio": 0.5},
     "manifests": {"manifests_undersized": 40, "manifest_mse": float(T * T)},
@@ -157,8 +158,9 @@ def test_ramp() -> None:
     [("target_bytes", 0), ("data_mse", -1.0), ("delete_ratio", math.nan), ("snapshots", -1)],
 )
 def test_inputs_are_checked(field: str, value: float) -> None:
+    change: dict[str, Any] = {field: value}
     with pytest.raises(ValueError, match=field):
-        dataclasses.replace(PERFECT, **{field: value})
+        dataclasses.replace(PERFECT, **change)
 
 
 def test_rank_worst() -> None:
@@ -178,7 +180,7 @@ def test_rank_worst() -> None:
 
 # ---- generated tables ----------------------------------------------------------------------
 
-METRICS = {
+METRICS: dict[str, st.SearchStrategy[Any]] = {
     "data_mse": st.floats(0, 4 * T * T),
     "delete_ratio": st.floats(0, 2),
     "manifests_undersized": st.integers(0, 100),
@@ -186,7 +188,7 @@ METRICS = {
     "snapshots": st.integers(0, 20),
     "oldest_snapshot_age_ms": st.none() | st.integers(0, 400 * HOUR),
 }
-POLICY = {
+POLICY: dict[str, st.SearchStrategy[Any]] = {
     "target_bytes": st.integers(1, 10 * T),
     "tolerance_bytes": st.integers(0, 10 * T),
     "delete_ratio_threshold": st.floats(0.001, 1),
@@ -217,7 +219,8 @@ def _worse(inputs: HealthInputs, field: str, value: float | int | None) -> Healt
         worse = value if old is None else old if value is None else max(old, value)
     else:
         worse = max(old, value)
-    return dataclasses.replace(inputs, **{field: worse})
+    change: dict[str, Any] = {field: worse}
+    return dataclasses.replace(inputs, **change)
 
 
 @given(tables, st.data())
