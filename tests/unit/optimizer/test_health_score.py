@@ -80,7 +80,7 @@ def test_worked_example_by_hand() -> None:
         delete_files=4,
         deleted_rows=200,
     )
-    inputs = HealthInputs.of(data, T, 100, RULES.delete_ratio, health, RULES, NOW)
+    inputs = HealthInputs.of(data, T, 100, health, RULES, NOW)
     score = health_score(inputs)
     # data: RMSE 240 → x = 0.8; healthy 1/3, full 1 → (0.8 - 1/3) / (2/3) = 0.7 → 28
     # deletes: 0.2 against 0.1 .. 0.3 → 0.5 → 12.5
