@@ -12,6 +12,14 @@ echo "== ruff"; ruff check .; ruff format --check --quiet .
 echo "== mypy"; mypy optimizer service jobs
 echo "== import contracts"; lint-imports --no-cache >/dev/null; echo "contracts kept"
 [ "$mode" = "--lint-only" ] && exit 0
+# promtool checks the alert rules (tests/integration/test_alert_rules.py): Debian's prometheus
+if [ "$mode" != "--fast" ] && ! command -v promtool >/dev/null 2>&1; then
+  echo "== installing promtool (Debian package prometheus)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+      --no-install-recommends prometheus >/dev/null; } ||
+    { echo "promtool is missing and apt-get could not install prometheus: install it by hand"; exit 1; }
+fi
 echo "== pytest"
 set +e
 if [ "$mode" = "--fast" ]; then python -m pytest -m unit -q; else python -m pytest "$@"; fi
