@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from optimizer.entropy import PartitionStats
-from optimizer.maintenance import MaintenanceRules, MetadataHealth
+from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 __all__ = [
     "WEIGHTS",

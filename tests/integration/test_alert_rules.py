@@ -23,8 +23,8 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from optimizer.maintenance import MetadataHealth
-from service.metrics import DeciderMetrics
+from optimizer.maintenance_rules import MetadataHealth
+from service.observe.metrics import DeciderMetrics
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from optimizer import merge_stats, stats_from_sizes
 from optimizer.health_score import WEIGHTS, HealthInputs, Score, health_score, ramp, rank_worst
-from optimizer.maintenance import MaintenanceRules, MetadataHealth
+from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 pytestmark = [pytest.mark.unit]
 
