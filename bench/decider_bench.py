@@ -50,7 +50,7 @@ from service.base.catalog import load_catalog  # noqa: E402
 from service.base.config import DeciderSettings, build_config  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
 from service.base.partition_key import PartitionKey  # noqa: E402
-from service.decider.loop import Decider  # noqa: E402
+from service.decider.wiring import open_decider  # noqa: E402
 from service.observe.status import counters, scans_avoided_pct  # noqa: E402
 from service.state.queue import ActionItem  # noqa: E402
 from service.state.queue.redis import RedisQueue  # noqa: E402
@@ -131,7 +131,7 @@ def latency(cfg: Any, catalog: Any, client: Any, samples: int, notify: bool) -> 
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
     table.append(rows([f"r{i}" for i in range(samples)], 0))  # one small file per partition
     settings = DeciderSettings(poll_seconds=1.0, ready_depth=0)
-    decider = Decider(cfg, client, catalog, settings, tables=lambda: [name])
+    decider = open_decider(cfg, catalog, client, settings=settings, tables=lambda: [name])
     decider.step()  # first sight: full scan, nothing to do yet (one file per partition)
     stop = threading.Event()
     loop = threading.Thread(target=decider.run, kwargs={"should_stop": stop.is_set}, daemon=True)
@@ -227,7 +227,7 @@ def scans_avoided(
     table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
     keys = Keys.for_config(cfg)
     settings = DeciderSettings(ready_depth=1000)
-    decider = Decider(cfg, client, catalog, settings, tables=lambda: [name])
+    decider = open_decider(cfg, catalog, client, settings=settings, tables=lambda: [name])
     rng = random.Random(11)
     nid = 0
     for p in range(parts):  # history: well-sized files everywhere

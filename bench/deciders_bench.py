@@ -41,15 +41,14 @@ PREFIX = "icefloe-deciders-bench"
 
 def _decider_process(name: str, redis_section: dict[str, Any], args: Any, out: Any) -> None:
     """One decider's loop; sends (name, shards, start, end, tables seen) per step."""
-    from service.base.redis_client import connect
-    from service.decider.loop import Decider
+    from service.decider.wiring import open_decider
 
     cfg = build_config({"redis": redis_section})
     settings = DeciderSettings(
         poll_seconds=args.poll, leader_ttl_seconds=args.ttl, shards=args.shards, ready_depth=0
     )
     tables = [f"db.t{i:06d}" for i in range(args.tables)]
-    d = Decider(cfg, connect(cfg), None, settings, consumer=name, tables=lambda: tables)
+    d = open_decider(cfg, None, settings=settings, consumer=name, tables=lambda: tables)
     seen: list[str] = []
     claimed_at = [0.0]
     claim = d.shards.claim

@@ -165,10 +165,10 @@ class Icefloe:
 
     def __init__(self, spark: Any, cfg: Config, client: Any, catalog: Any, ident: str, every: int):
         from service.actor.runners import spark_runner
-        from service.decider.loop import Decider
+        from service.decider.wiring import open_decider
 
         self.spark, self.cfg, self.every = spark, cfg, every
-        self.decider = Decider(cfg, client, catalog, cfg.decider, tables=lambda: [ident])
+        self.decider = open_decider(cfg, catalog, client, tables=lambda: [ident])
         self.ledger = Ledger()
         self.bytes_reported = 0
         inner = spark_runner(cfg, spark)

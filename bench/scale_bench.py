@@ -49,6 +49,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -61,6 +62,7 @@ from service.base.config import DeciderSettings, build_config  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
 from service.base.redis_client import connect  # noqa: E402
 from service.decider.loop import Decider  # noqa: E402
+from service.decider.wiring import open_decider, redis_adapters  # noqa: E402
 from service.state.queue import ActionItem, budget_of  # noqa: E402
 from service.state.queue.redis import RedisQueue  # noqa: E402
 from service.state.rolling import RollingStats, catch_up, full_stats  # noqa: E402
@@ -376,7 +378,7 @@ def fairness(
     cfg = make_cfg(home, url, prefix, cluster, tables=tables)
     keys = Keys(prefix)
     settings = DeciderSettings(ready_depth=8, quantum_bytes=16 * MiB)
-    decider = Decider(cfg, client, w.catalog(), settings, tables=lambda: w.names)
+    decider = open_decider(cfg, w.catalog(), client, settings=settings, tables=lambda: w.names)
     queue = RedisQueue(client, keys)
     budget = budget_of(cfg)
     got: Counter[int] = Counter()
@@ -418,7 +420,8 @@ def run_topology(
         before = used_memory(client)
         queue = StampedQueue(client, keys)
         settings = DeciderSettings(ready_depth=0)  # enqueue only: dispatch is figure 5
-        decider = Decider(cfg, client, w.catalog(), settings, queue=queue, tables=lambda: w.names)
+        adapters = replace(redis_adapters(cfg, client, settings), queue=queue)
+        decider = Decider(cfg, w.catalog(), adapters, settings, tables=lambda: w.names)
         out: dict[str, Any] = {"load": os.getloadavg()[0]}  # the machine may be shared
         out["cold_s"] = cold_start(decider, client, keys, len(w.names))
         out |= memory(client, keys, w, before)

@@ -1,7 +1,7 @@
 """Decider commands: ``decide``, ``notify`` and ``request``.
 
 Thin: parse and validate arguments (bad input is one :class:`UsageError` line, nothing
-changed), connect to Redis and the catalog, and hand over to ``service.decider.loop``,
+changed), connect to Redis and the catalog, and hand over to ``service.decider.wiring``,
 ``service.state.events`` and ``service.state.queue``.
 """
 
@@ -71,8 +71,8 @@ def decide(
 ) -> None:
     """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
     from service.base.catalog import load_catalog
-    from service.decider.loop import Decider
     from service.decider.pool import SubmitLauncher
+    from service.decider.wiring import open_decider
     from service.observe.metrics import DeciderMetrics, serve
 
     service_logging()
@@ -92,7 +92,7 @@ def decide(
             settings.backoff_max_seconds,
         )
     launcher = SubmitLauncher(cfg) if launch_actors else None
-    decider = Decider(cfg, client, load_catalog(cfg), settings, launcher=launcher)
+    decider = open_decider(cfg, load_catalog(cfg), client, settings=settings, launcher=launcher)
     metrics = DeciderMetrics()
     if metrics_port is None:
         metrics_port = settings.metrics_port
@@ -129,14 +129,16 @@ def _on_step(
     """After each step: update the metrics; with ``--once``, print the step."""
     from service.observe.status import counters
 
+    keys = Keys.for_config(decider.cfg)
+
     def on_step(report: Any) -> None:
         with translated("decider metrics"):  # Redis gone after the step: the loop backs off
             depth = decider.queue.depth()
             metrics.update(
-                counters(client, decider.k),
+                counters(client, keys),
                 depth,
                 decider.events.lag(),
-                decider.live_actors(time.time()),
+                decider.duties.live_actors(time.time()),
                 report.leader,
                 len(report.shards),
             )

@@ -1,4 +1,4 @@
-"""The leader's warehouse-wide duties, a part of :class:`service.decider.loop.Decider`.
+"""The leader's warehouse-wide duties, owned and called by :class:`service.decider.loop.Decider`.
 
 Whatever concerns the whole queue rather than one table is done by the one decider holding
 the leader lease, once per step: fair dispatch from the pending sets to the actors' ready
@@ -10,31 +10,44 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from optimizer import FlowView, fair_priority_scheduler
 from service.base.config import Config, DeciderSettings
 from service.decider.pool import Launcher, desired_actors
 from service.state.intents import Intent, Intents, sweep
-from service.state.queue import Budget, PriorityQueue
+from service.state.queue import PriorityQueue, budget_of
 from service.state.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
 
 
 class LeaderDuties:
-    """Mixed into :class:`service.decider.loop.Decider`, which sets these attributes."""
+    """Dispatch, pool sizing and the sweep, on what they are given.
 
-    cfg: Config
-    s: DeciderSettings
-    catalog: Any
-    queue: PriorityQueue
-    stats: StatsStore
-    launcher: Launcher
-    intents: Intents | None
-    _clean: Callable[[Intent], int] | None
-    _weights: dict[str, int]
-    _budget: Callable[[str], Budget]  # each table's batch (service.state.queue.budget_of)
+    ``weights``: each table's weight as the decider last read it from its policy (table
+    properties included), shared with the decider; a table not in it weighs what its
+    configured policy says. ``intents`` and ``clean`` (:func:`jobs.maintenance.orphans.cleaner`):
+    the records of abandoned attempts and what deletes their files; without ``intents``
+    there is no sweep."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        settings: DeciderSettings,
+        queue: PriorityQueue,
+        stats: StatsStore,
+        launcher: Launcher,
+        weights: dict[str, int],
+        intents: Intents | None = None,
+        clean: Callable[[Intent], int] | None = None,
+    ):
+        if intents is not None and clean is None:
+            raise ValueError("intents without clean: nothing would delete abandoned files")
+        self.cfg, self.s = cfg, settings
+        self.queue, self.stats, self.launcher = queue, stats, launcher
+        self.weights = weights
+        self.intents, self.clean = intents, clean
+        self.budget = budget_of(cfg)  # each table's batch (service.state.queue.budget_of)
 
     def dispatch(self, now: float, everything: bool = False) -> int:
         """Fill the ready set up to ``ready_depth`` items in fair order, a table's batch at a
@@ -54,7 +67,7 @@ class LeaderDuties:
         sched = fair_priority_scheduler(
             self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
         )
-        budget = self._budget
+        budget = self.budget
         batches = self.queue.batches(budget)
         sent = 0
         while sent < room and batches:
@@ -81,9 +94,9 @@ class LeaderDuties:
         return sent
 
     def _weight(self, table: str) -> int:
-        if table not in self._weights:
-            self._weights[table] = self.cfg.policy_for(table).weight
-        return self._weights[table]
+        if table not in self.weights:
+            self.weights[table] = self.cfg.policy_for(table).weight
+        return self.weights[table]
 
     def live_actors(self, now: float) -> int:
         beats = self.stats.actors()
@@ -106,13 +119,9 @@ class LeaderDuties:
     def sweep(self) -> int:
         """Delete the files of abandoned attempts (an actor killed, a lease expired) that
         no snapshot references; returns how many (:func:`service.state.intents.sweep`)."""
-        if self.intents is None:
+        if self.intents is None or self.clean is None:
             return 0
-        if self._clean is None:
-            from jobs.maintenance.orphans import cleaner
-
-            self._clean = cleaner(self.catalog)
-        deleted = sweep(self.intents, self._clean)
+        deleted = sweep(self.intents, self.clean)
         if deleted:
             log.info("deleted %d file(s) left by abandoned attempts", deleted)
             self.stats.count({"orphans_deleted": deleted})

@@ -29,37 +29,37 @@ that old, or the decider gained shards), so a commit without an event is still f
 worked through ``poll_budget_seconds`` per step, between the event batches, so an event
 never waits behind a poll of every table (a one-shot pass polls everything at once).
 
-The decider talks to Redis only through its adapters, injected (``queue``, ``stats``,
-``events``, ``leader``, ``shards``; by default the Redis ones on ``client``): tests run it on
-the in-memory ones, and every failure of a backing service reaches it as
-:class:`ServiceUnavailable` (the adapters translate library errors at their boundary).
+The decider talks to Redis only through its adapters (:class:`Adapters`), given to it: the
+Redis ones are wired by :func:`service.decider.wiring.open_decider`, tests pass the in-memory
+ones, and every failure of a backing service reaches it as :class:`ServiceUnavailable` (the
+adapters translate library errors at their boundary). The leader's duties are an object of
+their own (:class:`service.decider.duties.LeaderDuties`), called by :meth:`Decider.step`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
+from service.base.catalog import load_table, managed_tables
 from service.base.config import Config, DeciderSettings, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
-from service.base.keys import Keys, shard_of
+from service.base.keys import shard_of
 from service.decider.duties import LeaderDuties
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
-from service.state.events import CommitEvent, CommitEvents, RedisEvents
-from service.state.health import HealthStore, MemoryHealth, RedisHealth
-from service.state.intents import Intent, Intents, RedisIntents
-from service.state.leader import Leader, RedisLeader
-from service.state.queue import PriorityQueue, budget_of
-from service.state.queue.redis import RedisQueue
-from service.state.rolling import ApplyResult, RollingStats, StatsStore, catch_up
-from service.state.shards import Claim, MemoryShards, RedisShards, Shards
+from service.state.events import CommitEvent, CommitEvents
+from service.state.health import HealthStore
+from service.state.intents import Intent, Intents
+from service.state.leader import Leader
+from service.state.queue import PriorityQueue
+from service.state.rolling import ApplyResult, StatsStore, catch_up
+from service.state.shards import Claim, Shards
 
 log = logging.getLogger("icefloe.decider")
 
@@ -90,85 +90,64 @@ class StepReport:
         return len(outcomes)
 
 
-class Decider(LeaderDuties):
-    """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff."""
+@dataclass(frozen=True)
+class Adapters:
+    """What the decider keeps its state in, one adapter per concern: the Redis ones
+    (:func:`service.decider.wiring.open_decider`) or the in-memory ones (unit tests).
+    ``intents``: the records of the actors' write attempts, swept by the leader (none: no
+    sweep)."""
+
+    queue: PriorityQueue
+    stats: StatsStore
+    events: CommitEvents
+    leader: Leader
+    shards: Shards
+    health: HealthStore
+    intents: Intents | None = None
+
+
+class Decider:
+    """One decider instance. ``step(now)`` is one pass; ``run`` loops with backoff. The
+    leader's warehouse-wide duties are :attr:`duties`."""
 
     def __init__(
         self,
         cfg: Config,
-        client: Any,
         catalog: Any,
+        adapters: Adapters,
         settings: DeciderSettings | None = None,
-        queue: PriorityQueue | None = None,
+        *,
         launcher: Launcher | None = None,
-        consumer: str | None = None,
+        clean: Callable[[Intent], int] | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         tables: Callable[[], list[str]] | None = None,
-        *,
-        stats: StatsStore | None = None,
-        events: CommitEvents | None = None,
-        leader: Leader | None = None,
-        shards: Shards | None = None,
-        health: HealthStore | None = None,
-        intents: Intents | None = None,
-        clean: Callable[[Intent], int] | None = None,
     ):
-        """``client`` may be None when all four adapters are given."""
-        from service.base.catalog import managed_tables
-
+        """``clean``: deletes an abandoned attempt's files (needed with ``adapters.intents``);
+        ``tables``: the managed tables (by default, those of ``cfg`` in ``catalog``)."""
         self.cfg = cfg
         self.s = settings or DeciderSettings()
-        self.r = client
         self.catalog = catalog
-        self.k = Keys.for_config(cfg)
-        self.consumer = consumer or f"decider-{uuid.uuid4().hex[:8]}"
-        s = self.s
-        self.queue: PriorityQueue = (
-            queue
-            if queue is not None
-            else RedisQueue(client, self.k, s.max_attempts, s.aging_seconds)
-        )
-        self.stats: StatsStore = stats if stats is not None else RollingStats(client, self.k)
-        self.events: CommitEvents = (
-            events
-            if events is not None
-            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms, s.shards)
-        )
-        self.leader: Leader = (
-            leader
-            if leader is not None
-            else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
-        )
-        if shards is None:  # no Redis: a lone decider holding every shard
-            ttl = s.leader_ttl_seconds
-            shards = (
-                MemoryShards(None, s.shards, ttl, self.consumer)
-                if client is None
-                else RedisShards(client, self.k, s.shards, ttl, self.consumer)
-            )
-        self.shards: Shards = shards
-        self.health: HealthStore = (
-            health
-            if health is not None
-            else MemoryHealth()
-            if client is None
-            else RedisHealth(client, self.k)
-        )
+        self.queue, self.stats, self.events = adapters.queue, adapters.stats, adapters.events
+        self.leader, self.shards, self.health = adapters.leader, adapters.shards, adapters.health
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
         self._to_poll: deque[str] = deque()  # tables of the poll under way, not yet refreshed
-        self.intents: Intents | None = (
-            intents if intents is not None or client is None else RedisIntents(client, self.k)
-        )
-        self._clean = clean
-        self.launcher = launcher or LogLauncher()
         self.clock, self.sleep = clock, sleep
         self._standing_by_for: str | None = None  # the holder last logged while standing by
         self._tables = tables or (lambda: managed_tables(cfg, catalog))
-        self._weights: dict[str, int] = {}
-        self._budget = budget_of(cfg)
+        self._weights: dict[str, int] = {}  # each table's, from its policy: read by the duties
+        self.duties = LeaderDuties(
+            cfg,
+            self.s,
+            self.queue,
+            self.stats,
+            launcher or LogLauncher(),
+            self._weights,
+            adapters.intents,
+            clean,
+        )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
 
     # ---- observe ------------------------------------------------------------------------
@@ -267,8 +246,6 @@ class Decider(LeaderDuties):
     def refresh(self, name: str, now: float, report: StepReport) -> None:
         """Catch one table up and enqueue what its touched partitions need, and what its
         partitions that waited long enough for more small files need."""
-        from service.base.catalog import load_table
-
         table = load_table(self.catalog, name)
         policy = self.cfg.policy_for(name, table.properties)
         self._weights[name] = policy.weight
@@ -347,9 +324,9 @@ class Decider(LeaderDuties):
             report.holder = self.leader.holder()
             return report
         report.reaped = len(self.queue.reap(now))
-        report.orphans_deleted = self.sweep()
-        report.dispatched = self.dispatch(now, everything=dispatch_all)
-        report.desired_actors = self.scale(now)
+        report.orphans_deleted = self.duties.sweep()
+        report.dispatched = self.duties.dispatch(now, everything=dispatch_all)
+        report.desired_actors = self.duties.scale(now)
         return report
 
     def run(

@@ -163,14 +163,14 @@ class Icefloe:
         from service.base.config import DeciderSettings
         from service.base.keys import Keys
         from service.base.redis_client import connect
-        from service.decider.loop import Decider
+        from service.decider.wiring import open_decider
         from service.state.queue import budget_of
 
         self.client = connect(cfg)
         self.settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
         self.keys = Keys.for_config(cfg)
         self.catalog = catalog
-        self.decider = Decider(cfg, self.client, catalog, self.settings)
+        self.decider = open_decider(cfg, catalog, self.client, settings=self.settings)
         self.runner, self.batch_runner = spark_runners(cfg, spark)
         self.budget = budget_of(cfg)
         self.results: list[dict[str, Any]] = []

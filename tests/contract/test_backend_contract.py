@@ -25,7 +25,7 @@ from jobs.rewrite.exact import Collaborators
 from service.actor.loop import run_actor
 from service.base.catalog import spark_table_name
 from service.base.errors import OperationFailed
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.rolling import full_stats
 from tests.contract.checks import Contents, assert_intact, table_contents
 
@@ -104,7 +104,7 @@ def test_the_decider_and_two_actors(backend: Any, spark: Any, redis_client: Any)
     name = f"{ns}.events"
     table = small_files_table(backend, name)
     before = table_contents(table)
-    decider = Decider(cfg, redis_client, backend.catalog, cfg.decider)
+    decider = open_decider(cfg, backend.catalog, redis_client)
     report = decider.step(block_ms=None, dispatch_all=True)
     assert report.enqueued == len(DAYS) and report.dispatched == len(DAYS)
 

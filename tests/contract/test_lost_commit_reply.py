@@ -170,14 +170,14 @@ def test_an_actor_keeps_the_files_of_a_commit_whose_reply_was_lost(
 ) -> None:
     from service.actor.loop import run_actor
     from service.base.config import DeciderSettings
-    from service.decider.loop import Decider
+    from service.decider.wiring import open_decider
 
     proxy, cfg, catalog, raw = proxied
     ns = backend.namespace()
     name = f"{ns}.events"
     _table(catalog, name)
     cfg = build_config({**raw, "managed": {"namespaces": [ns]}}, source="<lost>", home=backend.home)
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings())
     assert decider.step(block_ms=None, dispatch_all=True).dispatched == 2
     proxy.armed = True
     first = run_actor(cfg, max_actions=1, idle_exit=0, spark=spark)

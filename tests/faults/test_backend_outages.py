@@ -24,7 +24,7 @@ from service.actor.loop import run_actor
 from service.base.config import build_config
 from service.base.errors import IcefloeError
 from service.base.spark import register_catalog
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from tests.contract.checks import table_contents
 from tests.faults.backends import profile_tables, settle
 
@@ -116,7 +116,7 @@ def test_an_outage_mid_action_loses_nothing(
 ) -> None:
     backend, cfg, catalog, name, before = setup(request, spark, redis_server, tmp_path, ledger)
     client = redis_server.client()
-    decider = Decider(cfg, client, catalog, cfg.decider)
+    decider = open_decider(cfg, catalog, client)
     assert decider.step(dispatch_all=True).dispatched == 2
     outage = Outage(backend, service, ledger)
 

@@ -31,7 +31,7 @@ from service.actor.loop import run_actor
 from service.base.catalog import load_catalog
 from service.base.config import build_config
 from service.base.errors import IcefloeError
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.queue.redis import RedisQueue
 from tests.faults.checks import (
     current_snapshot_id,
@@ -188,7 +188,7 @@ def test_catalog_locked_at_the_commit_of_an_actor(spark: Any, fault_env: Any, le
     table = make_table(env.catalog, name, days=DAYS[:1], files_per_day=3)
     before = ledger.contents(table)
     client = env.client()
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, client)
     assert decider.step(dispatch_all=True).dispatched == 1
     lock = CommitLock(env.home / "catalog.db", ledger)
 

@@ -24,6 +24,7 @@ from jobs.data.optimize import optimize_table
 from jobs.rewrite.exact import Collaborators
 from service.actor.loop import Actor, run_actor
 from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.queue.redis import RedisQueue
 from service.state.rolling import RollingStats, catch_up, full_stats
 from tests.faults.checks import Contents, operations, queue_places
@@ -59,7 +60,7 @@ def test_two_actors_on_one_queue_do_each_action_once(
     tables = [make_table(env.catalog, n, days=DAYS, files_per_day=3) for n in names]
     before = [ledger.contents(t) for t in tables]
     client = env.client()
-    report = Decider(env.cfg, client, env.catalog, env.cfg.decider).step(dispatch_all=True)
+    report = open_decider(env.cfg, env.catalog, client).step(dispatch_all=True)
     assert report.dispatched == 2 * len(DAYS)
     ledger.fault("two actors on one queue")
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -88,7 +89,7 @@ def test_two_deciders_at_once(fault_env: Any, ledger: Any) -> None:
     name = f"{env.namespace}.events"
     table = make_table(env.catalog, name, days=DAYS[:2], files_per_day=2)
     before = ledger.contents(table)
-    deciders = [Decider(env.cfg, env.client(), env.catalog, env.cfg.decider) for _ in range(2)]
+    deciders = [open_decider(env.cfg, env.catalog, env.client()) for _ in range(2)]
     barrier = threading.Barrier(2)
 
     def step(d: Decider) -> Any:
@@ -126,9 +127,9 @@ def test_two_deciders_at_once(fault_env: Any, ledger: Any) -> None:
     applied, scans = counters.get("snapshots_applied", 0), counters.get("full_scans", 0)
     assert applied <= 2 and 1 <= scans <= 2 and applied + scans >= 3, counters
     expected = {f"merge:{name}:{part(day=d)}" for d in DAYS}
-    places = queue_places(deciders[0].r, env.keys)
+    places = queue_places(env.client(), env.keys)
     assert set(places) == expected and all(len(p) == 1 for p in places.values()), places
-    drain_once(env, deciders[0].r, expected)
+    drain_once(env, env.client(), expected)
     ledger.assert_intact(table, appended)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from service.actor.loop import run_actor
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.conftest import write_env
@@ -89,7 +89,7 @@ def test_the_actor_compacts_deletion_vectors_once(spark: Any, fault_env: Any, le
     table = env.catalog.load_table(name)
     before = ledger.contents(table)
     client = env.client()
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, client)
     report = decider.step(dispatch_all=True)
     assert report.enqueued == 2 and report.dispatched == 2, report  # both days: 20% deleted
     ledger.fault("v3 table with deletion vectors (actor compact_deletes)")

@@ -26,7 +26,7 @@ import yaml
 from jobs.maintenance.orphans import cleaner
 from service.actor.loop import Actor
 from service.actor.runners import spark_runners
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.intents import RedisIntents
 from service.state.queue import budget_of
 from service.state.queue.redis import RedisQueue
@@ -121,7 +121,7 @@ def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
     client = env.client()
     queue = RedisQueue(client, env.keys, env.cfg.decider.max_attempts)
     intents = RedisIntents(client, env.keys)
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, client)
     decider.step(dispatch_all=True)
     assert sum(queue.depth().values()) == 2  # a merge of each of the two days
 
@@ -141,7 +141,7 @@ def test_kill_9_at_every_point_leaves_no_file_and_runs_once(
 
     time.sleep(env.cfg.decider.lease_seconds + 0.5)  # the dead actor's leases run out
     if CLEANED_BY[point] == "retry":
-        decider.intents = None  # the decider reaps, but the retry must clean up itself
+        decider.duties.intents = None  # the decider reaps, but the retry must clean up itself
     report = decider.step(dispatch_all=True)
     assert report.reaped == 2
     if CLEANED_BY[point] == "reaper":

@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.expressions import EqualTo, IsNull
 
 from service.actor.loop import run_actor
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from tests.faults.checks import jvm_chatter
 from tests.faults.harness import run_cli
 from tests.support.partition_identity import VALUES, colliding_table
@@ -47,7 +47,7 @@ def test_the_service_loop_merges_colliding_values_apart(
     name = f"{env.namespace}.collide"
     before = ledger.contents(colliding_table(env.catalog, name))
     ledger.fault("partition values NULL, 'null', '/' and '%2F' through the queue")
-    decider = Decider(env.cfg, env.client(), env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, env.client())
     assert decider.step(dispatch_all=True).dispatched == 4
     done = run_actor(env.cfg, max_actions=4, idle_exit=0, spark=spark)
     assert (done.done, done.failed) == (4, 0)

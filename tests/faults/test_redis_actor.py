@@ -27,6 +27,7 @@ import service.actor.loop as actor_module
 from service.actor.loop import run_actor
 from service.actor.runners import spark_runner
 from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.harness import DAYS, kill_around, make_table, restart_later
@@ -52,7 +53,7 @@ def queued(env: Any, ledger: Any) -> Queued:
     table = make_table(env.catalog, name, days=DAYS[:1], files_per_day=4)
     before = ledger.contents(table)
     client = env.client()
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, client)
     report = decider.step(dispatch_all=True)
     assert report.enqueued == 1 and report.dispatched == 1
     return Queued(name, before, client, decider)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from service.actor.loop import run_actor
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.intents import RedisIntents
 from service.state.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
@@ -84,7 +84,7 @@ def test_the_queue_master_killed_mid_actor_loses_nothing(
     before = ledger.contents(table)
     client = env.client()
     queue = RedisQueue(client, env.keys)
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider)
+    decider = open_decider(env.cfg, env.catalog, client)
     assert decider.step(dispatch_all=True).enqueued == len(DAYS)
     port = fault_cluster.owner(env.keys.ready)
     killer = KillOnFirstRecord(fault_cluster, port, ledger)

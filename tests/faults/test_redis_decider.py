@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from service.actor.loop import Actor
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.events import RedisEvents
 from service.state.queue.redis import RedisQueue
 from service.state.rolling import full_stats
@@ -59,7 +59,7 @@ def test_decider_survives_redis_killed_at_each_step(
         sleeps.append(seconds)
         env.server.ensure_up()
 
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider, sleep=backoff)
+    decider = open_decider(env.cfg, env.catalog, client, sleep=backoff)
     first = decider.step(block_ms=None)  # healthy pass: full scan, two actions
     assert first.leader and first.enqueued == 2
 

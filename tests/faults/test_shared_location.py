@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from service.actor.loop import run_actor
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.observe.status import gather
 from tests.faults.checks import normalize_path
 from tests.faults.conftest import write_env
@@ -113,7 +113,7 @@ def test_a_clone_registered_after_the_decision_stops_the_actor(
     root = Path(normalize_path(table.location()))
     clock = [time.time()]
     client = env.client()
-    decider = Decider(env.cfg, client, env.catalog, env.cfg.decider, clock=lambda: clock[0])
+    decider = open_decider(env.cfg, env.catalog, client, clock=lambda: clock[0])
     decider.step(dispatch_all=True)  # first seen
     clock[0] += 25 * 3600
     report = decider.step(dispatch_all=True)

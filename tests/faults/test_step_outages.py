@@ -36,7 +36,7 @@ from service.base.errors import OperationFailed
 from service.base.keys import Keys
 from service.base.spark import register_catalog
 from service.cli import main as icefloe
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.queue.redis import RedisQueue
 from tests.contract.checks import Contents, table_contents
 from tests.faults.backends import profile_tables, settle
@@ -201,7 +201,7 @@ def test_an_actor_with_a_backend_down_at_a_step(
     )
     client = redis_server.client()
     queue = RedisQueue(client, Keys.for_config(cfg))
-    dispatched = Decider(cfg, client, catalog, cfg.decider).step(dispatch_all=True)
+    dispatched = open_decider(cfg, catalog, client).step(dispatch_all=True)
     assert dispatched.dispatched == 2, dispatched
     done = outage_around(monkeypatch, backend, service, step, ledger)
     try:

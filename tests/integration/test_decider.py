@@ -18,7 +18,7 @@ from service.base.config import Config, DeciderSettings
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.cli import main
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.rolling import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
 
@@ -59,11 +59,11 @@ def setup(lake_home: Path, catalog: Any, namespace: str, redis_client: Any) -> A
     table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
     launches = Launches()
     clock = [T0]
-    decider = Decider(
+    decider = open_decider(
         cfg,
-        redis_client,
         catalog,
-        DeciderSettings(actors_min=0, actors_max=3, backlog_per_actor=1),
+        redis_client,
+        settings=DeciderSettings(actors_min=0, actors_max=3, backlog_per_actor=1),
         launcher=launches,
         clock=lambda: clock[0],
     )
@@ -94,7 +94,9 @@ def test_commits_become_coalesced_fairly_dispatched_actions(
     assert not applied.full_scan and applied.snapshots_applied == 3
     assert report.enqueued == 1 and report.coalesced == 1  # us is new; eu absorbed
     assert decider.stats.partitions(name) == full_stats(table, 1 << 20)
-    counters = {k.decode(): int(v) for k, v in redis_client.hgetall(decider.k.counters).items()}
+    counters = {
+        k.decode(): int(v) for k, v in redis_client.hgetall(Keys.for_config(cfg).counters).items()
+    }
     assert counters["partitions_changed"] == 3 and counters["partition_scans"] == 2
     assert counters["snapshots_applied"] == 3
     # nothing changed: nothing to do, and no second launch inside the guard period
@@ -113,7 +115,9 @@ def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
     )
     table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
     clock = [T0]
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings(), clock=lambda: clock[0])
+    decider = open_decider(
+        cfg, catalog, redis_client, settings=DeciderSettings(), clock=lambda: clock[0]
+    )
     for i, region in enumerate(["eu"] * 3 + ["us"] * 4):
         table.append(batch(region, i * 100))
     assert decider.step().enqueued == 1  # us: four small files; eu waits
@@ -125,7 +129,7 @@ def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
     assert item is not None and "3 small after 1 h" in item.reason
     clock[0] += 7200
     assert decider.step().enqueued == 0  # released: enqueued once
-    assert redis_client.zcard(decider.k.waiting(f"{namespace}.events")) == 0
+    assert redis_client.zcard(Keys.for_config(cfg).waiting(f"{namespace}.events")) == 0
 
 
 def test_a_crash_between_applying_and_enqueueing_loses_no_action(

@@ -15,7 +15,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from service.actor.loop import run_actor
 from service.base.config import DeciderSettings
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.observe.status import gather
 from service.state.rolling import full_stats
 from tests.support.config import make_config, part
@@ -61,7 +61,9 @@ def test_actor_fixes_what_the_decider_found(
         )
     rows_before = table.scan().to_arrow().num_rows
     clock = [1_790_000_000.0]
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings(), clock=lambda: clock[0])
+    decider = open_decider(
+        cfg, catalog, redis_client, settings=DeciderSettings(), clock=lambda: clock[0]
+    )
     report = decider.step(block_ms=None)
     if min_input_files > 4:
         assert report.enqueued == 0  # the partition waits for a fifth small file ...
@@ -105,7 +107,7 @@ def test_the_decider_schedules_manifest_rewrites_and_the_actor_runs_them(
 
     for i in range(5):
         commit(i)
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings())
     report = decider.step(block_ms=None)
     assert report.enqueued == 0  # five small manifests: not yet worth a rewrite
     assert decider.health.load(name)["manifests"] == 5  # type: ignore[index]
@@ -145,7 +147,7 @@ def test_the_decider_compacts_deletes_past_the_ratio(
         "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')"
     )
     spark.sql(f"INSERT INTO {fq} SELECT id, IF(id % 2 = 0, 'eu', 'us') FROM range(100)")
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings())
     assert decider.step(block_ms=None).enqueued == 0
     spark.sql(f"DELETE FROM {fq} WHERE region = 'eu' AND id < 10")  # 5 of 50 rows: 10%
     assert decider.step(block_ms=None).enqueued == 0
@@ -205,7 +207,7 @@ def test_one_actor_takes_a_wide_table_as_one_batch_and_commits_once(
     before = catalog.load_table(name)
     rows = sorted(before.scan().to_arrow().column("id").to_pylist())
     snapshots = len(before.metadata.snapshots)
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings(ready_depth=2))
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings(ready_depth=2))
     report = decider.step(block_ms=None)
     assert report.enqueued == 12 and report.dispatched == 12  # one batch, past ready_depth
 

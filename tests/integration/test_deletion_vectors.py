@@ -17,7 +17,7 @@ from jobs.data.optimize import optimize_table
 from jobs.rewrite.exact import ExactRewrite
 from service.actor.loop import run_actor
 from service.base.config import DeciderSettings
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.observe.status import gather
 from tests.support.config import make_config
 
@@ -134,7 +134,7 @@ def test_the_decider_and_actor_compact_deletion_vectors(
         f"TBLPROPERTIES ({V3})"
     )
     spark.sql(f"INSERT INTO {fq} SELECT id, IF(id % 2 = 0, 'eu', 'us') FROM range(100)")
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings())
     assert decider.step(block_ms=None).enqueued == 0
     spark.sql(f"DELETE FROM {fq} WHERE region = 'eu' AND id < 30")  # 15 of 50 rows
     assert {r.file_format for r in dvs(spark, fq)} == {"PUFFIN"}

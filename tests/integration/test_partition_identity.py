@@ -26,7 +26,7 @@ from service.base.catalog import spark_table_name
 from service.base.config import DeciderSettings
 from service.base.errors import OperationFailed
 from service.base.tablestats import current_partitions
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from tests.support.config import make_config
 from tests.support.partition_identity import VALUES, colliding_table
 
@@ -72,7 +72,7 @@ def test_the_service_loop_keeps_colliding_partitions_apart(
     cfg = make_config(lake_home, managed={"namespaces": [namespace]})
     name = f"{namespace}.collide"
     colliding_table(catalog, name)
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings())
+    decider = open_decider(cfg, catalog, redis_client, settings=DeciderSettings())
     report = decider.step(block_ms=None, dispatch_all=True)
     assert report.enqueued == 4 and len(decider.stats.partitions(name)) == 4
     done = run_actor(cfg, max_actions=4, idle_exit=0, spark=spark)

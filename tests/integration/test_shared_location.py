@@ -23,7 +23,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from service.base.config import DeciderSettings
-from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.observe.status import gather, render
 from tests.support.config import config_raw, make_config
 
@@ -174,7 +174,9 @@ def test_the_decider_holds_orphan_removal_and_status_says_why(
         defaults={**raw["defaults"], "actions": ["remove_orphan_files"]},
     )
     clock = [1_790_000_000.0]
-    decider = Decider(cfg, redis_client, catalog, DeciderSettings(), clock=lambda: clock[0])
+    decider = open_decider(
+        cfg, catalog, redis_client, settings=DeciderSettings(), clock=lambda: clock[0]
+    )
     assert decider.step(block_ms=None).enqueued == 0  # first seen: nothing to clean yet
     clock[0] += 25 * 3600
     report = decider.step(block_ms=None)

@@ -18,6 +18,7 @@ from service.base.config import DeciderSettings
 from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys, shard_of
 from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.observe.status import gather, record_action
 from service.state.queue import ActionItem
 from service.state.queue.redis import RedisQueue
@@ -37,10 +38,10 @@ def _decider(redis_client: Any, tmp_path: Path, batch: int = 1, **settings: Any)
         defaults={"batch_max_items": batch},
         tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}},
     )
-    return Decider(
+    return open_decider(
         cfg,
+        None,
         redis_client,
-        catalog=None,
         settings=DeciderSettings(**settings),
         tables=lambda: [],
         clock=lambda: T0,
@@ -53,14 +54,14 @@ def test_a_noisy_table_cannot_starve_the_others(redis_client: Any, tmp_path: Pat
     for i in range(40):
         q.enqueue(ActionItem.new("db.noisy", f"p={i}", "merge", 1, 1000, 1.0, T0), T0)
     q.enqueue(ActionItem.new("db.quiet", "p=0", "merge", 1, 1000, 1.0, T0), T0)
-    assert d.dispatch(T0) == 4
+    assert d.duties.dispatch(T0) == 4
     tables = []
     while lease := q.dequeue(T0, 60):
         tables.append(lease.item.table)
     assert tables.count("db.quiet") == 1 and tables.count("db.noisy") == 3
     # higher class first: a class-0 item goes before every waiting class-1 one
     q.enqueue(ActionItem.new("db.vip", "p=0", "merge", 0, 1000, 1.0, T0), T0)
-    assert d.dispatch(T0) == 4
+    assert d.duties.dispatch(T0) == 4
     first = q.dequeue(T0, 60)
     assert first is not None and first.item.table == "db.vip"
     assert int(redis_client.hget(KEYS.counters, "dispatches")) == 8
@@ -77,7 +78,7 @@ def test_a_batch_is_dispatched_whole_and_leased_whole(redis_client: Any, tmp_pat
     for i in range(40):
         q.enqueue(ActionItem.new("db.noisy", f"p={i:02d}", "merge", 1, 1000, 1.0, T0), T0)
     q.enqueue(ActionItem.new("db.quiet", "p=0", "merge", 1, 1000, 1.0, T0), T0)
-    assert d.dispatch(T0) == 17
+    assert d.duties.dispatch(T0) == 17
     budget = budget_of(d.cfg)
     assert [x.item.table for x in q.dequeue_batch(T0, 60, budget)] == ["db.quiet"]
     batch = q.dequeue_batch(T0, 60, budget)

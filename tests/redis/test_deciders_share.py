@@ -23,6 +23,7 @@ import pytest
 from service.base.config import DeciderSettings
 from service.base.keys import Keys, shard_of
 from service.decider.loop import Decider
+from service.decider.wiring import open_decider
 from service.state.shards import LEASE_FRACTION
 from tests.support.config import make_config
 
@@ -71,7 +72,7 @@ class Runner:
             report = self.d.step(block_ms=int(POLL * 1000))
             end = time.monotonic()
             window = Window(
-                self.d.consumer,
+                self.d.leader.token,
                 frozenset(report.shards),
                 self.claimed_at,
                 end,
@@ -104,7 +105,14 @@ def test_three_deciders_share_the_tables_and_survive_a_kill(
     lock = threading.Lock()
     runners = [
         Runner(
-            Decider(cfg, new_redis_client(), None, settings, consumer=name, tables=lambda: TABLES),
+            open_decider(
+                cfg,
+                None,
+                new_redis_client(),
+                settings=settings,
+                consumer=name,
+                tables=lambda: TABLES,
+            ),
             windows,
             lock,
         )

@@ -14,9 +14,16 @@ from optimizer import PartitionStats, estimate, stats_from_sizes
 from service.base.config import DeciderSettings
 from service.base.errors import ServiceUnavailable, UsageError
 from service.cli.decide import partition_selector
-from service.decider.loop import Decider
+from service.decider.loop import Adapters, Decider
 from service.decider.pool import desired_actors
+from service.decider.wiring import open_decider
+from service.state.events import MemoryEvents, MemoryStream
+from service.state.health import MemoryHealth
+from service.state.leader import LeaderBoard, MemoryLeader
 from service.state.queue import ActionItem
+from service.state.queue.memory import MemoryQueue
+from service.state.rolling import MemoryStats
+from service.state.shards import MemoryShards
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -97,8 +104,8 @@ def test_unreachable_redis_backs_off_exponentially_without_leaking_the_password(
     client = redis.Redis.from_url(cfg.redis.url, socket_connect_timeout=0.5)
     sleeps: list[float] = []
     settings = DeciderSettings(backoff_initial_seconds=1, backoff_max_seconds=8)
-    decider = Decider(
-        cfg, client, catalog=None, settings=settings, sleep=sleeps.append, tables=lambda: []
+    decider = open_decider(
+        cfg, None, client, settings=settings, sleep=sleeps.append, tables=lambda: []
     )
     with caplog.at_level(logging.ERROR, logger="icefloe.decider"):
         decider.run(max_steps=6)
@@ -164,14 +171,11 @@ def _decider(
     board: Any = None,
     token: str = "d1",
     batch: int = 1,
+    launcher: Any = None,
     **settings: Any,
 ) -> Decider:
     """A decider on in-memory adapters; ``batch``: every table's ``batch_max_items`` (1:
     one item per dispatch, the scheduler's own unit)."""
-    from service.state.events import MemoryEvents, MemoryStream
-    from service.state.leader import LeaderBoard, MemoryLeader
-    from service.state.queue.memory import MemoryQueue
-    from service.state.rolling import MemoryStats
 
     cfg = make_config(
         tmp_path,
@@ -179,18 +183,15 @@ def _decider(
         tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}},
     )
     s = DeciderSettings(**settings)
-    return Decider(
-        cfg,
-        None,
-        catalog=None,
-        settings=s,
-        tables=lambda: [],
-        clock=lambda: T0,
+    adapters = Adapters(
         queue=MemoryQueue(s.max_attempts, s.aging_seconds),
         stats=MemoryStats(),
         events=MemoryEvents(stream or MemoryStream(), token, s.claim_idle_ms),
         leader=MemoryLeader(board or LeaderBoard(), s.leader_ttl_seconds, token),
+        shards=MemoryShards(None, s.shards, s.leader_ttl_seconds, token),  # a lone decider
+        health=MemoryHealth(),
     )
+    return Decider(cfg, None, adapters, s, launcher=launcher, tables=lambda: [], clock=lambda: T0)
 
 
 def _item(table: str, partition: str, priority: int = 1) -> ActionItem:
@@ -203,14 +204,14 @@ def test_a_noisy_table_cannot_starve_the_others(tmp_path: Path) -> None:
     for i in range(40):
         q.enqueue(_item("db.noisy", f"p={i}"), T0)
     q.enqueue(_item("db.quiet", "p=0"), T0)
-    assert d.dispatch(T0) == 4
+    assert d.duties.dispatch(T0) == 4
     tables = []
     while lease := q.dequeue(T0, 60):
         tables.append(lease.item.table)
     assert tables.count("db.quiet") == 1 and tables.count("db.noisy") == 3
     # higher class first: a class-0 item goes before every waiting class-1 one
     q.enqueue(_item("db.vip", "p=0", priority=0), T0)
-    assert d.dispatch(T0) == 4
+    assert d.duties.dispatch(T0) == 4
     first = q.dequeue(T0, 60)
     assert first is not None and first.item.table == "db.vip"
     assert d.stats.counters()["dispatches"] == 8
@@ -223,7 +224,7 @@ def test_a_one_shot_pass_dispatches_the_whole_backlog_in_fair_order(tmp_path: Pa
     for i in range(12):
         d.queue.enqueue(_item("db.noisy", f"p={i}"), T0)
     d.queue.enqueue(_item("db.quiet", "p=0"), T0)
-    assert d.dispatch(T0, everything=True) == 13
+    assert d.duties.dispatch(T0, everything=True) == 13
     order = []
     while lease := d.queue.dequeue(T0, 60):
         order.append(lease.item.table)
@@ -235,7 +236,7 @@ def test_weights_share_bytes(tmp_path: Path) -> None:
     for table in ("db.big", "db.small"):
         for i in range(30):
             d.queue.enqueue(_item(table, f"p={i}"), T0)
-    d.dispatch(T0)
+    d.duties.dispatch(T0)
     tables = []
     while lease := d.queue.dequeue(T0, 60):
         tables.append(lease.item.table)
@@ -254,14 +255,14 @@ def test_a_table_s_batch_is_dispatched_as_one_unit_and_charged_its_bytes(
     for i in range(25):
         q.enqueue(_item("db.noisy", f"p={i:02d}"), T0)
     q.enqueue(_item("db.quiet", "p=0"), T0)
-    assert d.dispatch(T0) == 11
+    assert d.duties.dispatch(T0) == 11
     order = [x.item.table for x in iter(lambda: q.dequeue(T0, 60), None)]
     assert order == ["db.quiet"] + ["db.noisy"] * 10
     q.enqueue(_item("db.quiet", "p=1"), T0)
-    assert d.dispatch(T0) == 11  # the quiet item first again, then the noisy batch
+    assert d.duties.dispatch(T0) == 11  # the quiet item first again, then the noisy batch
     order = [x.item.table for x in iter(lambda: q.dequeue(T0, 60), None)]
     assert order == ["db.quiet"] + ["db.noisy"] * 10
-    assert d.dispatch(T0) == 5  # what is left of the noisy table: one batch
+    assert d.duties.dispatch(T0) == 5  # what is left of the noisy table: one batch
 
 
 def test_weights_share_bytes_with_batches(tmp_path: Path) -> None:
@@ -270,7 +271,7 @@ def test_weights_share_bytes_with_batches(tmp_path: Path) -> None:
     for table in ("db.big", "db.small"):
         for i in range(60):
             d.queue.enqueue(_item(table, f"p={i:02d}"), T0)
-    d.dispatch(T0)
+    d.duties.dispatch(T0)
     tables = [x.item.table for x in iter(lambda: d.queue.dequeue(T0, 60), None)]
     assert len(tables) == 80
     assert tables.count("db.big") == 3 * tables.count("db.small")
@@ -354,15 +355,21 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
         def launch(self, n: int) -> None:
             launched.append(n)
 
-    d = _decider(tmp_path, actors_min=0, actors_max=4, backlog_per_actor=1, lease_seconds=60)
-    d.launcher = Launcher()
+    d = _decider(
+        tmp_path,
+        launcher=Launcher(),
+        actors_min=0,
+        actors_max=4,
+        backlog_per_actor=1,
+        lease_seconds=60,
+    )
     for i in range(3):
         d.queue.enqueue(_item("db.t", f"p={i}"), T0)
     d.stats.heartbeat("old", T0 - 1000)  # long dead: not counted
     d.stats.heartbeat("live", T0 - 1)
-    assert d.live_actors(T0) == 1
-    assert d.scale(T0) == 3 and launched == [2]
-    assert d.scale(T0 + 1) == 3 and launched == [2]  # guarded
+    assert d.duties.live_actors(T0) == 1
+    assert d.duties.scale(T0) == 3 and launched == [2]
+    assert d.duties.scale(T0 + 1) == 3 and launched == [2]  # guarded
 
 
 def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:

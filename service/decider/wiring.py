@@ -1,0 +1,76 @@
+"""Wiring a :class:`Decider` to Redis: the one place its Redis adapters are built.
+
+The decider itself takes adapters (:class:`service.decider.loop.Adapters`) and knows no
+Redis client; :func:`open_decider` connects (unless given a client), builds the Redis
+adapters of the config's key prefix (:func:`redis_adapters`), and the cleaner the leader's
+sweep calls for the files of abandoned attempts. As :func:`service.actor.loop.run_actor`
+does for an actor.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from jobs.maintenance.orphans import cleaner
+from service.base.config import Config, DeciderSettings
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.decider.loop import Adapters, Decider
+from service.decider.pool import Launcher
+from service.state.events import RedisEvents
+from service.state.health import RedisHealth
+from service.state.intents import RedisIntents
+from service.state.leader import RedisLeader
+from service.state.queue.redis import RedisQueue
+from service.state.rolling import RollingStats
+from service.state.shards import RedisShards
+
+
+def redis_adapters(
+    cfg: Config, client: Any, settings: DeciderSettings, consumer: str | None = None
+) -> Adapters:
+    """The decider's adapters on ``client``, under ``cfg``'s key prefix. ``consumer``: this
+    decider's name on the event stream and its token on the leader and shard leases (by
+    default a fresh ``decider-<8 hex>``)."""
+    s, keys = settings, Keys.for_config(cfg)
+    token = consumer or f"decider-{uuid.uuid4().hex[:8]}"
+    return Adapters(
+        queue=RedisQueue(client, keys, s.max_attempts, s.aging_seconds),
+        stats=RollingStats(client, keys),
+        events=RedisEvents(client, keys, token, s.claim_idle_ms, s.shards),
+        leader=RedisLeader(client, keys, s.leader_ttl_seconds, token=token),
+        shards=RedisShards(client, keys, s.shards, s.leader_ttl_seconds, token),
+        health=RedisHealth(client, keys),
+        intents=RedisIntents(client, keys),
+    )
+
+
+def open_decider(
+    cfg: Config,
+    catalog: Any,
+    client: Any = None,
+    *,
+    settings: DeciderSettings | None = None,
+    consumer: str | None = None,
+    launcher: Launcher | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    tables: Callable[[], list[str]] | None = None,
+) -> Decider:
+    """A decider on Redis (``client``, or a connection to ``cfg.redis``) and ``catalog``.
+    ``settings``: by default ``cfg.decider``; the rest as :class:`Decider` takes them."""
+    s = settings or cfg.decider
+    return Decider(
+        cfg,
+        catalog,
+        redis_adapters(cfg, client if client is not None else connect(cfg), s, consumer),
+        s,
+        launcher=launcher,
+        clean=cleaner(catalog),
+        clock=clock,
+        sleep=sleep,
+        tables=tables,
+    )
