@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from service import dag_support as ds
 from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT
 from service.base.errors import UsageError
+from service.dags import support as ds
 from tests.dags.conftest import DAGS, airflow_env
 
 pytestmark = pytest.mark.unit

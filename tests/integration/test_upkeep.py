@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs import maintenance, upkeep
+from jobs.maintenance import procedures as maintenance
+from jobs.maintenance import run as upkeep
 from service.base.catalog import load_table
 from service.base.errors import OperationFailed
 from tests.support.config import make_config
