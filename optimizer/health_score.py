@@ -5,8 +5,12 @@ up to that way's weight, measured against the table's own policy (a table with a
 tolerance is not marked down for what its policy allows). Each component maps one metric
 ``x`` to a penalty in ``[0, weight]``, the weights summing to 100:
 
-* ``data_files`` (40): ``x`` = RMSE of the data files' sizes / target size; healthy at
-  tolerance / target (the decider leaves the table alone), full at 1 (every file empty);
+* ``data_files`` (40): ``x`` = sqrt(removable MSE) / target size, where the removable MSE
+  is what merging each partition's small files would take off its file-size MSE
+  (:func:`optimizer.estimate`, the decider's own estimate), averaged over the data files
+  (:func:`removable_mse`); healthy at tolerance / target (the decider leaves the table
+  alone), full at 1. A partition whose one small file has nothing to merge with costs
+  nothing: there is nothing to do about it;
 * ``deletes`` (25): ``x`` = rows the delete files delete per data row; healthy at the
   policy's ``delete_ratio`` (where ``compact_deletes`` starts), full at 3 x that;
 * ``manifests`` (20): ``x`` = undersized manifests; healthy at ``min_manifests``, full at
@@ -20,8 +24,8 @@ A penalty is ``weight * ramp(x, healthy, full)``, where ``ramp`` is
 ``healthy``, 1 above it). The manifests' count ramp is multiplied by a size ramp,
 ``ramp(manifest RMSE / manifest target, manifest tolerance / manifest target, 1)``: many
 small manifests cost points, many nearly full ones hardly any. The data files' RMSE is over
-all the table's data files pooled (``optimizer.entropy``: ``sqrt(SSE / N)``), the entropy
-the decider compares with ``tolerance²``.
+data files' removable MSE is in the same units as the entropy the decider compares with
+``tolerance²``.
 
 ``score = 100 - Σ penalties``, rounded to one decimal. Each ramp is non-decreasing in its
 metric, so a worse table never scores higher; a table with no small files, no deletes,
@@ -36,10 +40,10 @@ Pure: no clocks (ages are passed in), no I/O. ``docs/health-score.md`` has worke
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from optimizer.entropy import PartitionStats
+from optimizer.entropy import PartitionStats, estimate
 from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 __all__ = [
@@ -49,6 +53,7 @@ __all__ = [
     "health_score",
     "ramp",
     "rank_worst",
+    "removable_mse",
 ]
 
 WEIGHTS: Mapping[str, float] = {
@@ -111,18 +116,18 @@ class HealthInputs:
     @classmethod
     def of(
         cls,
-        data: PartitionStats,
+        data: Iterable[PartitionStats],
         target_bytes: int,
         tolerance_bytes: int,
         health: MetadataHealth,
         rules: MaintenanceRules,
         now_ms: int,
     ) -> HealthInputs:
-        """From a table's data-file stats (all its partitions merged: ``merge_stats``), its
-        :class:`MetadataHealth` and resolved :class:`MaintenanceRules`, at ``now_ms``."""
+        """From a table's data-file stats (one per partition), its :class:`MetadataHealth`
+        and resolved :class:`MaintenanceRules`, at ``now_ms``."""
         oldest = health.oldest_snapshot_ms
         return cls(
-            data_mse=data.mse,
+            data_mse=removable_mse(data, target_bytes),
             target_bytes=target_bytes,
             tolerance_bytes=tolerance_bytes,
             delete_ratio=health.delete_ratio,
@@ -156,6 +161,18 @@ class Score:
 
     def to_dict(self) -> dict[str, object]:
         return {"score": self.total, "penalties": dict(self.components), "worst": self.worst}
+
+
+def removable_mse(parts: Iterable[PartitionStats], target: int) -> float:
+    """The file-size MSE that merging each partition's small files would remove, averaged
+    over the table's data files: ``Σ n_p · reduction_p / Σ n_p`` (``reduction_p`` from
+    :func:`optimizer.estimate`); 0 for a table with nothing to merge."""
+    files = 0
+    removed = 0.0
+    for p in parts:
+        files += p.n
+        removed += p.n * estimate(p, target)[1]
+    return removed / files if files else 0.0
 
 
 def ramp(x: float, healthy: float, full: float) -> float:

@@ -8,14 +8,19 @@ itself is the pure core's (:func:`optimizer.stats_from_sizes`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optimizer import PartitionStats, stats_from_sizes
+from optimizer.health_score import HealthInputs, Score, health_score
+from optimizer.maintenance_rules import MetadataHealth
 from service.base.partition_key import FieldSpec, PartitionKey
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+
+    from service.base.config import TablePolicy
 
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 
@@ -115,3 +120,16 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
 def _current_snapshot_id(table: Table) -> int | None:
     snap = table.current_snapshot()
     return None if snap is None else snap.snapshot_id
+
+
+def table_score(
+    policy: TablePolicy, data: Iterable[PartitionStats], health: MetadataHealth, now: float
+) -> Score:
+    """The table's health score (``optimizer.health_score``) against its own policy:
+    ``data`` its data files' stats, one per partition, ``health`` its metadata health,
+    ``now`` in seconds."""
+    rules = policy.maintenance.rules(health.manifest_target)
+    inputs = HealthInputs.of(
+        data, policy.target, policy.tolerance_bytes, health, rules, int(now * 1000)
+    )
+    return health_score(inputs)

@@ -20,8 +20,10 @@ console = make_console()
 
 def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
+    import time
+
     from service.base.catalog import load_table
-    from service.base.tablestats import current_partitions
+    from service.base.tablestats import current_partitions, table_score
     from service.state.health import read_health
 
     table = load_table(catalog, name)
@@ -31,8 +33,10 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     m = policy.maintenance
     health = read_health(table, m.manifest_target(table.properties), m.retain_last)
     parts = []
+    pooled = []
     for p in current_partitions(table):
         s = p.stats(target)
+        pooled.append(s)
         parts.append(
             {
                 "partition": p.partition.display(),
@@ -46,8 +50,10 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 and s.undersized >= policy.min_input_files,
             }
         )
+    score = table_score(policy, pooled, health, time.time())
     return {
         "table": name,
+        "health": score.to_dict(),
         "snapshot_id": snap.snapshot_id if snap else None,
         "target_file_size_bytes": target,
         "tolerance_bytes": policy.tolerance_bytes,
@@ -85,10 +91,18 @@ def render_partitions(summary: dict[str, Any]) -> None:
 
 
 @click.command()
+@click.option(
+    "--worst",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Only the N tables of lowest health score, worst first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def tables(ctx: Context, as_json: bool) -> None:
-    """List managed tables with files, bytes, partitions and current snapshot."""
+def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
+    """List managed tables with their health score (0-100: docs/health-score.md), files,
+    bytes, partitions and current snapshot; --worst N for the N in the worst shape."""
     from service.base.catalog import load_catalog, managed_tables
 
     catalog = load_catalog(ctx.cfg)
@@ -102,17 +116,22 @@ def tables(ctx: Context, as_json: bool) -> None:
             rows.append({"table": name, "error": describe(e)})
             continue
         rows.append(
-            {k: s[k] for k in ("table", "files", "bytes", "snapshot_id", "manifests", "snapshots")}
+            {k: s[k] for k in ("table", "health", "files", "bytes", "snapshot_id", "manifests")}
+            | {"snapshots": s["snapshots"]}
             | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
             | {
                 "partitions": len(s["partitions"]),
                 "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
             }
         )
+    if worst is not None:  # unreadable tables first: they are in the worst shape of all
+        rows.sort(key=lambda r: (r.get("health") or {}).get("score", -1.0))
+        rows = rows[:worst]
 
     def render(_: Any) -> None:
-        out = RichTable(title="managed tables")
-        cols: tuple[str, ...] = ("table", "files", "MiB", "partitions", "need work")
+        out = RichTable(title="managed tables" + (" (worst first)" if worst else ""))
+        cols: tuple[str, ...] = ("table", "score", "worst part", "files", "MiB", "partitions")
+        cols += ("need work",)
         cols += ("manifests", "snapshots", "deleted")
         for col in (*cols, "snapshot"):
             out.add_column(col)
@@ -122,6 +141,8 @@ def tables(ctx: Context, as_json: bool) -> None:
                 continue
             out.add_row(
                 r["table"],
+                f"{r['health']['score']:.1f}",
+                r["health"]["worst"] or "-",
                 str(r["files"]),
                 f"{r['bytes'] / MIB:.1f}",
                 str(r["partitions"]),

@@ -11,8 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer import merge_stats, stats_from_sizes
-from optimizer.health_score import WEIGHTS, HealthInputs, Score, health_score, ramp, rank_worst
+from optimizer import stats_from_sizes
+from optimizer.health_score import (
+    WEIGHTS,
+    HealthInputs,
+    Score,
+    health_score,
+    ramp,
+    rank_worst,
+    removable_mse,
+)
 from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 pytestmark = [pytest.mark.unit]
@@ -69,7 +77,7 @@ def test_weights_sum_to_100() -> None:
 def test_worked_example_by_hand() -> None:
     """Data files all 60 of 300 bytes, 20% of rows deleted, 20 manifests of 60 bytes, the
     oldest of 50 snapshots 151 h old (policy: 100 h, one hour's grace)."""
-    data = merge_stats([stats_from_sizes([60] * 10, T), stats_from_sizes([60] * 4, T)])
+    data = [stats_from_sizes([60] * 10, T), stats_from_sizes([60] * 4, T)]
     health = MetadataHealth(
         snapshot_id=1,
         manifest_target=T,
@@ -82,22 +90,36 @@ def test_worked_example_by_hand() -> None:
     )
     inputs = HealthInputs.of(data, T, 100, health, RULES, NOW)
     score = health_score(inputs)
-    # data: RMSE 240 → x = 0.8; healthy 1/3, full 1 → (0.8 - 1/3) / (2/3) = 0.7 → 28
+    # data: merging removes 240² from the ten (600 bytes: two full files) and 240² - 60²
+    #   from the four (one 240-byte file); over the 14 files: (10·240² + 4·(240² - 60²)) / 14
+    #   = 56,571.4 → x = sqrt(that) / 300 = 0.793; healthy 1/3, full 1 → 0.689 → 27.6
     # deletes: 0.2 against 0.1 .. 0.3 → 0.5 → 12.5
     # manifests: 20 undersized in 8 .. 32 → 0.5; RMSE sqrt(20·240²/23) = 223.8 → x 0.746,
     #   size ramp (0.746 - 1/3) / (2/3) = 0.619 → 20 · 0.5 · 0.619 = 6.19
     # snapshots: 151 h in 101 .. 201 h → 0.5 → 7.5
     size = (math.sqrt(20 * 240**2 / 23) / T - 1 / 3) / (2 / 3)
+    removable = (10 * 240**2 + 4 * (240**2 - 60**2)) / 14
+    assert removable_mse(data, T) == pytest.approx(removable)
     assert score.components == {
-        "data_files": 28.0,
+        "data_files": round(40 * (math.sqrt(removable) / T - 1 / 3) / (2 / 3), 1),
         "deletes": 12.5,
         "manifests": round(10 * size, 1),
         "snapshots": 7.5,
     }
     assert score.components["manifests"] == 6.2
-    assert score.total == round(100 - 28 - 12.5 - 10 * size - 7.5, 1) == 45.8
+    assert score.components["data_files"] == 27.6
+    assert score.total == round(100 - 27.6 - 12.5 - 10 * size - 7.5, 1) == 46.2
     assert score.worst == "data_files"
-    assert score.to_dict() == {"score": 45.8, "penalties": score.components, "worst": "data_files"}
+    assert score.to_dict() == {"score": 46.2, "penalties": score.components, "worst": "data_files"}
+
+
+def test_a_small_file_with_nothing_to_merge_costs_nothing() -> None:
+    """One small file per partition (a small table, a fresh day): the decider has nothing
+    to do there, so the data files cost no points; two small files in one partition do."""
+    alone = [stats_from_sizes([10], T), stats_from_sizes([300, 20], T)]
+    assert removable_mse(alone, T) == 0.0
+    pair = [stats_from_sizes([10, 20], T)]
+    assert removable_mse(pair, T) == pytest.approx(((290**2 + 280**2) / 2 - 270**2) * 2 / 2)
 
 
 def test_streaming_table_of_1_mib_files_against_128_mib() -> None:
