@@ -116,18 +116,19 @@ class HealthInputs:
     @classmethod
     def of(
         cls,
-        data: Iterable[PartitionStats],
+        data_mse: float,
         target_bytes: int,
         tolerance_bytes: int,
         health: MetadataHealth,
         rules: MaintenanceRules,
         now_ms: int,
     ) -> HealthInputs:
-        """From a table's data-file stats (one per partition), its :class:`MetadataHealth`
-        and resolved :class:`MaintenanceRules`, at ``now_ms``."""
+        """From a table's removable data-file MSE (:func:`removable_mse` of its partitions'
+        stats), its :class:`MetadataHealth` and resolved :class:`MaintenanceRules`, at
+        ``now_ms``."""
         oldest = health.oldest_snapshot_ms
         return cls(
-            data_mse=removable_mse(data, target_bytes),
+            data_mse=data_mse,
             target_bytes=target_bytes,
             tolerance_bytes=tolerance_bytes,
             delete_ratio=health.delete_ratio,

@@ -8,7 +8,6 @@ itself is the pure core's (:func:`optimizer.stats_from_sizes`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,14 +121,13 @@ def _current_snapshot_id(table: Table) -> int | None:
     return None if snap is None else snap.snapshot_id
 
 
-def table_score(
-    policy: TablePolicy, data: Iterable[PartitionStats], health: MetadataHealth, now: float
-) -> Score:
+def table_score(policy: TablePolicy, data_mse: float, health: MetadataHealth, now: float) -> Score:
     """The table's health score (``optimizer.health_score``) against its own policy:
-    ``data`` its data files' stats, one per partition, ``health`` its metadata health,
-    ``now`` in seconds."""
+    ``data_mse`` what merging could remove from its data files' MSE
+    (``optimizer.health_score.removable_mse`` of its partitions' stats), ``health`` its
+    metadata health, ``now`` in seconds."""
     rules = policy.maintenance.rules(health.manifest_target)
     inputs = HealthInputs.of(
-        data, policy.target, policy.tolerance_bytes, health, rules, int(now * 1000)
+        data_mse, policy.target, policy.tolerance_bytes, health, rules, int(now * 1000)
     )
     return health_score(inputs)

@@ -142,7 +142,7 @@ def _on_step(
                 report.leader,
                 len(report.shards),
             )
-        metrics.update_tables(decider.healths, time.time())
+        metrics.update_tables(decider.healths, time.time(), decider.scores.totals())
         if once:
             data = step_data(report, depth)
             emit(data, as_json, lambda d: click.echo(" ".join(f"{k}={v}" for k, v in d.items())))

@@ -22,6 +22,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
     import time
 
+    from optimizer.health_score import removable_mse
     from service.base.catalog import load_table
     from service.base.tablestats import current_partitions, table_score
     from service.state.health import read_health
@@ -50,7 +51,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 and s.undersized >= policy.min_input_files,
             }
         )
-    score = table_score(policy, pooled, health, time.time())
+    score = table_score(policy, removable_mse(pooled, target), health, time.time())
     return {
         "table": name,
         "health": score.to_dict(),

@@ -53,6 +53,7 @@ from service.base.keys import shard_of
 from service.decider.duties import LeaderDuties
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
+from service.decider.scores import Scores
 from service.state.events import CommitEvent, CommitEvents
 from service.state.health import HealthStore
 from service.state.intents import Intent, Intents
@@ -149,6 +150,7 @@ class Decider:
             clean,
         )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
+        self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
     def _validate(self, ev: CommitEvent, managed: set[str]) -> str | None:
@@ -271,6 +273,7 @@ class Decider:
             self._catch_up(waits, table, policy, target, now, report)
             self.stats.mark_decided(name, current_id)
         report.count(enqueue_overdue(self.queue, waits, policy, target, now))
+        self.scores.update(name, policy, self.healths[name], now)
 
     def _catch_up(
         self, waits: Waits, table: Any, policy: Any, target: int, now: float, report: StepReport

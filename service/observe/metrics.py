@@ -35,6 +35,7 @@ COUNTERS = {
 }
 
 TABLE_GAUGES = {
+    "health_score": "The table's health score, 0-100 (docs/health-score.md)",
     "manifests": "Manifests of the table's current snapshot",
     "small_manifests": "Manifests smaller than the manifest target",
     "manifest_mse": "Mean squared error of manifest sizes against the target (bytes squared)",
@@ -75,13 +76,16 @@ class DeciderMetrics(Collector):
                 "shards": shards,
             }
 
-    def update_tables(self, healths: Mapping[str, Any], now: float) -> None:
+    def update_tables(
+        self, healths: Mapping[str, Any], now: float, scores: Mapping[str, float] | None = None
+    ) -> None:
         """Per-table metadata health (``optimizer.maintenance_rules.MetadataHealth``) of the tables
         this decider observes."""
         rows = {}
         for table, h in healths.items():
             oldest = h.oldest_snapshot_ms
             rows[table] = {
+                "health_score": (scores or {}).get(table, float("nan")),
                 "manifests": h.manifests.n,
                 "small_manifests": h.manifests.undersized,
                 "manifest_mse": h.manifests.mse,

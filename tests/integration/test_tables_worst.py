@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from optimizer.health_score import HealthInputs, health_score
+from optimizer.health_score import HealthInputs, health_score, removable_mse
 from service.base.catalog import load_catalog
 from service.base.config import load_config
 from service.base.tablestats import current_partitions
@@ -60,7 +60,7 @@ def test_worst_orders_tables_by_the_documented_score(tmp_path: Path) -> None:
         health = read_health(table, m.manifest_target(table.properties), m.retain_last)
         parts = [p.stats(policy.target) for p in current_partitions(table)]
         inputs = HealthInputs.of(
-            parts,
+            removable_mse(parts, policy.target),
             policy.target,
             policy.tolerance_bytes,
             health,

@@ -88,7 +88,7 @@ def test_worked_example_by_hand() -> None:
         delete_files=4,
         deleted_rows=200,
     )
-    inputs = HealthInputs.of(data, T, 100, health, RULES, NOW)
+    inputs = HealthInputs.of(removable_mse(data, T), T, 100, health, RULES, NOW)
     score = health_score(inputs)
     # data: merging removes 240² from the ten (600 bytes: two full files) and 240² - 60²
     #   from the four (one 240-byte file); over the 14 files: (10·240² + 4·(240² - 60²)) / 14
