@@ -63,7 +63,8 @@ from service.base.redis_client import connect  # noqa: E402
 from service.decider.loop import Decider  # noqa: E402
 from service.state.queue import ActionItem, budget_of  # noqa: E402
 from service.state.queue.redis import RedisQueue  # noqa: E402
-from service.state.rolling import RollingStats, catch_up, full_stats  # noqa: E402
+from service.state.rolling.redis import RollingStats  # noqa: E402
+from service.state.rolling.scan import catch_up, full_stats  # noqa: E402
 from tests.support.cluster import LocalCluster, primaries  # noqa: E402
 
 CHAIN = 10  # commits per table between two passes, for the events figure

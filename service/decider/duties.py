@@ -16,8 +16,8 @@ from optimizer import FlowView, fair_priority_scheduler
 from service.base.config import Config, DeciderSettings
 from service.decider.pool import Launcher, desired_actors
 from service.state.intents import Intent, Intents, sweep
+from service.state.ledger import Ledger
 from service.state.queue import Budget, PriorityQueue
-from service.state.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
 
@@ -29,7 +29,7 @@ class LeaderDuties:
     s: DeciderSettings
     catalog: Any
     queue: PriorityQueue
-    stats: StatsStore
+    ledger: Ledger
     launcher: Launcher
     intents: Intents | None
     _clean: Callable[[Intent], int] | None
@@ -52,7 +52,7 @@ class LeaderDuties:
         if room <= 0:
             return 0
         sched = fair_priority_scheduler(
-            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
+            self.s.quantum_bytes, self.s.aging_seconds, state=self.ledger.scheduler_state()
         )
         budget = self._budget
         batches = self.queue.batches(budget)
@@ -76,8 +76,8 @@ class LeaderDuties:
             batches |= self.queue.batches(budget, [chosen])  # its next batch, if any
             if not moved:
                 break
-        self.stats.save_scheduler_state(sched.to_state())
-        self.stats.count({"dispatches": sent})
+        self.ledger.save_scheduler_state(sched.to_state())
+        self.ledger.count({"dispatches": sent})
         return sent
 
     def _weight(self, table: str) -> int:
@@ -86,7 +86,7 @@ class LeaderDuties:
         return self._weights[table]
 
     def live_actors(self, now: float) -> int:
-        beats = self.stats.actors()
+        beats = self.ledger.actors()
         return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
 
     def scale(self, now: float) -> int:
@@ -99,7 +99,7 @@ class LeaderDuties:
         )
         live = self.live_actors(now)
         # one launch per lease period at most: new actors need time to show a heartbeat
-        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
+        if want > live and self.ledger.claim_launch(now, self.s.lease_seconds):
             self.launcher.launch(want - live)
         return want
 
@@ -115,5 +115,5 @@ class LeaderDuties:
         deleted = sweep(self.intents, self._clean)
         if deleted:
             log.info("deleted %d file(s) left by abandoned attempts", deleted)
-            self.stats.count({"orphans_deleted": deleted})
+            self.ledger.count({"orphans_deleted": deleted})
         return deleted

@@ -30,8 +30,8 @@ worked through ``poll_budget_seconds`` per step, between the event batches, so a
 never waits behind a poll of every table (a one-shot pass polls everything at once).
 
 The decider talks to Redis only through its adapters, injected (``queue``, ``stats``,
-``events``, ``leader``, ``shards``; by default the Redis ones on ``client``): tests run it on
-the in-memory ones, and every failure of a backing service reaches it as
+``ledger``, ``events``, ``leader``, ``shards``; by default the Redis ones on ``client``):
+tests run it on the in-memory ones, and every failure of a backing service reaches it as
 :class:`ServiceUnavailable` (the adapters translate library errors at their boundary).
 """
 
@@ -52,14 +52,26 @@ from service.base.keys import Keys, shard_of
 from service.decider.duties import LeaderDuties
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
-from service.state.events import CommitEvent, CommitEvents, RedisEvents
-from service.state.health import HealthStore, MemoryHealth, RedisHealth
-from service.state.intents import Intent, Intents, RedisIntents
-from service.state.leader import Leader, RedisLeader
+from service.state.events import CommitEvent, CommitEvents
+from service.state.events.redis import RedisEvents
+from service.state.health import HealthStore
+from service.state.health.memory import MemoryHealth
+from service.state.health.redis import RedisHealth
+from service.state.intents import Intent, Intents
+from service.state.intents.redis import RedisIntents
+from service.state.leader import Leader
+from service.state.leader.redis import RedisLeader
+from service.state.ledger import Ledger
+from service.state.ledger.memory import MemoryLedger
+from service.state.ledger.redis import RedisLedger
 from service.state.queue import PriorityQueue, budget_of
 from service.state.queue.redis import RedisQueue
-from service.state.rolling import ApplyResult, RollingStats, StatsStore, catch_up
-from service.state.shards import Claim, MemoryShards, RedisShards, Shards
+from service.state.rolling import ApplyResult, StatsStore
+from service.state.rolling.redis import RollingStats
+from service.state.rolling.scan import catch_up
+from service.state.shards import Claim, Shards
+from service.state.shards.memory import MemoryShards
+from service.state.shards.redis import RedisShards
 
 log = logging.getLogger("icefloe.decider")
 
@@ -113,6 +125,7 @@ class Decider(LeaderDuties):
         health: HealthStore | None = None,
         intents: Intents | None = None,
         clean: Callable[[Intent], int] | None = None,
+        ledger: Ledger | None = None,
     ):
         """``client`` may be None when all four adapters are given."""
         from service.base.catalog import managed_tables
@@ -124,21 +137,17 @@ class Decider(LeaderDuties):
         self.k = Keys.for_config(cfg)
         self.consumer = consumer or f"decider-{uuid.uuid4().hex[:8]}"
         s = self.s
-        self.queue: PriorityQueue = (
-            queue
-            if queue is not None
-            else RedisQueue(client, self.k, s.max_attempts, s.aging_seconds)
+        self.queue: PriorityQueue = queue or RedisQueue(
+            client, self.k, s.max_attempts, s.aging_seconds
         )
         self.stats: StatsStore = stats if stats is not None else RollingStats(client, self.k)
-        self.events: CommitEvents = (
-            events
-            if events is not None
-            else RedisEvents(client, self.k, self.consumer, s.claim_idle_ms, s.shards)
+        default_ledger = MemoryLedger() if client is None else RedisLedger(client, self.k)
+        self.ledger: Ledger = ledger if ledger is not None else default_ledger
+        self.events: CommitEvents = events or RedisEvents(
+            client, self.k, self.consumer, s.claim_idle_ms, s.shards
         )
-        self.leader: Leader = (
-            leader
-            if leader is not None
-            else RedisLeader(client, self.k, s.leader_ttl_seconds, token=self.consumer)
+        self.leader: Leader = leader or RedisLeader(
+            client, self.k, s.leader_ttl_seconds, token=self.consumer
         )
         if shards is None:  # no Redis: a lone decider holding every shard
             ttl = s.leader_ttl_seconds
@@ -148,13 +157,8 @@ class Decider(LeaderDuties):
                 else RedisShards(client, self.k, s.shards, ttl, self.consumer)
             )
         self.shards: Shards = shards
-        self.health: HealthStore = (
-            health
-            if health is not None
-            else MemoryHealth()
-            if client is None
-            else RedisHealth(client, self.k)
-        )
+        default_health = MemoryHealth() if client is None else RedisHealth(client, self.k)
+        self.health: HealthStore = health if health is not None else default_health
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
@@ -310,7 +314,7 @@ class Decider(LeaderDuties):
             enqueue_touched(self.queue, waits, policy, result.touched, target, now)
         )
         if not result.full_scan:
-            self.stats.count(
+            self.ledger.count(
                 {
                     "partitions_changed": len(result.touched),
                     "partition_scans": candidates,
