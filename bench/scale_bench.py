@@ -13,7 +13,7 @@ the real code on real Redis. Per topology, in one run:
    the stats hashes (and the table state hashes, the known-tables set), and the
    ``INFO memory`` ``used_memory`` delta over every master, per partition (goal <= 100 B);
 2. file events/s: tables get chains of 10 commits (4 of 5 add 4 small files to each of 2
-   partitions, every 5th compacts a partition), then ``service.state.rolling.catch_up`` brings
+   partitions, every 5th compacts a partition), then ``service.state.rolling.scan.catch_up`` brings
    each table's stats up to date (wall clock; goal >= 20,000/s); also one commit per table;
 3. queue ops/s: the real :class:`service.state.queue.redis.RedisQueue`, n items through enqueue →
    dispatch → dequeue → ack, one item per call and in batches of 100 (``enqueue_many``,

@@ -218,8 +218,8 @@ class StatsStore(Protocol):
 
         ``earlier``: the snapshots before this one since ``parent``, ``(id, deltas)`` oldest
         first: the whole chain is applied in the same one step (one transaction on Redis;
-        :func:`service.state.rolling.catch_up` passes every snapshot since the last pass). A chain
-        another decider applied part of goes on from where the stored state stands
+        :func:`service.state.rolling.scan.catch_up` passes every snapshot since the last
+        pass). A chain another decider applied part of goes on from where the stored state stands
         (:func:`chain_start`); the result then covers only what this call applied."""
         ...
 
