@@ -30,9 +30,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-GROUP = "decider"
-MAX_LEN = 100_000
-
 
 @dataclass(frozen=True)
 class CommitEvent:

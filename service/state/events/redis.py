@@ -9,7 +9,10 @@ from typing import Any
 from service.base.config import DEFAULT_SHARDS
 from service.base.keys import Keys, shard_of
 from service.base.redis_client import text, translated
-from service.state.events import GROUP, MAX_LEN, CommitEvent
+from service.state.events import CommitEvent
+
+GROUP = "decider"  # the deciders' consumer group on every shard's stream
+MAX_LEN = 100_000  # entries a stream keeps (approximately)
 
 
 class RedisEvents:
