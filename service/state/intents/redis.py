@@ -14,8 +14,6 @@ from service.base.keys import Keys
 from service.base.redis_client import lua_script, text, translated
 from service.state.intents import ADHOC, Intent
 
-HERE = Path(__file__).parent
-
 
 class RedisIntents:
     """Intents in one Redis hash (token → JSON), next to the queue's leases."""
@@ -23,8 +21,8 @@ class RedisIntents:
     def __init__(self, client: Any, keys: Keys):
         self.r = client
         self.k = keys
-        self._record = lua_script(client, HERE / "intent.lua")
-        self._adhoc_renew = lua_script(client, HERE / "adhoc_renew.lua")
+        self._record = lua_script(client, Path(__file__).with_name("intent.lua"))
+        self._adhoc_renew = lua_script(client, Path(__file__).with_name("adhoc_renew.lua"))
 
     def record(
         self,

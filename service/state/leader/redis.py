@@ -10,8 +10,6 @@ from typing import Any
 from service.base.keys import Keys
 from service.base.redis_client import lua_script, text, translated
 
-HERE = Path(__file__).parent
-
 
 class RedisLeader:
     """A leader lease: ``SET NX PX`` to take it, Lua compare-and-extend to keep it."""
@@ -21,8 +19,8 @@ class RedisLeader:
         self.key = keys.leader
         self.ttl_ms = max(1, int(ttl_seconds * 1000))
         self.token = token or uuid.uuid4().hex
-        self._extend = lua_script(client, HERE / "leader_extend.lua")
-        self._release = lua_script(client, HERE / "leader_release.lua")
+        self._extend = lua_script(client, Path(__file__).with_name("leader_extend.lua"))
+        self._release = lua_script(client, Path(__file__).with_name("leader_release.lua"))
 
     @translated("leader acquire")
     def acquire(self) -> bool:

@@ -31,7 +31,6 @@ from service.state.queue import (
     take_batch,
 )
 
-HERE = Path(__file__).parent  # the scripts beside this module
 SCRIPTS = ("enqueue", "dispatch", "dequeue", "dequeue_batch", "ack", "renew", "release")
 RETRY = -1  # a script changed nothing, the state moved since its caller read: read again
 MAX_TRIES = 1000
@@ -77,9 +76,8 @@ class RedisQueue:
         self.k = keys
         self.max_attempts = max_attempts
         self.aging_seconds = aging_seconds
-        self._scripts = LuaScripts(
-            client, [HERE / f"{n}.lua" for n in SCRIPTS], keys.ready, "queue"
-        )
+        paths = [Path(__file__).with_name(f"{name}.lua") for name in SCRIPTS]  # beside it
+        self._scripts = LuaScripts(client, paths, route_key=keys.ready, what="queue")
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return self._scripts.run(name, keys, args)

@@ -11,8 +11,6 @@ from service.base.keys import Keys
 from service.base.redis_client import lua_script, text, translated
 from service.state.shards import LEASE_FRACTION, Claim
 
-HERE = Path(__file__).parent
-
 
 class RedisShards:
     """Shard leases in the ``{d}`` slot: a members zset and a leases hash, one Lua claim."""
@@ -25,8 +23,8 @@ class RedisShards:
         self.count = count
         self.ttl_ms = max(1, int(ttl_seconds * 1000 * LEASE_FRACTION))
         self.token = token or uuid.uuid4().hex
-        self._claim = lua_script(client, HERE / "shards_claim.lua")
-        self._release = lua_script(client, HERE / "shards_release.lua")
+        self._claim = lua_script(client, Path(__file__).with_name("shards_claim.lua"))
+        self._release = lua_script(client, Path(__file__).with_name("shards_release.lua"))
 
     @property
     def _keys(self) -> list[str]:
