@@ -51,10 +51,12 @@ from service.base.config import DeciderSettings, build_config  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
 from service.base.partition_key import PartitionKey  # noqa: E402
 from service.decider.wiring import open_decider  # noqa: E402
-from service.observe.status import counters, scans_avoided_pct  # noqa: E402
+from service.observe.status import scans_avoided_pct  # noqa: E402
+from service.state.ledger.redis import RedisLedger  # noqa: E402
 from service.state.queue import ActionItem  # noqa: E402
 from service.state.queue.redis import RedisQueue  # noqa: E402
-from service.state.rolling import RollingStats, catch_up  # noqa: E402
+from service.state.rolling.redis import RollingStats  # noqa: E402
+from service.state.rolling.scan import catch_up  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -234,7 +236,7 @@ def scans_avoided(
         table.append(rows([f"r{p}"] * 12, nid, payload=4096))
         nid += 12
     decider.step()
-    before = counters(client, keys)
+    before = RedisLedger(client, keys).counters()
     compactions = 0
     for _ in range(commits):
         chosen = rng.sample(range(parts), 4)
@@ -256,7 +258,7 @@ def scans_avoided(
             decider.queue.ack(lease.item.id, lease.token)
             compactions += 1
     decider.step(block_ms=None)  # the decider sees the last compactions too
-    after = counters(client, keys)
+    after = RedisLedger(client, keys).counters()
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     changed, scans = delta.get("partitions_changed", 0), delta.get("partition_scans", 0)
     print(

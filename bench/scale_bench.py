@@ -13,7 +13,7 @@ the real code on real Redis. Per topology, in one run:
    the stats hashes (and the table state hashes, the known-tables set), and the
    ``INFO memory`` ``used_memory`` delta over every master, per partition (goal <= 100 B);
 2. file events/s: tables get chains of 10 commits (4 of 5 add 4 small files to each of 2
-   partitions, every 5th compacts a partition), then ``service.state.rolling.catch_up`` brings
+   partitions, every 5th compacts a partition), then ``service.state.rolling.scan.catch_up`` brings
    each table's stats up to date (wall clock; goal >= 20,000/s); also one commit per table;
 3. queue ops/s: the real :class:`service.state.queue.redis.RedisQueue`, n items through enqueue →
    dispatch → dequeue → ack, one item per call and in batches of 100 (``enqueue_many``,
@@ -65,7 +65,8 @@ from service.decider.loop import Decider  # noqa: E402
 from service.decider.wiring import open_decider, redis_adapters  # noqa: E402
 from service.state.queue import ActionItem, budget_of  # noqa: E402
 from service.state.queue.redis import RedisQueue  # noqa: E402
-from service.state.rolling import RollingStats, catch_up, full_stats  # noqa: E402
+from service.state.rolling.redis import RollingStats  # noqa: E402
+from service.state.rolling.scan import catch_up, full_stats  # noqa: E402
 from tests.support.cluster import LocalCluster, primaries  # noqa: E402
 
 CHAIN = 10  # commits per table between two passes, for the events figure

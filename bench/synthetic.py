@@ -3,7 +3,7 @@
 Real tables cost a catalog round trip to create and an Avro manifest per commit; a bench of
 10,000 tables × 100 partitions cannot afford either. These tables are plain Python objects
 that answer what the decider, the rolling stats and the table health read from a PyIceberg
-table (:meth:`service.decider.loop.Decider.refresh`, :func:`service.state.rolling.catch_up`,
+table (:meth:`service.decider.loop.Decider.refresh`, :func:`service.state.rolling.scan.catch_up`,
 :func:`service.base.tablestats.current_partitions`, :func:`service.state.health.read_health`):
 
 * ``table.properties``, ``.current_snapshot()``, ``.snapshots()``, ``.metadata_location``,

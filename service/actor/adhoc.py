@@ -35,7 +35,8 @@ from service.base.config import Config
 from service.base.errors import OperationFailed, ServiceUnavailable
 from service.base.keys import Keys
 from service.base.redis_client import connect
-from service.state.intents import ADHOC, AdhocLeases, Intent, RedisIntents, sweep
+from service.state.intents import ADHOC, AdhocLeases, Intent, sweep
+from service.state.intents.redis import RedisIntents
 
 log = logging.getLogger("icefloe.adhoc")
 

@@ -40,8 +40,9 @@ from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.base.redact import service_logging
 from service.base.redis_client import connect
-from service.observe.status import record_action
-from service.state.intents import Intent, Intents, RedisIntents, sweep
+from service.state.intents import Intent, Intents, sweep
+from service.state.intents.redis import RedisIntents
+from service.state.ledger.redis import RedisLedger
 from service.state.queue import Budget, Lease, PriorityQueue, budget_of
 from service.state.queue.redis import open_queue
 
@@ -358,6 +359,7 @@ def run_actor(
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)
+    ledger = RedisLedger(client, keys)
     from jobs.maintenance.orphans import cleaner
     from service.base.catalog import load_catalog
 
@@ -371,10 +373,10 @@ def run_actor(
         lease_seconds=settings.lease_seconds,
         intents=RedisIntents(client, keys),
         clean=cleaner(load_catalog(cfg)),
-        recorder=lambda entry: record_action(client, keys, entry, settings.recent_cap),
-        heartbeat=lambda actor_id, now: client.hset(keys.actors, actor_id, now),
+        recorder=lambda entry: ledger.record_action(entry, settings.recent_cap),
+        heartbeat=ledger.heartbeat,
     )
     try:
         return a.run(max_actions=max_actions, idle_exit=idle_exit)
     finally:  # never raised over the loop's own error (Redis may be what failed)
-        _best_effort("remove the actor's heartbeat", client.hdel, keys.actors, a.id)
+        _best_effort("remove the actor's heartbeat", ledger.forget_actor, a.id)

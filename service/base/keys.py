@@ -14,7 +14,7 @@ cluster (``redis.cluster: true``):
 tag                       keys                                          touched together by
 ========================  ============================================  ====================
 ``{q}``  the queue        item hashes, per-table pending sets, tables,  every queue script
-                          ready, seq, in-flight, leases, intents, dead  (``service/state/lua/``)
+                          ready, seq, in-flight, leases, intents, dead  (``service/state/queue``)
 ``{t:<table>}`` a table   its partition stats, state and health hashes  the WATCH/MULTI of
                                                                         ``service.state.rolling``
 ``{d}``  the decider      event streams, leader lease, deciders,        ``record_action``'s
@@ -120,7 +120,7 @@ class Keys:
     # ---- rolling statistics: one slot per table -------------------------------------------
     def stats(self, table: str) -> str:
         """hash: partition key → "n sse total_bytes undersized delete_files": five exact
-        integers separated by spaces (``service.state.rolling.base.encode``)."""
+        integers separated by spaces (``service.state.rolling.encode``)."""
         return self._key(f"t:{table}", "stats")
 
     def waiting(self, table: str) -> str:

@@ -1,11 +1,12 @@
 """The one Redis client factory, the one way to turn a Redis reply into text, and the one
-loader of the adapters' Lua scripts."""
+loader and runner of the adapters' Lua scripts (each ``.lua`` file sits beside the
+``service/state/<adapter>/redis.py`` that runs it)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,13 @@ from service.base.redact import scrub
 
 log = logging.getLogger("icefloe.redis")
 PROBE_SECONDS = 5.0
-LUA_DIR = Path(__file__).resolve().parents[1] / "state" / "lua"
 
 
-def lua_script(client: Any, name: str) -> Any:
-    """The Lua script ``service/state/lua/<name>.lua``, registered on ``client`` (a
-    ``redis.Redis`` or ``RedisCluster``; called with ``keys=`` and ``args=``)."""
-    return client.register_script((LUA_DIR / f"{name}.lua").read_text())
+def lua_script(client: Any, path: Path) -> Any:
+    """The Lua script at ``path`` (an adapter passes ``Path(__file__).with_name("x.lua")``),
+    registered on ``client`` (a ``redis.Redis`` or ``RedisCluster``; called with ``keys=``
+    and ``args=``)."""
+    return client.register_script(path.read_text())
 
 
 def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
@@ -141,3 +142,64 @@ def translated(what: str) -> Iterator[None]:
         raise ServiceUnavailable(
             f"redis {kind} during {what} ({type(e).__name__}: {str(e)[:200]})"
         ) from e
+
+
+class LuaScripts:
+    """Scripts registered on ``client``, named by their files' stems, run once or many
+    times in one pipelined round trip, on a single Redis or on the master of the slot of
+    ``route_key`` on a Redis Cluster. ``what``: the adapter, named in errors."""
+
+    def __init__(self, client: Any, paths: Sequence[Path], route_key: str, what: str):
+        self.r = client
+        self.route_key = route_key
+        self.what = what
+        self._lua = {path.stem: lua_script(client, path) for path in paths}
+
+    def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Script ``name`` once, atomic; a Redis error as ServiceUnavailable."""
+        with translated(f"{self.what} {name}"):
+            return self._lua[name](keys=keys, args=args)
+
+    def run_many(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Script ``name`` once per ``(keys, args)``, in order, in one pipelined round trip
+        (each call atomic by itself, as :meth:`run`). EVALSHA goes through
+        ``execute_command``: redis-py's cluster pipeline has no ``evalsha`` method, but the
+        command is sent like any other, to the master of the one slot (:meth:`_slot_node`).
+        A server that lost its scripts (restarted, flushed) answers NOSCRIPT for every
+        call: the script is loaded (on every master) and those calls run again."""
+        import redis
+
+        script = self._lua[name]
+        results: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        with translated(f"{self.what} {name}"):
+            route = self._slot_node()
+            for _ in range(2):
+                if not todo:
+                    break
+                pipe = self.r.pipeline(transaction=False)
+                for i in todo:
+                    keys, args = calls[i]
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args, **route)
+                missed = []
+                for i, got in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+                    if isinstance(got, redis.exceptions.NoScriptError):
+                        missed.append(i)
+                    elif isinstance(got, Exception):
+                        raise got
+                    else:
+                        results[i] = got
+                if missed:
+                    self.r.script_load(script.script)
+                todo = missed
+        if todo:
+            raise ServiceUnavailable(f"{self.what} {name}: the server keeps losing its scripts")
+        return results
+
+    def _slot_node(self) -> dict[str, Any]:
+        """On a Redis Cluster, the master of the scripts' slot, named to the pipeline:
+        redis-py's cluster pipeline would otherwise ask a server for the keys of every
+        EVALSHA it queues (COMMAND GETKEYS, a round trip each). A slot that moved since
+        answers MOVED, which the pipeline follows. On a single Redis: nothing."""
+        find = getattr(self.r, "get_node_from_key", None)
+        return {} if find is None else {"target_nodes": find(self.route_key)}

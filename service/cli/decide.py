@@ -100,7 +100,7 @@ def decide(
         serve(metrics, metrics_port)
 
     reports: list[Any] = []
-    on_step = _on_step(decider, client, metrics, once, as_json)
+    on_step = _on_step(decider, metrics, once, as_json)
 
     def step(report: Any) -> None:
         reports.append(report)
@@ -123,19 +123,14 @@ def _fail_if_all_skipped(report: Any) -> None:
         )
 
 
-def _on_step(
-    decider: Any, client: Any, metrics: Any, once: bool, as_json: bool
-) -> Callable[[Any], None]:
+def _on_step(decider: Any, metrics: Any, once: bool, as_json: bool) -> Callable[[Any], None]:
     """After each step: update the metrics; with ``--once``, print the step."""
-    from service.observe.status import counters
-
-    keys = Keys.for_config(decider.cfg)
 
     def on_step(report: Any) -> None:
         with translated("decider metrics"):  # Redis gone after the step: the loop backs off
             depth = decider.queue.depth()
             metrics.update(
-                counters(client, keys),
+                decider.ledger.counters(),
                 depth,
                 decider.events.lag(),
                 decider.duties.live_actors(time.time()),
@@ -187,7 +182,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
     from service.base.catalog import load_catalog, load_table
-    from service.state.events import RedisEvents
+    from service.state.events.redis import RedisEvents
 
     parse_table_identifier(table)
     load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written

@@ -79,7 +79,7 @@ def stored_runs(cfg: Any, name: str) -> tuple[dict[str, int], Any]:
     """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
     from service.base.keys import Keys
     from service.base.redis_client import connect
-    from service.state.health import RedisHealth
+    from service.state.health.redis import RedisHealth
 
     try:
         store = RedisHealth(connect(cfg), Keys.for_config(cfg))

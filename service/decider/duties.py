@@ -15,8 +15,8 @@ from optimizer import FlowView, fair_priority_scheduler
 from service.base.config import Config, DeciderSettings
 from service.decider.pool import Launcher, desired_actors
 from service.state.intents import Intent, Intents, sweep
+from service.state.ledger import Ledger
 from service.state.queue import PriorityQueue, budget_of
-from service.state.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
 
@@ -35,7 +35,7 @@ class LeaderDuties:
         cfg: Config,
         settings: DeciderSettings,
         queue: PriorityQueue,
-        stats: StatsStore,
+        ledger: Ledger,
         launcher: Launcher,
         weights: dict[str, int],
         intents: Intents | None = None,
@@ -44,7 +44,7 @@ class LeaderDuties:
         if intents is not None and clean is None:
             raise ValueError("intents without clean: nothing would delete abandoned files")
         self.cfg, self.s = cfg, settings
-        self.queue, self.stats, self.launcher = queue, stats, launcher
+        self.queue, self.ledger, self.launcher = queue, ledger, launcher
         self.weights = weights
         self.intents, self.clean = intents, clean
         self.budget = budget_of(cfg)  # each table's batch (service.state.queue.budget_of)
@@ -65,7 +65,7 @@ class LeaderDuties:
         if room <= 0:
             return 0
         sched = fair_priority_scheduler(
-            self.s.quantum_bytes, self.s.aging_seconds, state=self.stats.scheduler_state()
+            self.s.quantum_bytes, self.s.aging_seconds, state=self.ledger.scheduler_state()
         )
         budget = self.budget
         batches = self.queue.batches(budget)
@@ -89,8 +89,8 @@ class LeaderDuties:
             batches |= self.queue.batches(budget, [chosen])  # its next batch, if any
             if not moved:
                 break
-        self.stats.save_scheduler_state(sched.to_state())
-        self.stats.count({"dispatches": sent})
+        self.ledger.save_scheduler_state(sched.to_state())
+        self.ledger.count({"dispatches": sent})
         return sent
 
     def _weight(self, table: str) -> int:
@@ -99,7 +99,7 @@ class LeaderDuties:
         return self.weights[table]
 
     def live_actors(self, now: float) -> int:
-        beats = self.stats.actors()
+        beats = self.ledger.actors()
         return sum(v >= now - 3 * self.s.lease_seconds for v in beats.values())
 
     def scale(self, now: float) -> int:
@@ -112,7 +112,7 @@ class LeaderDuties:
         )
         live = self.live_actors(now)
         # one launch per lease period at most: new actors need time to show a heartbeat
-        if want > live and self.stats.claim_launch(now, self.s.lease_seconds):
+        if want > live and self.ledger.claim_launch(now, self.s.lease_seconds):
             self.launcher.launch(want - live)
         return want
 
@@ -124,5 +124,5 @@ class LeaderDuties:
         deleted = sweep(self.intents, self.clean)
         if deleted:
             log.info("deleted %d file(s) left by abandoned attempts", deleted)
-            self.stats.count({"orphans_deleted": deleted})
+            self.ledger.count({"orphans_deleted": deleted})
         return deleted

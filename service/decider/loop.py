@@ -58,8 +58,11 @@ from service.state.events import CommitEvent, CommitEvents
 from service.state.health import HealthStore
 from service.state.intents import Intent, Intents
 from service.state.leader import Leader
+from service.state.ledger import Ledger
+from service.state.ledger.memory import MemoryLedger
 from service.state.queue import PriorityQueue
-from service.state.rolling import ApplyResult, StatsStore, catch_up
+from service.state.rolling import ApplyResult, StatsStore
+from service.state.rolling.scan import catch_up
 from service.state.shards import Claim, Shards
 
 log = logging.getLogger("icefloe.decider")
@@ -105,6 +108,8 @@ class Adapters:
     shards: Shards
     health: HealthStore
     intents: Intents | None = None
+    # counters, heartbeats, the scheduler's state, the launch guard (unit tests: in memory)
+    ledger: Ledger = field(default_factory=MemoryLedger)
 
 
 class Decider:
@@ -131,6 +136,7 @@ class Decider:
         self.catalog = catalog
         self.queue, self.stats, self.events = adapters.queue, adapters.stats, adapters.events
         self.leader, self.shards, self.health = adapters.leader, adapters.shards, adapters.health
+        self.ledger = adapters.ledger
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
@@ -143,7 +149,7 @@ class Decider:
             cfg,
             self.s,
             self.queue,
-            self.stats,
+            self.ledger,
             launcher or LogLauncher(),
             self._weights,
             adapters.intents,
@@ -290,7 +296,7 @@ class Decider:
             enqueue_touched(self.queue, waits, policy, result.touched, target, now)
         )
         if not result.full_scan:
-            self.stats.count(
+            self.ledger.count(
                 {
                     "partitions_changed": len(result.touched),
                     "partition_scans": candidates,

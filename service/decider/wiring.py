@@ -20,13 +20,14 @@ from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.decider.loop import Adapters, Decider
 from service.decider.pool import Launcher
-from service.state.events import RedisEvents
-from service.state.health import RedisHealth
-from service.state.intents import RedisIntents
-from service.state.leader import RedisLeader
+from service.state.events.redis import RedisEvents
+from service.state.health.redis import RedisHealth
+from service.state.intents.redis import RedisIntents
+from service.state.leader.redis import RedisLeader
+from service.state.ledger.redis import RedisLedger
 from service.state.queue.redis import RedisQueue
-from service.state.rolling import RollingStats
-from service.state.shards import RedisShards
+from service.state.rolling.redis import RollingStats
+from service.state.shards.redis import RedisShards
 
 
 def redis_adapters(
@@ -45,6 +46,7 @@ def redis_adapters(
         shards=RedisShards(client, keys, s.shards, s.leader_ttl_seconds, token),
         health=RedisHealth(client, keys),
         intents=RedisIntents(client, keys),
+        ledger=RedisLedger(client, keys),
     )
 
 

@@ -178,11 +178,9 @@ class Icefloe:
         self._lock = threading.Lock()
 
     def _record(self, entry: dict[str, Any]) -> None:
-        from service.observe.status import record_action
-
         with self._lock:
             self.results.append(entry)
-        record_action(self.client, self.keys, entry, self.settings.recent_cap)
+        self.decider.ledger.record_action(entry, self.settings.recent_cap)
 
     def _queued(self) -> int:
         depth = self.decider.queue.depth()
@@ -221,7 +219,7 @@ class Icefloe:
         """Two actor threads on the queue until it has been empty for half a second."""
         from jobs.maintenance.orphans import cleaner
         from service.actor.loop import Actor
-        from service.state.intents import RedisIntents
+        from service.state.intents.redis import RedisIntents
         from service.state.queue.redis import RedisQueue
 
         s = self.settings
@@ -246,9 +244,9 @@ class Icefloe:
             t.join()
 
     def scans_avoided_pct(self) -> float:
-        from service.observe.status import counters, scans_avoided_pct
+        from service.observe.status import scans_avoided_pct
 
-        return float(scans_avoided_pct(counters(self.client, self.keys)))
+        return float(scans_avoided_pct(self.decider.ledger.counters()))
 
 
 def icefloe_work(entries: list[dict[str, Any]], table: str) -> dict[str, int]:

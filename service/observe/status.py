@@ -1,4 +1,5 @@
-"""What the decider and the actors are doing, read from Redis only (no catalog, no JVM).
+"""What the decider and the actors are doing, read from the adapters over Redis only (no
+catalog, no JVM).
 
 One function builds a plain dict (the ``--json`` form) and one renders it. The counters it
 shows are the ones the metrics endpoint exports. The Redis URL appears only redacted.
@@ -11,51 +12,33 @@ reported as 22% fewer partition scans.
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Any
 
 from service.base.config import Config
 from service.base.keys import Keys
 from service.base.partition_key import display_key
-from service.base.redis_client import connect, text
-from service.state.health import RedisHealth
+from service.base.redis_client import connect
+from service.state.health import HealthStore
+from service.state.health.redis import RedisHealth
+from service.state.leader import Leader
+from service.state.leader.redis import RedisLeader
+from service.state.ledger import Ledger
+from service.state.ledger.redis import RedisLedger
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.queue.redis import open_queue
-from service.state.rolling import RollingStats
-from service.state.shards import RedisShards
+from service.state.rolling import StatsStore
+from service.state.rolling.redis import RollingStats
+from service.state.shards import Shards
+from service.state.shards.redis import RedisShards
 
 RECENT_SHOWN = 20
-
-
-def counters(client: Any, keys: Keys) -> dict[str, int]:
-    return {text(k): int(v) for k, v in client.hgetall(keys.counters).items()}
 
 
 def scans_avoided_pct(c: dict[str, int]) -> float:
     """Share of changed partitions the rolling stats let us skip (no partition scan)."""
     changed = c.get("partitions_changed", 0)
     return 100.0 * (changed - c.get("partition_scans", 0)) / changed if changed else 0.0
-
-
-def record_action(client: Any, keys: Keys, entry: dict[str, Any], cap: int = 200) -> None:
-    """Actors append what they did (newest first, capped); counters for the metrics."""
-    pipe = client.pipeline(transaction=True)
-    pipe.lpush(keys.recent, json.dumps(entry, sort_keys=True, default=str))
-    pipe.ltrim(keys.recent, 0, cap - 1)
-    pipe.hincrby(keys.counters, "actions_ok" if entry.get("ok") else "actions_failed", 1)
-    pipe.hincrby(keys.counters, "bytes_rewritten", int(entry.get("bytes_rewritten") or 0))
-    if entry.get("orphans_deleted"):
-        pipe.hincrby(keys.counters, "orphans_deleted", int(entry["orphans_deleted"]))
-    if entry.get("seconds"):  # whole milliseconds: every counter is an integer
-        pipe.hincrby(keys.counters, "action_ms", round(float(entry["seconds"]) * 1000))
-    if entry.get("snapshot_ids"):
-        pipe.hincrby(keys.counters, "commits", len(entry["snapshot_ids"]))
-    if entry.get("partitions_rewritten"):
-        pipe.hincrby(keys.counters, "partitions_rewritten", int(entry["partitions_rewritten"]))
-    if entry.get("batch"):
-        pipe.hincrby(keys.counters, "batches", 1)
-        pipe.hincrby(keys.counters, "batch_items", int(entry["batch"].get("items") or 0))
-    pipe.execute()
 
 
 def _item(it: ActionItem) -> dict[str, Any]:
@@ -71,57 +54,90 @@ def _item(it: ActionItem) -> dict[str, Any]:
     }
 
 
-def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Sources:
+    """The adapters ``status`` reads (never Redis itself)."""
+
+    queue: PriorityQueue
+    stats: StatsStore
+    health: HealthStore
+    ledger: Ledger
+    leader: Leader
+    shards: Shards
+
+
+def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
+    """The Redis adapters of ``cfg`` on ``client`` (``queue``: the one the caller opened)."""
     keys = Keys.for_config(cfg)
-    store = RollingStats(client, keys)
-    tables: dict[str, Any] = {}
-    for raw in sorted(client.smembers(keys.known_tables)):
-        name = text(raw)
-        # the stats keep the target the decider resolved (override, the table's property,
-        # default): resolved again with it as the table's property, the policy is the
-        # decider's, tolerance included, without a catalog round trip
-        target = store.target(name)
-        props = {} if target is None else {"write.target-file-size-bytes": str(target)}
-        tol = cfg.policy_for(name, props).tolerance_bytes
-        parts = store.partitions(name)
-        over = [
-            {
-                "partition": display_key(k),
-                "key": k,
-                "mse": s.mse,
-                "files": s.n,
-                "undersized": s.undersized,
-            }
-            for k, s in sorted(parts.items())
-            if s.needs_work(tol)
-        ]
-        store_health = RedisHealth(client, keys)
-        health = store_health.load(name) or {}
-        tables[name] = {
-            "manifests": health.get("manifests"),
-            "small_manifests": health.get("manifests_undersized"),
-            "snapshots": health.get("snapshots"),
-            "metadata_bytes": health.get("metadata_bytes"),
-            "delete_files": health.get("delete_files"),
-            "last_snapshot": store.last_applied(name),
-            "target_file_size_bytes": store.target(name),
-            "tolerance_bytes": tol,
-            "partitions": len(parts),
-            "over_tolerance": over,
-            "held": store_health.holds(name),  # action → why the decider does not run it
+    return Sources(
+        queue,
+        RollingStats(client, keys),
+        RedisHealth(client, keys),
+        RedisLedger(client, keys),
+        RedisLeader(client, keys, ttl_seconds=1),  # read only: its holder
+        RedisShards(client, keys, cfg.decider.shards, 1),  # read only: their holders
+    )
+
+
+def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[str, Any]:
+    """:func:`collect` from the Redis adapters on ``client``."""
+    return collect(cfg, redis_sources(cfg, client, queue), now)
+
+
+def _table(cfg: Config, src: Sources, name: str) -> dict[str, Any]:
+    store = src.stats
+    # the stats keep the target the decider resolved (override, the table's property,
+    # default): resolved again with it as the table's property, the policy is the
+    # decider's, tolerance included, without a catalog round trip
+    target = store.target(name)
+    props = {} if target is None else {"write.target-file-size-bytes": str(target)}
+    tol = cfg.policy_for(name, props).tolerance_bytes
+    parts = store.partitions(name)
+    over = [
+        {
+            "partition": display_key(k),
+            "key": k,
+            "mse": s.mse,
+            "files": s.n,
+            "undersized": s.undersized,
         }
+        for k, s in sorted(parts.items())
+        if s.needs_work(tol)
+    ]
+    health = src.health.load(name) or {}
+    return {
+        "manifests": health.get("manifests"),
+        "small_manifests": health.get("manifests_undersized"),
+        "snapshots": health.get("snapshots"),
+        "metadata_bytes": health.get("metadata_bytes"),
+        "delete_files": health.get("delete_files"),
+        "last_snapshot": store.last_applied(name),
+        "target_file_size_bytes": target,
+        "tolerance_bytes": tol,
+        "partitions": len(parts),
+        "over_tolerance": over,
+        "held": src.health.holds(name),  # action → why the decider does not run it
+    }
+
+
+def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
+    """The ``status`` data: every known table, the leader, the deciders' shards, the queue,
+    the recent actions, the actors' heartbeats and the counters, each through its adapter
+    (so a Redis failure arrives as :class:`~service.base.errors.ServiceUnavailable`)."""
+    queue = src.queue
+    tables = {name: _table(cfg, src, name) for name in src.stats.known_tables()}
     classes = queue.pending_tables()
     by_class: dict[str, int] = {}
     for table, count in queue.pending_by_table().items():
         cls = str(classes.get(table, 0))
         by_class[cls] = by_class.get(cls, 0) + count
-    leader = client.get(keys.leader)
     shards: dict[str, int] = {}  # decider → shards it observes
-    for token in RedisShards(client, keys, cfg.decider.shards, 1).holders().values():
+    for token in src.shards.holders().values():
         shards[token] = shards.get(token, 0) + 1
+    counters = src.ledger.counters()
     return {
         "redis": cfg.redis.redacted_url(),
-        "leader": None if leader is None else text(leader),
+        "leader": src.leader.holder(),
         "deciders": dict(sorted(shards.items())),
         "tables": tables,
         "queue": {
@@ -138,12 +154,10 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
             for f in queue.inflight()
         ],
         "dead": [_item(d) for d in queue.dead()],
-        "recent": [json.loads(r) for r in client.lrange(keys.recent, 0, RECENT_SHOWN - 1)],
-        "actors": {
-            text(k): round(now - float(v), 1) for k, v in client.hgetall(keys.actors).items()
-        },
-        "counters": counters(client, keys),
-        "scans_avoided_pct": round(scans_avoided_pct(counters(client, keys)), 2),
+        "recent": src.ledger.recent(RECENT_SHOWN),
+        "actors": {a: round(now - at, 1) for a, at in src.ledger.actors().items()},
+        "counters": counters,
+        "scans_avoided_pct": round(scans_avoided_pct(counters), 2),
     }
 
 

@@ -26,7 +26,7 @@ from service.actor.loop import run_actor
 from service.base.catalog import spark_table_name
 from service.base.errors import OperationFailed
 from service.decider.wiring import open_decider
-from service.state.rolling import full_stats
+from service.state.rolling.scan import full_stats
 from tests.contract.checks import Contents, assert_intact, table_contents
 
 pytestmark = [pytest.mark.contract, pytest.mark.spark, pytest.mark.integration]

@@ -25,7 +25,8 @@ from jobs.maintenance.orphans import cleaner
 from service.base.catalog import load_catalog
 from service.base.config import build_config
 from service.base.keys import Keys
-from service.state.intents import RedisIntents, sweep
+from service.state.intents import sweep
+from service.state.intents.redis import RedisIntents
 from tests.contract.checks import assert_intact, stored_files
 from tests.faults.harness import make_table
 from tests.support.config import config_raw

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from jobs.maintenance.orphans import cleaner
-from service.state.intents import ADHOC, RedisIntents, sweep
+from service.state.intents import ADHOC, sweep
+from service.state.intents.redis import RedisIntents
 from tests.faults.checks import unreferenced_data_files
 from tests.faults.harness import DAYS, cli_env, make_table
 

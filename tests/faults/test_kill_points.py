@@ -27,7 +27,7 @@ from jobs.maintenance.orphans import cleaner
 from service.actor.loop import Actor
 from service.actor.runners import spark_runners
 from service.decider.wiring import open_decider
-from service.state.intents import RedisIntents
+from service.state.intents.redis import RedisIntents
 from service.state.queue import budget_of
 from service.state.queue.redis import RedisQueue
 from tests.faults.checks import operations, table_data_files

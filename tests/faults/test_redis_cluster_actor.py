@@ -20,7 +20,7 @@ import pytest
 
 from service.actor.loop import run_actor
 from service.decider.wiring import open_decider
-from service.state.intents import RedisIntents
+from service.state.intents.redis import RedisIntents
 from service.state.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, make_table

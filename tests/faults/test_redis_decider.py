@@ -18,9 +18,9 @@ import pytest
 
 from service.actor.loop import Actor
 from service.decider.wiring import open_decider
-from service.state.events import RedisEvents
+from service.state.events.redis import RedisEvents
 from service.state.queue.redis import RedisQueue
-from service.state.rolling import full_stats
+from service.state.rolling.scan import full_stats
 from tests.faults.checks import queue_places
 from tests.faults.harness import DAYS, append_rows, kill_around, make_table
 from tests.support.config import part
@@ -82,7 +82,7 @@ def test_decider_survives_redis_killed_at_each_step(
     assert decider.stats.partitions(name) == full_stats(table, TARGET)
     current = table.current_snapshot().snapshot_id
     assert decider.stats.last_applied(name) == current == decider.stats.decided(name)
-    counters = decider.stats.counters()
+    counters = decider.ledger.counters()
     assert counters.get("snapshots_applied") == 2 and counters.get("full_scans") == 1, counters
 
     # the queue: one item per partition needing work, each in exactly one place

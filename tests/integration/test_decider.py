@@ -19,7 +19,7 @@ from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.cli import main
 from service.decider.wiring import open_decider
-from service.state.rolling import full_stats
+from service.state.rolling.scan import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]

@@ -17,7 +17,7 @@ from service.actor.loop import run_actor
 from service.base.config import DeciderSettings
 from service.decider.wiring import open_decider
 from service.observe.status import gather
-from service.state.rolling import full_stats
+from service.state.rolling.scan import full_stats
 from tests.support.config import make_config, part
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]

@@ -19,7 +19,8 @@ from pyiceberg.types import DateType, LongType, NestedField, StringType
 
 from service.base.keys import Keys
 from service.base.partition_key import PartitionKey, display_key
-from service.state.rolling import RollingStats, catch_up, full_stats, snapshot_delta
+from service.state.rolling.redis import RollingStats
+from service.state.rolling.scan import catch_up, full_stats, snapshot_delta
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 

@@ -17,7 +17,7 @@ from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.state.queue import ActionItem
 from service.state.queue.redis import open_queue
-from service.state.rolling import RollingStats
+from service.state.rolling.redis import RollingStats
 from tests.support.cluster import LocalCluster, primaries
 from tests.support.config import TEST_REDIS_URL, make_config
 

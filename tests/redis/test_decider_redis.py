@@ -19,7 +19,8 @@ from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys, shard_of
 from service.decider.loop import Decider
 from service.decider.wiring import open_decider
-from service.observe.status import gather, record_action
+from service.observe.status import gather
+from service.state.ledger.redis import RedisLedger
 from service.state.queue import ActionItem
 from service.state.queue.redis import RedisQueue
 from tests.support.config import TEST_REDIS_URL, make_config
@@ -107,15 +108,12 @@ def test_status_shows_leases_dead_letters_and_recent_actions(
     lease2 = q.dequeue(T0 + 1, 60)
     assert lease and lease2
     q.nack(lease2.item.id, lease2.token, "OperationFailed: boom", T0 + 2)
-    record_action(
-        redis_client,
-        KEYS,
+    ledger = RedisLedger(redis_client, KEYS)
+    ledger.record_action(
         {"id": "x", "ok": True, "mse_before": 9.0, "mse_after": 1.0, "bytes_rewritten": 123},
     )
     batch = {"items": 12, "partitions_rewritten": 12, "commits": 1, "seconds_per_partition": 0.5}
-    record_action(
-        redis_client,
-        KEYS,
+    ledger.record_action(
         {"id": "y", "ok": True, "seconds": 6.25, "snapshot_ids": [5], "batch": batch}
         | {"partitions_rewritten": 12, "bytes_rewritten": 1},
     )
@@ -225,9 +223,9 @@ def test_bad_events_written_by_hand_are_rejected_and_acked(
 def test_every_adapter_turns_a_down_redis_into_service_unavailable(tmp_path: Path) -> None:
     import redis
 
-    from service.state.events import RedisEvents
-    from service.state.leader import RedisLeader
-    from service.state.rolling import RollingStats
+    from service.state.events.redis import RedisEvents
+    from service.state.leader.redis import RedisLeader
+    from service.state.rolling.redis import RollingStats
 
     down = redis.Redis.from_url("redis://:s3cret@127.0.0.1:1/0", socket_connect_timeout=0.2)
     calls = [
@@ -236,7 +234,7 @@ def test_every_adapter_turns_a_down_redis_into_service_unavailable(tmp_path: Pat
         ),
         lambda: RedisQueue(down, KEYS).depth(),
         lambda: RollingStats(down, KEYS).last_applied("db.t"),
-        lambda: RollingStats(down, KEYS).count({"x": 1}),
+        lambda: RedisLedger(down, KEYS).count({"x": 1}),
         lambda: RedisEvents(down, KEYS, "c").read(),
         lambda: RedisEvents(down, KEYS, "c").lag(),
         lambda: RedisLeader(down, KEYS, 30).acquire(),
@@ -253,7 +251,7 @@ def test_status_uses_the_tables_own_target_like_the_decider(
     """A table whose ``write.target-file-size-bytes`` is 1 MiB under a 128 MiB default: the
     decider judged it against a third of 1 MiB, and so must status."""
     from optimizer import stats_from_sizes
-    from service.state.rolling import RollingStats
+    from service.state.rolling.redis import RollingStats
 
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 128 << 20})
     store = RollingStats(redis_client, KEYS)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from service.base.keys import Keys, shard_of
-from service.state.events import CommitEvents, RedisEvents
+from service.state.events import CommitEvents
+from service.state.events.redis import RedisEvents
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.redis]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from service.base.keys import Keys
-from service.state.intents import Intents, RedisIntents
+from service.state.intents import Intents
+from service.state.intents.redis import RedisIntents
 from service.state.queue import PriorityQueue
 from service.state.queue.redis import RedisQueue
 from tests.support.contracts.intents import IntentsContract

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from service.base.keys import Keys
-from service.state.leader import Leader, RedisLeader
+from service.state.leader import Leader
+from service.state.leader.redis import RedisLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.redis]

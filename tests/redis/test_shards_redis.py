@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from service.base.keys import Keys
-from service.state.shards import RedisShards, Shards
+from service.state.shards import Shards
+from service.state.shards.redis import RedisShards
 from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.redis]

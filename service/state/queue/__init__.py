@@ -30,7 +30,7 @@ items carry a priority, and with leases so a dead actor's item comes back by its
   acked, nacked or reaped on its own.
 
 Two implementations of one Protocol: :class:`service.state.queue.redis.RedisQueue` (each move is
-one Lua script from ``service/state/lua/``; :func:`service.state.queue.redis.open_queue` opens a
+one Lua script beside it; :func:`service.state.queue.redis.open_queue` opens a
 config's) and
 :class:`service.state.queue.memory.MemoryQueue` (plain Python, for unit tests). One contract suite
 (``tests/unit/service/test_queue.py``) runs against both.

@@ -163,7 +163,8 @@ class MemoryQueue:
         return [self.ack(item_id, token) for item_id, token in leases]
 
     def holder(self, item_id: str) -> str | None:
-        """The token holding ``item_id``'s lease (for ``service.state.intents.MemoryIntents``)."""
+        """The token holding ``item_id``'s lease (for
+        :class:`service.state.intents.memory.MemoryIntents`)."""
         return self._leases.get(item_id)
 
     def ack(self, item_id: str, token: str) -> int:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from service.base.config import Config
 from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys
-from service.base.redis_client import text, translated
+from service.base.redis_client import LuaScripts, text, translated
 from service.state.queue import (
     DEFAULT_AGING_SECONDS,
     LEASE_EXPIRED,
@@ -29,8 +30,8 @@ from service.state.queue import (
     Lease,
     take_batch,
 )
-from service.state.queue.scripts import LuaScripts
 
+SCRIPTS = ("enqueue", "dispatch", "dequeue", "dequeue_batch", "ack", "renew", "release")
 RETRY = -1  # a script changed nothing, the state moved since its caller read: read again
 MAX_TRIES = 1000
 
@@ -75,11 +76,8 @@ class RedisQueue:
         self.k = keys
         self.max_attempts = max_attempts
         self.aging_seconds = aging_seconds
-        self._scripts = LuaScripts(
-            client,
-            ("enqueue", "dispatch", "dequeue", "dequeue_batch", "ack", "renew", "release"),
-            route_key=keys.ready,
-        )
+        paths = [Path(__file__).with_name(f"{name}.lua") for name in SCRIPTS]  # beside it
+        self._scripts = LuaScripts(client, paths, route_key=keys.ready, what="queue")
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return self._scripts.run(name, keys, args)

@@ -22,36 +22,220 @@ target size, or a delta that deletes from a partition we do not know, all trigge
 scan of the table's metadata (:func:`service.base.tablestats.current_partitions`) that replaces
 the table's stats in one transaction.
 
-Modules: ``base`` (value types, the :class:`StatsStore` Protocol, the pure update step),
-``scan`` (reading Iceberg metadata; :func:`catch_up`), ``redis`` (:class:`RollingStats`)
-and ``memory`` (:class:`MemoryStats`, for unit tests). One contract suite runs on both stores.
+Here: the value types, the :class:`StatsStore` Protocol and the pure update step (so the
+Redis and the in-memory store cannot compute differently). Beside it: ``scan`` (reading
+Iceberg metadata; :func:`~service.state.rolling.scan.catch_up`), ``redis``
+(:class:`~service.state.rolling.redis.RollingStats`) and ``memory``
+(:class:`~service.state.rolling.memory.MemoryStats`, for unit tests). One contract suite
+(``tests/support/contracts/rolling.py``) runs on both stores. The decider's bookkeeping
+(counters, scheduler state, heartbeats, the launch guard) is :mod:`service.state.ledger`'s;
+a store counts its applied snapshots and full scans there.
 """
 
 from __future__ import annotations
 
-from service.state.rolling.base import (
-    ApplyResult,
-    GapError,
-    PartitionDelta,
-    StatsStore,
-    decode,
-    encode,
-)
-from service.state.rolling.memory import MemoryStats
-from service.state.rolling.redis import RollingStats
-from service.state.rolling.scan import catch_up, full_stats, snapshot_delta, snapshots_since
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
-__all__ = [
-    "ApplyResult",
-    "GapError",
-    "MemoryStats",
-    "PartitionDelta",
-    "RollingStats",
-    "StatsStore",
-    "catch_up",
-    "decode",
-    "encode",
-    "full_stats",
-    "snapshot_delta",
-    "snapshots_since",
-]
+from optimizer import PartitionStats, apply_delta
+from service.base.partition_key import KEY_FORMAT
+
+
+@dataclass
+class PartitionDelta:
+    """What one snapshot did to one partition."""
+
+    added: list[int] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    added_deletes: int = 0
+    removed_deletes: int = 0
+    data_rows: int = 0  # net: rows of added data files less rows of deleted ones
+    delete_bytes: int = 0  # net, of delete files
+    deleted_rows: int = 0  # net, of delete files
+
+    @property
+    def events(self) -> int:
+        return len(self.added) + len(self.deleted) + self.added_deletes + self.removed_deletes
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """The outcome of bringing one table's stats up to its current snapshot."""
+
+    table: str
+    snapshot_id: int | None
+    snapshots_applied: int
+    full_scan: bool
+    file_events: int
+    touched: dict[str, PartitionStats]  # partition → stats after the update
+    reason: str = ""
+
+
+class GapError(Exception):
+    """The rolling update cannot continue; the table needs a full scan (message says why)."""
+
+
+def encode(stats: PartitionStats) -> str:
+    """The stats hash value, exact ints: ``"n sse total_bytes undersized delete_files"``,
+    then ``" data_rows"``, then ``" delete_bytes deleted_rows"``, each tail left out when it
+    and what follows are 0 (every byte counts at a million partitions)."""
+    s = stats
+    fields = [s.n, s.sse, s.total_bytes, s.undersized, s.delete_files]
+    tail = [s.data_rows, s.delete_bytes, s.deleted_rows]
+    while tail and tail[-1] == 0:
+        tail.pop()
+    return " ".join(map(str, fields + tail))
+
+
+def decode(raw: str | bytes) -> PartitionStats:
+    """:func:`encode` backwards (five to eight numbers; five also as written before the
+    row counts were kept: they read as 0 until the next full scan)."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    return PartitionStats(*(int(x) for x in text.split()))
+
+
+def chain_start(
+    last_id: int | None,
+    stored_target: int | None,
+    parent: int | None,
+    snapshot_ids: Sequence[int],
+    target: int,
+    key_format: int | None = KEY_FORMAT,
+) -> int | None:
+    """The compare-and-set guard of :meth:`StatsStore.apply`: the index in
+    ``snapshot_ids`` (a chain of snapshots, oldest first, the first one a child of
+    ``parent``) of the first snapshot still to apply, or None when the whole chain is
+    applied (a replay: change nothing). A chain applied part way by another decider goes on
+    from where it stands. Raises :class:`GapError` when the stored state is neither the
+    chain's parent nor one of its snapshots, the target changed, or the stored partition
+    keys are of another ``key_format`` (an upgrade: the full scan rebuilds them)."""
+    if not snapshot_ids or last_id == snapshot_ids[-1]:
+        return None
+    if last_id is not None and last_id in snapshot_ids:
+        start = snapshot_ids.index(last_id) + 1
+    elif last_id == parent:
+        start = 0
+    else:
+        raise GapError(f"last applied {last_id} is not the parent {parent}")
+    if stored_target != target:
+        raise GapError(f"target changed to {target}")
+    if key_format != KEY_FORMAT:
+        raise GapError(f"partition keys of format {key_format or 1}, now {KEY_FORMAT}")
+    return start
+
+
+def chain_stats(
+    before: Mapping[str, PartitionStats | None],
+    target: int,
+    steps: Sequence[tuple[int, Mapping[str, PartitionDelta]]],
+) -> dict[str, PartitionStats]:
+    """Each partition touched by any step of a chain, after the last step (``before``: the
+    stored stats of those partitions, None for a new one). Empty partitions are kept in the
+    result with ``n == 0``: the caller drops them from the store."""
+    current: dict[str, PartitionStats | None] = dict(before)
+    out: dict[str, PartitionStats] = {}
+    for _, deltas in steps:
+        new = next_stats(current, target, deltas)
+        current.update(new)
+        out.update(new)
+    return out
+
+
+def next_stats(
+    before: Mapping[str, PartitionStats | None], target: int, deltas: Mapping[str, PartitionDelta]
+) -> dict[str, PartitionStats]:
+    """Each touched partition's stats after the delta (``before`` None: a new partition)."""
+    new: dict[str, PartitionStats] = {}
+    for key in sorted(deltas):
+        d = deltas[key]
+        try:
+            new[key] = apply_delta(
+                before.get(key) or PartitionStats(),
+                target,
+                d.added,
+                d.deleted,
+                d.added_deletes,
+                d.removed_deletes,
+                (d.data_rows, d.delete_bytes, d.deleted_rows),
+            )
+        except ValueError as e:
+            raise GapError(f"partition {key!r} out of step: {e}") from None
+    return new
+
+
+class StatsStore(Protocol):
+    """The decider's per-table rolling stats and markers.
+
+    ``apply`` is compare-and-set on the table's last applied snapshot and idempotent on
+    replay; ``replace`` installs a full scan's result. Implementations:
+    :class:`service.state.rolling.redis.RollingStats`,
+    :class:`service.state.rolling.memory.MemoryStats`.
+    """
+
+    # ---- rolling stats -------------------------------------------------------------------
+    def last_applied(self, table: str) -> int | None: ...
+
+    def decided(self, table: str) -> int | None:
+        """The snapshot whose actions were last enqueued (the decider's second marker)."""
+        ...
+
+    def mark_decided(self, table: str, snapshot_id: int | None) -> None: ...
+
+    def target(self, table: str) -> int | None: ...
+
+    def partitions(self, table: str) -> dict[str, PartitionStats]: ...
+
+    def partitions_of(self, table: str, keys: Sequence[str]) -> dict[str, PartitionStats]:
+        """The stats of those of ``keys`` that the table has."""
+        ...
+
+    # ---- partitions waiting for more small files (service.decider.needs.waiting) ----------------
+    def mark_waiting(
+        self, table: str, held: Sequence[str], released: Sequence[str], now: float
+    ) -> None:
+        """``held`` wait from ``now`` (those already waiting keep their start);
+        ``released`` wait no more."""
+        ...
+
+    def waiting(self, table: str) -> dict[str, float]:
+        """The waiting partitions and when each started waiting."""
+        ...
+
+    def apply(
+        self,
+        table: str,
+        parent: int | None,
+        snapshot_id: int,
+        target: int,
+        deltas: Mapping[str, PartitionDelta],
+        now: float,
+        earlier: Sequence[tuple[int, Mapping[str, PartitionDelta]]] = (),
+    ) -> dict[str, PartitionStats] | None:
+        """Apply one snapshot atomically; the touched partitions' new stats, or None when it
+        was already applied. :class:`GapError` when ``parent`` is not the last applied one,
+        the target changed or a partition is out of step (nothing written then).
+
+        ``earlier``: the snapshots before this one since ``parent``, ``(id, deltas)`` oldest
+        first: the whole chain is applied in the same one step (one transaction on Redis;
+        :func:`service.state.rolling.scan.catch_up` passes every snapshot since the last
+        pass). A chain another decider applied part of goes on from where the stored state stands
+        (:func:`chain_start`); the result then covers only what this call applied."""
+        ...
+
+    def replace(
+        self,
+        table: str,
+        snapshot_id: int | None,
+        target: int,
+        stats: Mapping[str, PartitionStats],
+        now: float,
+    ) -> None:
+        """A full scan's result replaces the table's stats (and resets any drift)."""
+        ...
+
+    def forget(self, table: str) -> None: ...
+
+    def known_tables(self) -> list[str]:
+        """Tables with stats, sorted."""
+        ...

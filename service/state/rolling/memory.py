@@ -4,27 +4,26 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer import PartitionStats
 from service.base.partition_key import KEY_FORMAT
-from service.state.rolling.base import PartitionDelta, chain_start, chain_stats
+from service.state.ledger import Ledger
+from service.state.ledger.memory import MemoryLedger
+from service.state.rolling import PartitionDelta, chain_start, chain_stats
 
 
 class MemoryStats:
-    """Plain dicts; one call is one step, so every method is trivially atomic."""
+    """Plain dicts; one call is one step, so every method is trivially atomic. ``ledger``:
+    where the store counts what it applied (a fresh :class:`MemoryLedger` by default)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger: Ledger = ledger if ledger is not None else MemoryLedger()
         self._stats: dict[str, dict[str, PartitionStats]] = {}
         self._state: dict[str, dict[str, Any]] = {}
         self._known: set[str] = set()
         self._waiting: dict[str, dict[str, float]] = {}
-        self._counters: dict[str, int] = {}
-        self._scheduler: dict[str, Any] | None = None
-        self._actors: dict[str, float] = {}
-        self._launch_until = float("-inf")
 
     def _field(self, table: str, name: str) -> Any:
         return self._state.get(table, {}).get(name)
@@ -87,7 +86,7 @@ class MemoryStats:
                 stats[key] = s
         self._state.setdefault(table, {}).update(last_snapshot=snapshot_id, applied_at=now)
         self._known.add(table)
-        self.count({"snapshots_applied": len(todo)})
+        self.ledger.count({"snapshots_applied": len(todo)})
         return new
 
     def replace(
@@ -108,7 +107,7 @@ class MemoryStats:
             keys=KEY_FORMAT,
         )
         self._known.add(table)
-        self.count({"full_scans": 1})
+        self.ledger.count({"full_scans": 1})
 
     def forget(self, table: str) -> None:
         self._stats.pop(table, None)
@@ -118,30 +117,3 @@ class MemoryStats:
 
     def known_tables(self) -> list[str]:
         return sorted(self._known)
-
-    # ---- decider bookkeeping -------------------------------------------------------------
-    def count(self, increments: Mapping[str, int]) -> None:
-        for name, by in increments.items():
-            if by:
-                self._counters[name] = self._counters.get(name, 0) + int(by)
-
-    def counters(self) -> dict[str, int]:
-        return dict(self._counters)
-
-    def scheduler_state(self) -> dict[str, Any] | None:
-        return copy.deepcopy(self._scheduler)
-
-    def save_scheduler_state(self, state: dict[str, Any]) -> None:
-        self._scheduler = copy.deepcopy(state)
-
-    def heartbeat(self, actor_id: str, now: float) -> None:
-        self._actors[actor_id] = float(now)
-
-    def actors(self) -> dict[str, float]:
-        return dict(self._actors)
-
-    def claim_launch(self, now: float, ttl_seconds: float) -> bool:
-        if now < self._launch_until:
-            return False
-        self._launch_until = now + max(1, int(ttl_seconds))
-        return True

@@ -17,7 +17,6 @@ Every public method is an adapter boundary: Redis library errors leave it as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +24,8 @@ from optimizer import PartitionStats
 from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
 from service.base.redis_client import text, translated
-from service.state.rolling.base import PartitionDelta, chain_start, chain_stats, decode, encode
+from service.state.ledger.redis import RedisLedger
+from service.state.rolling import PartitionDelta, chain_start, chain_stats, decode, encode
 
 
 def _int(raw: Any) -> int | None:
@@ -38,6 +38,7 @@ class RollingStats:
     def __init__(self, client: Any, keys: Keys):
         self.r = client
         self.k = keys
+        self.ledger = RedisLedger(client, keys)  # where the store counts what it applied
 
     @translated("stats last_applied")
     def last_applied(self, table: str) -> int | None:
@@ -129,7 +130,7 @@ class RollingStats:
                         pipe.hset(stats_key, mapping=kept)
                     pipe.hset(state, mapping={"last_snapshot": snapshot_id, "applied_at": now})
                     pipe.execute()
-                    self.r.hincrby(self.k.counters, "snapshots_applied", len(todo))
+                    self.ledger.count({"snapshots_applied": len(todo)})
                     return new
                 except redis.WatchError:
                     continue
@@ -156,7 +157,7 @@ class RollingStats:
         pipe.hset(state, mapping=stamp | {"keys": KEY_FORMAT})
         pipe.hincrby(state, "full_scans", 1)
         pipe.execute()
-        self.r.hincrby(self.k.counters, "full_scans", 1)
+        self.ledger.count({"full_scans": 1})
 
     @translated("stats forget")
     def forget(self, table: str) -> None:
@@ -166,37 +167,3 @@ class RollingStats:
     @translated("stats known_tables")
     def known_tables(self) -> list[str]:
         return sorted(text(t) for t in self.r.smembers(self.k.known_tables))
-
-    # ---- decider bookkeeping -------------------------------------------------------------
-    @translated("counters update")
-    def count(self, increments: Mapping[str, int]) -> None:
-        pipe = self.r.pipeline(transaction=False)
-        for name, by in sorted(increments.items()):
-            if by:
-                pipe.hincrby(self.k.counters, name, by)
-        pipe.execute()
-
-    @translated("counters read")
-    def counters(self) -> dict[str, int]:
-        return {text(k): int(v) for k, v in self.r.hgetall(self.k.counters).items()}
-
-    @translated("scheduler state read")
-    def scheduler_state(self) -> dict[str, Any] | None:
-        raw = self.r.get(self.k.scheduler)
-        return json.loads(raw) if raw else None
-
-    @translated("scheduler state write")
-    def save_scheduler_state(self, state: dict[str, Any]) -> None:
-        self.r.set(self.k.scheduler, json.dumps(state))
-
-    @translated("actor heartbeat")
-    def heartbeat(self, actor_id: str, now: float) -> None:
-        self.r.hset(self.k.actors, actor_id, now)
-
-    @translated("actor heartbeats read")
-    def actors(self) -> dict[str, float]:
-        return {text(k): float(text(v)) for k, v in self.r.hgetall(self.k.actors).items()}
-
-    @translated("launch guard")
-    def claim_launch(self, now: float, ttl_seconds: float) -> bool:
-        return bool(self.r.set(self.k.launch_guard, now, nx=True, ex=max(1, int(ttl_seconds))))

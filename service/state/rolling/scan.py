@@ -1,5 +1,5 @@
 """Reading Iceberg metadata for the rolling stats, and :func:`catch_up`, which walks a
-table's new snapshots into any :class:`~service.state.rolling.base.StatsStore`."""
+table's new snapshots into any :class:`~service.state.rolling.StatsStore`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from optimizer import PartitionStats, merge_stats
 from service.base.partition_key import PartitionKey
 from service.base.tablestats import spec_fields
-from service.state.rolling.base import ApplyResult, GapError, PartitionDelta, StatsStore
+from service.state.rolling import ApplyResult, GapError, PartitionDelta, StatsStore
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -134,7 +134,7 @@ def catch_up(
     """Bring ``table_name``'s stats to the table's current snapshot (rolling or full).
 
     The new snapshots are applied in chains of up to :data:`CHAIN_CHUNK`, one
-    :meth:`~service.state.rolling.base.StatsStore.apply` (one transaction) each."""
+    :meth:`~service.state.rolling.StatsStore.apply` (one transaction) each."""
     now = time.time() if now is None else now
     current = table.current_snapshot()
     current_id = None if current is None else current.snapshot_id

@@ -1,4 +1,5 @@
-"""The stats-store contract suite: every :class:`service.state.rolling.StatsStore` runs these.
+"""The stats-store contract suite: every :class:`service.state.rolling.StatsStore` runs these
+(the bookkeeping beside it: ``tests/support/contracts/ledger.py``).
 
 ``StatsContract`` is not collected by itself (``__test__ = False``); ``TestMemoryStats``
 in ``tests/unit/service/test_rolling.py`` runs it on the in-memory store,
@@ -31,6 +32,10 @@ class StatsContract:
     def make_store(self) -> StatsStore:
         raise NotImplementedError
 
+    def counters(self) -> dict[str, int]:
+        """The counters of the ledger the store counts into (:mod:`service.state.ledger`)."""
+        raise NotImplementedError
+
     @pytest.fixture
     def store(self) -> StatsStore:
         return self.make_store()
@@ -38,7 +43,7 @@ class StatsContract:
     def test_empty_store(self, store: StatsStore) -> None:
         assert store.last_applied(T) is None and store.decided(T) is None
         assert store.target(T) is None and store.partitions(T) == {}
-        assert store.known_tables() == [] and store.counters() == {}
+        assert store.known_tables() == [] and self.counters() == {}
 
     def test_full_scan_replaces_and_records_the_snapshot(self, store: StatsStore) -> None:
         before = {"a": stats_from_sizes([10, 20], TARGET), "b": stats_from_sizes([5], TARGET, 2)}
@@ -47,7 +52,7 @@ class StatsContract:
         assert store.last_applied(T) == 7 and store.target(T) == TARGET
         full(store, 8, {"b": stats_from_sizes([1], TARGET)})
         assert store.partitions(T) == {"b": stats_from_sizes([1], TARGET)}  # "a" is gone
-        assert store.known_tables() == [T] and store.counters() == {"full_scans": 2}
+        assert store.known_tables() == [T] and self.counters() == {"full_scans": 2}
 
     def test_an_empty_table_is_applied_at_no_snapshot(self, store: StatsStore) -> None:
         full(store, None)
@@ -66,7 +71,7 @@ class StatsContract:
         assert got == want and store.partitions(T) == want and store.last_applied(T) == 2
         assert store.apply(T, 1, 2, TARGET, deltas, T0) is None  # replay: idempotent
         assert store.partitions(T) == want
-        assert store.counters() == {"full_scans": 1, "snapshots_applied": 1}
+        assert self.counters() == {"full_scans": 1, "snapshots_applied": 1}
 
     def test_apply_is_compare_and_set_on_the_last_snapshot(self, store: StatsStore) -> None:
         full(store, 1, {"a": stats_from_sizes([100], TARGET)})
@@ -200,7 +205,7 @@ class StatsContract:
         reference = {k: stats_from_sizes(v, TARGET) for k, v in files.items() if v}
         assert store.partitions(T) == store.partitions("db.u") == reference
         assert store.last_applied(T) == store.last_applied("db.u") == 39
-        assert store.counters()["snapshots_applied"] == 2 * len(steps)
+        assert self.counters()["snapshots_applied"] == 2 * len(steps)
 
     def test_a_chain_goes_on_from_where_another_decider_stopped(self, store: StatsStore) -> None:
         full(store, 1, {"a": stats_from_sizes([100], TARGET)})
@@ -211,7 +216,7 @@ class StatsContract:
         assert store.apply(T, 1, 4, TARGET, steps[2][1], T0, steps[:2]) is None  # replay
         assert store.partitions(T) == {"a": stats_from_sizes([100, 2, 3, 4], TARGET)}
         assert store.last_applied(T) == 4
-        assert store.counters()["snapshots_applied"] == 3
+        assert self.counters()["snapshots_applied"] == 3
 
     def test_a_chain_is_compare_and_set_and_all_or_nothing(self, store: StatsStore) -> None:
         full(store, 1, {"a": stats_from_sizes([100], TARGET)})
@@ -223,19 +228,4 @@ class StatsContract:
         with pytest.raises(GapError, match="out of step"):  # the last step is wrong
             store.apply(T, 1, 3, TARGET, {"z": PartitionDelta(deleted=[1])}, T0, good)
         assert store.partitions(T) == {"a": stats_from_sizes([100], TARGET)}  # untouched
-        assert store.last_applied(T) == 1 and "snapshots_applied" not in store.counters()
-
-    def test_counters_and_scheduler_state(self, store: StatsStore) -> None:
-        store.count({"dispatches": 2, "file_events": 0})
-        store.count({"dispatches": 3})
-        assert store.counters() == {"dispatches": 5}
-        assert store.scheduler_state() is None
-        store.save_scheduler_state({"deficits": {"db.t": 12}, "rotation": ["db.t"]})
-        assert store.scheduler_state() == {"deficits": {"db.t": 12}, "rotation": ["db.t"]}
-
-    def test_heartbeats_and_the_launch_guard(self, store: StatsStore) -> None:
-        store.heartbeat("a1", T0)
-        store.heartbeat("a2", T0 + 5)
-        assert store.actors() == {"a1": T0, "a2": T0 + 5}
-        assert store.claim_launch(T0, 60)
-        assert not store.claim_launch(T0 + 1, 60)
+        assert store.last_applied(T) == 1 and "snapshots_applied" not in self.counters()

@@ -14,8 +14,9 @@ import pytest
 
 from optimizer import stats_from_sizes
 from service.base.partition_key import display_key
-from service.state.rolling import MemoryStats, catch_up, full_stats, snapshot_delta
 from service.state.rolling import scan as rolling_scan
+from service.state.rolling.memory import MemoryStats
+from service.state.rolling.scan import catch_up, full_stats, snapshot_delta
 
 pytestmark = [pytest.mark.unit]
 

@@ -11,7 +11,8 @@ import pytest
 from jobs.rewrite.guard import NO_GUARD
 from service.actor.adhoc import AdhocIntents, AdhocLeaseLost, adhoc_run
 from service.base.errors import ServiceUnavailable
-from service.state.intents import MemoryIntents, sweep
+from service.state.intents import sweep
+from service.state.intents.memory import MemoryIntents
 
 pytestmark = pytest.mark.unit
 

@@ -17,13 +17,14 @@ from service.cli.decide import partition_selector
 from service.decider.loop import Adapters, Decider
 from service.decider.pool import desired_actors
 from service.decider.wiring import open_decider
-from service.state.events import MemoryEvents, MemoryStream
-from service.state.health import MemoryHealth
-from service.state.leader import LeaderBoard, MemoryLeader
+from service.state.events.memory import MemoryEvents, MemoryStream
+from service.state.health.memory import MemoryHealth
+from service.state.leader.memory import LeaderBoard, MemoryLeader
+from service.state.ledger.memory import MemoryLedger
 from service.state.queue import ActionItem
 from service.state.queue.memory import MemoryQueue
-from service.state.rolling import MemoryStats
-from service.state.shards import MemoryShards
+from service.state.rolling.memory import MemoryStats
+from service.state.shards.memory import MemoryShards
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -177,6 +178,7 @@ def _decider(
     """A decider on in-memory adapters; ``batch``: every table's ``batch_max_items`` (1:
     one item per dispatch, the scheduler's own unit)."""
 
+    ledger = MemoryLedger()  # the store counts there too, as on Redis
     cfg = make_config(
         tmp_path,
         defaults={"batch_max_items": batch},
@@ -185,7 +187,8 @@ def _decider(
     s = DeciderSettings(**settings)
     adapters = Adapters(
         queue=MemoryQueue(s.max_attempts, s.aging_seconds),
-        stats=MemoryStats(),
+        stats=MemoryStats(ledger),
+        ledger=ledger,
         events=MemoryEvents(stream or MemoryStream(), token, s.claim_idle_ms),
         leader=MemoryLeader(board or LeaderBoard(), s.leader_ttl_seconds, token),
         shards=MemoryShards(None, s.shards, s.leader_ttl_seconds, token),  # a lone decider
@@ -214,8 +217,8 @@ def test_a_noisy_table_cannot_starve_the_others(tmp_path: Path) -> None:
     assert d.duties.dispatch(T0) == 4
     first = q.dequeue(T0, 60)
     assert first is not None and first.item.table == "db.vip"
-    assert d.stats.counters()["dispatches"] == 8
-    assert d.stats.scheduler_state()  # the DWRR state survives the process
+    assert d.ledger.counters()["dispatches"] == 8
+    assert d.ledger.scheduler_state()  # the DWRR state survives the process
 
 
 def test_a_one_shot_pass_dispatches_the_whole_backlog_in_fair_order(tmp_path: Path) -> None:
@@ -287,7 +290,7 @@ def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
 
 
 def test_second_decider_stands_by(tmp_path: Path) -> None:
-    from service.state.leader import LeaderBoard
+    from service.state.leader.memory import LeaderBoard
 
     board = LeaderBoard()
     a = _decider(tmp_path, board=board, token="a")
@@ -365,8 +368,8 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
     )
     for i in range(3):
         d.queue.enqueue(_item("db.t", f"p={i}"), T0)
-    d.stats.heartbeat("old", T0 - 1000)  # long dead: not counted
-    d.stats.heartbeat("live", T0 - 1)
+    d.ledger.heartbeat("old", T0 - 1000)  # long dead: not counted
+    d.ledger.heartbeat("live", T0 - 1)
     assert d.duties.live_actors(T0) == 1
     assert d.duties.scale(T0) == 3 and launched == [2]
     assert d.duties.scale(T0 + 1) == 3 and launched == [2]  # guarded
@@ -451,7 +454,7 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
     Each pass reads the waiting set once and writes only what changed."""
     from service.decider.needs import Waits, enqueue_overdue, enqueue_touched
     from service.state.queue.memory import MemoryQueue
-    from service.state.rolling import MemoryStats
+    from service.state.rolling.memory import MemoryStats
 
     t, hour = 1000, 3600.0
     defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}

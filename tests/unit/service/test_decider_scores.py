@@ -13,7 +13,7 @@ from optimizer.health_score import removable_mse
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.tablestats import table_score
 from service.decider.scores import Scores
-from service.state.rolling import MemoryStats
+from service.state.rolling.memory import MemoryStats
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]

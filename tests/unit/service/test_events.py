@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.events import CommitEvents, MemoryEvents, MemoryStream
+from service.state.events import CommitEvents
+from service.state.events.memory import MemoryEvents, MemoryStream
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.unit]

@@ -10,7 +10,8 @@ import pytest
 
 from service.actor.leases import LeaseLost
 from service.actor.loop import Actor
-from service.state.intents import Intent, Intents, MemoryIntents
+from service.state.intents import Intent, Intents
+from service.state.intents.memory import MemoryIntents
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.queue.memory import MemoryQueue
 from tests.support.clock import Clock

@@ -11,27 +11,30 @@ would fail on a real cluster (``tests/redis`` runs the contract suites on one). 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.cluster import key_slot
 
+import service.state
 from optimizer import stats_from_sizes
 from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
-from service.base.redis_client import LUA_DIR
-from service.observe.status import record_action
-from service.state.intents import RedisIntents
-from service.state.leader import RedisLeader
+from service.state.intents.redis import RedisIntents
+from service.state.leader.redis import RedisLeader
+from service.state.ledger.redis import RedisLedger
 from service.state.queue import ActionItem, Budget
 from service.state.queue.redis import RedisQueue
-from service.state.rolling import PartitionDelta, RollingStats
-from service.state.shards import RedisShards
+from service.state.rolling import PartitionDelta
+from service.state.rolling.redis import RollingStats
+from service.state.shards.redis import RedisShards
 
 pytestmark = [pytest.mark.unit]
 
 T0 = 1_790_000_000.0
-SCRIPTS = {p.read_text(): p.stem for p in sorted(LUA_DIR.glob("*.lua"))}
+STATE = Path(service.state.__file__).parent  # each adapter's scripts beside its redis.py
+SCRIPTS = {p.read_text(): p.stem for p in sorted(STATE.glob("*/*.lua"))}
 PREFIXES = ["icefloe", "team-a:prod.v2"]
 TABLES = ["db.t", "ns.other_table", "a.b"]
 PARTITIONS = [None, "day=2026-11-02", "p={x}:y"]  # braces in data never move a key
@@ -162,7 +165,8 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
     for table in {item.table for item in items}:
         store.replace(table, 1, 1000, {"p=1": stats_from_sizes([1, 2], 1000)}, T0)
         store.apply(table, 1, 2, 1000, {"p=1": PartitionDelta(added=[3])}, T0)
-    record_action(client, keys, {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2})
+    entry = {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2}
+    RedisLedger(client, keys).record_action(entry)
 
 
 @pytest.fixture(params=PREFIXES)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.leader import Leader, LeaderBoard, MemoryLeader
+from service.state.leader import Leader
+from service.state.leader.memory import LeaderBoard, MemoryLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.unit]

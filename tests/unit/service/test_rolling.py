@@ -1,4 +1,4 @@
-"""The stats-store contract suite on the in-memory store, and its own launch guard.
+"""The stats-store contract suite on the in-memory store.
 
 ``TestMemoryStats`` runs ``StatsContract`` (``tests/support/contracts/rolling.py``) on the
 in-memory store; ``tests/redis/test_rolling_redis.py`` runs it on Redis.
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.rolling import MemoryStats, StatsStore
-from tests.support.contracts.rolling import T0, StatsContract
+from service.state.ledger.memory import MemoryLedger
+from service.state.rolling import StatsStore
+from service.state.rolling.memory import MemoryStats
+from tests.support.contracts.rolling import StatsContract
 
 pytestmark = [pytest.mark.unit]
 
@@ -18,10 +20,8 @@ class TestMemoryStats(StatsContract):
     __test__ = True
 
     def make_store(self) -> StatsStore:
-        return MemoryStats()
+        self.ledger = MemoryLedger()
+        return MemoryStats(self.ledger)
 
-
-def test_memory_launch_guard_expires() -> None:
-    store = MemoryStats()
-    assert store.claim_launch(T0, 10) and not store.claim_launch(T0 + 9, 10)
-    assert store.claim_launch(T0 + 10, 10)
+    def counters(self) -> dict[str, int]:
+        return self.ledger.counters()

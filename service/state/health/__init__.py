@@ -6,8 +6,9 @@ data file opened), the snapshot log in the table metadata, and the size of the m
 JSON. It depends only on the snapshot it describes, so reading it again after any sequence
 of commits equals reading it once: the incremental form *is* the full recompute.
 
-The store (:class:`RedisHealth`, in the table's own ``{t:<table>}`` slot; and
-:class:`MemoryHealth` for unit tests) keeps the latest health for ``status`` and the
+The store (:class:`HealthStore`: :class:`service.state.health.redis.RedisHealth`, in the
+table's own ``{t:<table>}`` slot; and :class:`service.state.health.memory.MemoryHealth`
+for unit tests) keeps the latest health for ``status`` and the
 metrics, when each maintenance action last ran (orphan removal: from when the table
 was first seen), and why an action is held (orphan removal on a location another table
 shares: ``jobs.maintenance.sharing``).
@@ -20,8 +21,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from optimizer import PartitionStats
 from optimizer.maintenance_rules import MetadataHealth
-from service.base.keys import Keys
-from service.base.redis_client import text, translated
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -136,78 +135,3 @@ class HealthStore(Protocol):
     def mark_hold(self, table: str, action: str, reason: str | None) -> None:
         """Keep why ``action`` is held (None: it is not)."""
         ...
-
-
-class RedisHealth:
-    """Health and last-run times in the table's slot: ``<prefix>:{t:<table>}:health``."""
-
-    def __init__(self, client: Any, keys: Keys):
-        self.r = client
-        self.k = keys
-
-    @translated("health save")
-    def save(self, table: str, health: MetadataHealth) -> None:
-        self.r.hset(self.k.health(table), mapping=to_fields(health))
-
-    @translated("health load")
-    def load(self, table: str) -> dict[str, Any] | None:
-        raw = {text(k): text(v) for k, v in self.r.hgetall(self.k.health(table)).items()}
-        return summary(raw) if "manifests" in raw else None
-
-    @translated("health last_runs")
-    def last_runs(self, table: str) -> dict[str, int]:
-        raw = self.r.hgetall(self.k.health(table))
-        return {text(k)[4:]: int(v) for k, v in raw.items() if text(k).startswith("run:")}
-
-    @translated("health mark_run")
-    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
-        if only_if_unset:
-            self.r.hsetnx(self.k.health(table), f"run:{action}", now_ms)
-        else:
-            self.r.hset(self.k.health(table), f"run:{action}", now_ms)
-
-    @translated("health holds")
-    def holds(self, table: str) -> dict[str, str]:
-        raw = self.r.hgetall(self.k.health(table))
-        return {text(k)[5:]: text(v) for k, v in raw.items() if text(k).startswith("hold:")}
-
-    @translated("health mark_hold")
-    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
-        if reason is None:
-            self.r.hdel(self.k.health(table), f"hold:{action}")
-        else:
-            self.r.hset(self.k.health(table), f"hold:{action}", reason)
-
-
-class MemoryHealth:
-    """The same in a dict, for unit tests."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, dict[str, str]] = {}
-
-    def save(self, table: str, health: MetadataHealth) -> None:
-        self.data.setdefault(table, {}).update(to_fields(health))
-
-    def load(self, table: str) -> dict[str, Any] | None:
-        raw = self.data.get(table, {})
-        return summary(raw) if "manifests" in raw else None
-
-    def last_runs(self, table: str) -> dict[str, int]:
-        raw = self.data.get(table, {})
-        return {k[4:]: int(v) for k, v in raw.items() if k.startswith("run:")}
-
-    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
-        fields = self.data.setdefault(table, {})
-        if not (only_if_unset and f"run:{action}" in fields):
-            fields[f"run:{action}"] = str(now_ms)
-
-    def holds(self, table: str) -> dict[str, str]:
-        raw = self.data.get(table, {})
-        return {k[5:]: v for k, v in raw.items() if k.startswith("hold:")}
-
-    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
-        fields = self.data.setdefault(table, {})
-        if reason is None:
-            fields.pop(f"hold:{action}", None)
-        else:
-            fields[f"hold:{action}"] = reason

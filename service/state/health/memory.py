@@ -1,0 +1,42 @@
+"""A table's metadata health in memory, for unit tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.maintenance_rules import MetadataHealth
+from service.state.health import summary, to_fields
+
+
+class MemoryHealth:
+    """The same in a dict, for unit tests."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, str]] = {}
+
+    def save(self, table: str, health: MetadataHealth) -> None:
+        self.data.setdefault(table, {}).update(to_fields(health))
+
+    def load(self, table: str) -> dict[str, Any] | None:
+        raw = self.data.get(table, {})
+        return summary(raw) if "manifests" in raw else None
+
+    def last_runs(self, table: str) -> dict[str, int]:
+        raw = self.data.get(table, {})
+        return {k[4:]: int(v) for k, v in raw.items() if k.startswith("run:")}
+
+    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
+        fields = self.data.setdefault(table, {})
+        if not (only_if_unset and f"run:{action}" in fields):
+            fields[f"run:{action}"] = str(now_ms)
+
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.data.get(table, {})
+        return {k[5:]: v for k, v in raw.items() if k.startswith("hold:")}
+
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        fields = self.data.setdefault(table, {})
+        if reason is None:
+            fields.pop(f"hold:{action}", None)
+        else:
+            fields[f"hold:{action}"] = reason

@@ -1,0 +1,53 @@
+"""A table's metadata health on Redis: one hash in the table's slot, the stored health
+(:func:`service.state.health.to_fields`) beside ``run:<action>`` and ``hold:<action>``
+fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.maintenance_rules import MetadataHealth
+from service.base.keys import Keys
+from service.base.redis_client import text, translated
+from service.state.health import summary, to_fields
+
+
+class RedisHealth:
+    """Health and last-run times in the table's slot: ``<prefix>:{t:<table>}:health``."""
+
+    def __init__(self, client: Any, keys: Keys):
+        self.r = client
+        self.k = keys
+
+    @translated("health save")
+    def save(self, table: str, health: MetadataHealth) -> None:
+        self.r.hset(self.k.health(table), mapping=to_fields(health))
+
+    @translated("health load")
+    def load(self, table: str) -> dict[str, Any] | None:
+        raw = {text(k): text(v) for k, v in self.r.hgetall(self.k.health(table)).items()}
+        return summary(raw) if "manifests" in raw else None
+
+    @translated("health last_runs")
+    def last_runs(self, table: str) -> dict[str, int]:
+        raw = self.r.hgetall(self.k.health(table))
+        return {text(k)[4:]: int(v) for k, v in raw.items() if text(k).startswith("run:")}
+
+    @translated("health mark_run")
+    def mark_run(self, table: str, action: str, now_ms: int, only_if_unset: bool = False) -> None:
+        if only_if_unset:
+            self.r.hsetnx(self.k.health(table), f"run:{action}", now_ms)
+        else:
+            self.r.hset(self.k.health(table), f"run:{action}", now_ms)
+
+    @translated("health holds")
+    def holds(self, table: str) -> dict[str, str]:
+        raw = self.r.hgetall(self.k.health(table))
+        return {text(k)[5:]: text(v) for k, v in raw.items() if text(k).startswith("hold:")}
+
+    @translated("health mark_hold")
+    def mark_hold(self, table: str, action: str, reason: str | None) -> None:
+        if reason is None:
+            self.r.hdel(self.k.health(table), f"hold:{action}")
+        else:
+            self.r.hset(self.k.health(table), f"hold:{action}", reason)

@@ -1,0 +1,58 @@
+"""The metadata-health store contract suite: every :class:`service.state.health.HealthStore`
+runs these.
+
+``HealthContract`` is not collected by itself; ``tests/unit/service/test_health.py`` runs it
+in memory, ``tests/redis/test_health_redis.py`` on Redis and a Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.maintenance_rules import MetadataHealth
+from service.state.health import HealthStore
+
+T = "db.t"
+HEALTH = MetadataHealth.of(7, [100, 2000, 50], 1000, [1, 2, 3], 4096, 1, (10, 2, 3))
+
+
+class HealthContract:
+    __test__ = False
+
+    def make_store(self) -> HealthStore:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self) -> HealthStore:
+        return self.make_store()
+
+    def test_nothing_stored(self, store: HealthStore) -> None:
+        assert store.load(T) is None
+        assert store.last_runs(T) == {} and store.holds(T) == {}
+
+    def test_the_stored_health_is_summarized(self, store: HealthStore) -> None:
+        store.save(T, HEALTH)
+        got = store.load(T)
+        assert got is not None and store.load("db.other") is None
+        assert got["snapshot"] == 7 and got["manifest_stats"] == HEALTH.manifests
+        assert got["manifests"] == 3 and got["manifests_undersized"] == 2
+        assert got["snapshots"] == 3 and got["oldest_snapshot_ms"] == 1
+        assert got["expirable_snapshots"] == 2 and got["metadata_bytes"] == 4096
+        assert (got["data_rows"], got["delete_files"], got["deleted_rows"]) == (10, 2, 3)
+
+    def test_last_runs_and_only_if_unset(self, store: HealthStore) -> None:
+        store.mark_run(T, "remove_orphan_files", 5, only_if_unset=True)  # first sighting
+        store.mark_run(T, "remove_orphan_files", 9, only_if_unset=True)  # kept
+        store.mark_run(T, "expire_snapshots", 6)
+        store.mark_run(T, "expire_snapshots", 8)  # overwritten
+        store.save(T, HEALTH)  # the health beside them leaves them alone
+        assert store.last_runs(T) == {"remove_orphan_files": 5, "expire_snapshots": 8}
+        assert store.load(T) is not None and store.holds(T) == {}
+
+    def test_holds_are_kept_and_lifted(self, store: HealthStore) -> None:
+        store.mark_hold(T, "remove_orphan_files", "location shared with db.u")
+        store.mark_hold(T, "expire_snapshots", "why not")
+        store.mark_hold(T, "expire_snapshots", None)
+        store.mark_hold(T, "rewrite_manifests", None)  # never held: nothing happens
+        assert store.holds(T) == {"remove_orphan_files": "location shared with db.u"}
+        assert store.last_runs(T) == {} and store.load(T) is None

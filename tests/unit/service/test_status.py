@@ -1,0 +1,58 @@
+"""``status`` reads every number through the adapters, so it runs on the in-memory ones
+(``tests/redis/test_decider_redis.py`` runs it on Redis)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optimizer import stats_from_sizes
+from optimizer.maintenance_rules import MetadataHealth
+from service.observe.status import Sources, collect
+from service.state.health.memory import MemoryHealth
+from service.state.leader.memory import LeaderBoard, MemoryLeader
+from service.state.ledger.memory import MemoryLedger
+from service.state.queue import ActionItem
+from service.state.queue.memory import MemoryQueue
+from service.state.rolling.memory import MemoryStats
+from service.state.shards.memory import MemoryShards, ShardBoard
+from tests.support.config import make_config
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+
+
+def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 1000})
+    ledger = MemoryLedger()
+    stats, health = MemoryStats(ledger), MemoryHealth()
+    stats.replace("db.t", 7, 1000, {"day=1": stats_from_sizes([10] * 10, 1000)}, T0)
+    health.save("db.t", MetadataHealth.of(7, [100, 50], 1000, [1, 2], 4096, 1))
+    health.mark_hold("db.t", "remove_orphan_files", "shared location")
+    queue = MemoryQueue(max_attempts=1)
+    queue.enqueue(ActionItem.new("db.t", "day=1", "merge", 1, 10, 1.0, T0), T0)
+    queue.dispatch("db.t")
+    lease = queue.dequeue(T0, 60)
+    assert lease is not None
+    ledger.record_action({"id": "x", "ok": True, "bytes_rewritten": 5})
+    ledger.heartbeat("a1", T0 - 3)
+    ledger.count({"partitions_changed": 4, "partition_scans": 1})
+    leader = MemoryLeader(LeaderBoard(), 30, "d1")
+    assert leader.acquire()
+    board = ShardBoard()
+    MemoryShards(board, 4, 30, "d1").claim()
+    src = Sources(queue, stats, health, ledger, leader, MemoryShards(board, 4, 30, "d2"))
+
+    data = collect(cfg, src, T0 + 10)
+
+    assert data["leader"] == "d1" and data["deciders"] == {"d1": 4}
+    table = data["tables"]["db.t"]
+    assert table["last_snapshot"] == 7 and table["partitions"] == 1
+    assert [p["key"] for p in table["over_tolerance"]] == ["day=1"]
+    assert table["manifests"] == 2 and table["held"] == {"remove_orphan_files": "shared location"}
+    assert data["inflight"][0]["id"] == lease.item.id and data["inflight"][0]["lease_age_s"] == 10
+    assert data["recent"] == [{"id": "x", "ok": True, "bytes_rewritten": 5}]
+    assert data["actors"] == {"a1": 13.0}
+    assert data["counters"]["full_scans"] == 1 and data["scans_avoided_pct"] == 75.0
