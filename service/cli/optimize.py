@@ -50,7 +50,7 @@ def _rmse(mse: float | None) -> str:
     return "-" if mse is None else f"{mse**0.5 / MIB:.3f}"
 
 
-def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
+def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
     from service.base.catalog import load_catalog
 
@@ -213,7 +213,7 @@ def optimize(
 
 def _optimize_one(
     spark: Any,
-    cfg: Any,
+    cfg: Config,
     name: str,
     partitions: list[str],
     action: str,
@@ -235,7 +235,7 @@ def _optimize_one(
         )
 
 
-def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
+def has_work(cfg: Config, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
     """Whether ``optimize`` would rewrite anything in table ``name`` (PyIceberg planning
     only, as ``optimize_table`` plans it); raises what loading or planning it raises."""
     return bool(_plan(cfg, catalog, name, partitions, action).plan.work)

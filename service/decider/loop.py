@@ -47,7 +47,7 @@ from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.catalog import load_table, managed_tables
-from service.base.config import Config, DeciderSettings, parse_table_identifier
+from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
 from service.decider.duties import LeaderDuties
@@ -273,7 +273,13 @@ class Decider:
         report.count(enqueue_overdue(self.queue, waits, policy, target, now))
 
     def _catch_up(
-        self, waits: Waits, table: Any, policy: Any, target: int, now: float, report: StepReport
+        self,
+        waits: Waits,
+        table: Any,
+        policy: TablePolicy,
+        target: int,
+        now: float,
+        report: StepReport,
     ) -> None:
         """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
         name = waits.table
