@@ -55,7 +55,7 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
     from service.base.catalog import load_catalog
 
     planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
-    pt, policy, plan, target = planned.table, planned.policy, planned.plan, planned.target
+    pt, plan, target = planned.table, planned.plan, planned.target
     from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
@@ -64,7 +64,7 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
         "action": action,
         "snapshot_id": plan.snapshot_id,
         "target_file_size_bytes": target,
-        "tolerance_bytes": policy.tolerance_bytes,
+        "tolerance_bytes": planned.tolerance,
         "sort_columns": list(planned.sort_columns),
         "partitions": [
             {

@@ -247,13 +247,13 @@ class Decider:
         """Catch one table up and enqueue what its touched partitions need, and what its
         partitions that waited long enough for more small files need."""
         table = load_table(self.catalog, name)
-        policy = self.cfg.policy_for(name, table.properties)
+        inputs = self.cfg.plan_inputs(name, table.properties)
+        policy, target = inputs.policy, inputs.target
         self._weights[name] = policy.weight
         outcomes, self.healths[name] = check_table(
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )
         report.count(outcomes)
-        target = policy.target
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
