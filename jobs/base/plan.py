@@ -331,17 +331,16 @@ def load_and_plan(
     keys: Sequence[str] | None = None,
 ) -> Planned:
     """Table ``name`` loaded and planned from its current snapshot under its policy (the
-    target, tolerance and ``min_input_files`` of :meth:`Config.policy_for`). ``tolerance``
+    target, tolerance and ``min_input_files`` of :meth:`Config.plan_inputs`). ``tolerance``
     overrides the policy's (its ``min_input_files`` then 2); ``min_input_files`` overrides
     both; ``keys``: exactly these partitions; ``partitions``: ``COL=VALUE`` selectors."""
     table = load_table(catalog, name)
-    policy = cfg.policy_for(name, table.properties)
-    tol = policy.tolerance_bytes if tolerance is None else tolerance
-    min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
+    inputs = cfg.plan_inputs(name, table.properties, tolerance, min_input_files)
+    policy, tol, min_files = inputs.policy, inputs.tolerance, inputs.min_input_files
     deletes, runs = action == "compact_deletes", data_action(action, policy)
     sort_columns = resolve_sort_columns(table, policy.sort_order) if runs == "sort" else ()
     only = None if keys is None else set(keys)
     plan = plan_table(
-        table, policy.target, tol, runs, partitions, sort_columns, only, deletes, min_files
+        table, inputs.target, tol, runs, partitions, sort_columns, only, deletes, min_files
     )
     return Planned(table, policy, runs, deletes, tol, min_files, sort_columns, plan)

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
     from pyspark.sql import Column, DataFrame
 
 KEY = "__icefloe_key"
@@ -298,7 +301,7 @@ def _build_suite() -> _Suite:
     return _Suite(batch_definition, suite)
 
 
-def _describe(config: Any, info: dict[str, Any]) -> str:
+def _describe(config: ExpectationConfiguration | None, info: dict[str, Any]) -> str:
     """``expect_column_values_to_be_between(column=rows)``, plus GE's error if it raised."""
     if config is None:
         text = "an expectation"

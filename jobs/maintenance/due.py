@@ -8,17 +8,20 @@ manifests in the lease of the batch it just committed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth, Need, table_needs
 from service.state.health import read_health
+
+if TYPE_CHECKING:
+    from service.base.config import TablePolicy
 
 ORPHANS = "remove_orphan_files"
 
 
 def assess(
     table: Any,
-    policy: Any,
+    policy: TablePolicy,
     now: float,
     last_runs_ms: Mapping[str, int],
     known: Mapping[str, Any] | None = None,

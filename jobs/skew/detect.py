@@ -15,13 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
 from optimizer.skew_stats import HotKeyRules, SkewMetrics, skew_metrics
 from service.base.errors import UsageError
 from service.base.partition_key import PartitionKey
 from service.base.tablestats import spec_fields
+
+if TYPE_CHECKING:
+    from service.base.config import Config
 
 REPORTS_NAMESPACE = "icefloe"
 REPORTS_TABLE = "skew_reports"
@@ -61,7 +64,7 @@ def storage_skew(table: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 
 def detect_table(
     spark: Any,
-    cfg: Any,
+    cfg: Config,
     catalog: Any,
     table: str,
     keys: Sequence[str],
@@ -125,7 +128,7 @@ def detect_table(
     return report
 
 
-def _join_estimate(spark: Any, cfg: Any, other: str, on: str, kr: KeyReport) -> dict[str, Any]:
+def _join_estimate(spark: Any, cfg: Config, other: str, on: str, kr: KeyReport) -> dict[str, Any]:
     """Output rows each hot key would produce joined with ``other`` (rows × other rows)."""
     from service.base.catalog import spark_table_name
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs.skew.salting import plan_salted_join
 from service.base.errors import UsageError
+
+if TYPE_CHECKING:
+    from service.base.config import Config
 
 MODES = ("create", "replace", "append")
 
@@ -61,7 +64,7 @@ def build_command_args(
     return [*args, "--how", how, "--into", into, "--mode", mode]
 
 
-def run(spark: Any, cfg: Any, catalog: Any, job: JoinJob) -> dict[str, Any]:
+def run(spark: Any, cfg: Config, catalog: Any, job: JoinJob) -> dict[str, Any]:
     """Join, then write ``job.into`` (create: fails if it exists; replace; append)."""
     from jobs.skew.detect import stored_hot_keys
     from service.base.catalog import load_table, spark_table_name

@@ -19,6 +19,7 @@ from typing import Any
 
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from optimizer.maintenance_rules import TABLE_ACTIONS as TABLE_MAINTENANCE
+from service.base.config import Config
 from service.base.errors import OperationFailed, describe
 from service.base.partition_key import is_key
 from service.state.queue import REQUESTED, ActionItem
@@ -79,12 +80,12 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def spark_runner(cfg: Any, spark: Any = None) -> Runner:
+def spark_runner(cfg: Config, spark: Any = None) -> Runner:
     """The production runner of one item (:func:`spark_runners`)."""
     return spark_runners(cfg, spark)[0]
 
 
-def spark_runners(cfg: Any, spark: Any = None) -> tuple[Runner, BatchRunner]:
+def spark_runners(cfg: Config, spark: Any = None) -> tuple[Runner, BatchRunner]:
     """The production runners, on one SparkSession: ``jobs.data.optimize.optimize_table`` per
     data item, or per batch of a table's items (one plan, one commit, then its manifests
     rewritten in the same lease when that is due: :func:`_manifests_after`);
@@ -137,7 +138,7 @@ def spark_runners(cfg: Any, spark: Any = None) -> tuple[Runner, BatchRunner]:
 
 
 def _optimize(
-    spark: Any, cfg: Any, items: Sequence[ActionItem], guard: WriteGuard
+    spark: Any, cfg: Config, items: Sequence[ActionItem], guard: WriteGuard
 ) -> dict[str, Any]:
     """``optimize_table`` over exactly the items' partitions (one table, one action)."""
     # heavy (Spark, great-expectations): imported only when there is work
@@ -158,7 +159,7 @@ def _optimize(
     return out
 
 
-def _manifests_due(cfg: Any, name: str) -> bool:
+def _manifests_due(cfg: Config, name: str) -> bool:
     """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
     rule of ``optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
     from jobs.maintenance.due import assess
@@ -171,7 +172,7 @@ def _manifests_due(cfg: Any, name: str) -> bool:
     return bool(assess(table, policy, time.time(), {}, actions=("rewrite_manifests",))[1])
 
 
-def _manifests_after(spark: Any, cfg: Any, name: str) -> dict[str, Any] | None:
+def _manifests_after(spark: Any, cfg: Config, name: str) -> dict[str, Any] | None:
     """After a batch committed: the table's manifests rewritten in the same lease when
     they are due (one more round trip saved: the decider would queue it next); None when
     not due. Best effort: the batch is done whatever happens here."""

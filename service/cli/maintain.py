@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth
+from service.base.config import Config
 from service.base.errors import OperationFailed, ServiceUnavailable
 from service.cli.common import Context, emit, force_option, make_console, pass_ctx, require_managed
 
@@ -45,7 +46,7 @@ def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
 
 
 def maintenance_plan(
-    cfg: Any,
+    cfg: Config,
     name: str,
     table: Any,
     now: float,
@@ -75,7 +76,7 @@ def maintenance_plan(
     }
 
 
-def stored_runs(cfg: Any, name: str) -> tuple[dict[str, int], Any]:
+def stored_runs(cfg: Config, name: str) -> tuple[dict[str, int], Any]:
     """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
     from service.base.keys import Keys
     from service.base.redis_client import connect

@@ -50,12 +50,12 @@ def _rmse(mse: float | None) -> str:
     return "-" if mse is None else f"{mse**0.5 / MIB:.3f}"
 
 
-def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[str, Any]:
+def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
     from service.base.catalog import load_catalog
 
     planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
-    pt, policy, plan, target = planned.table, planned.policy, planned.plan, planned.target
+    pt, plan, target = planned.table, planned.plan, planned.target
     from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
@@ -64,7 +64,7 @@ def plan_data(cfg: Any, table: str, partitions: list[str], action: str) -> dict[
         "action": action,
         "snapshot_id": plan.snapshot_id,
         "target_file_size_bytes": target,
-        "tolerance_bytes": policy.tolerance_bytes,
+        "tolerance_bytes": planned.tolerance,
         "sort_columns": list(planned.sort_columns),
         "partitions": [
             {
@@ -213,7 +213,7 @@ def optimize(
 
 def _optimize_one(
     spark: Any,
-    cfg: Any,
+    cfg: Config,
     name: str,
     partitions: list[str],
     action: str,
@@ -235,7 +235,7 @@ def _optimize_one(
         )
 
 
-def has_work(cfg: Any, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
+def has_work(cfg: Config, catalog: Any, name: str, partitions: list[str], action: str) -> bool:
     """Whether ``optimize`` would rewrite anything in table ``name`` (PyIceberg planning
     only, as ``optimize_table`` plans it); raises what loading or planning it raises."""
     return bool(_plan(cfg, catalog, name, partitions, action).plan.work)

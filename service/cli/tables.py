@@ -28,8 +28,8 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     from service.state.health import read_health
 
     table = load_table(catalog, name)
-    policy = cfg.policy_for(name, table.properties)
-    target = policy.target
+    inputs = cfg.plan_inputs(name, table.properties)
+    policy, target = inputs.policy, inputs.target
     snap = table.current_snapshot()
     m = policy.maintenance
     health = read_health(table, m.manifest_target(table.properties), m.retain_last)
@@ -47,8 +47,8 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
                 # over tolerance with enough small files to merge (min_input_files)
-                "needs_work": s.needs_work(policy.tolerance_bytes)
-                and s.undersized >= policy.min_input_files,
+                "needs_work": s.needs_work(inputs.tolerance)
+                and s.undersized >= inputs.min_input_files,
             }
         )
     score = table_score(policy, removable_mse(pooled, target), health, time.time())
@@ -57,7 +57,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         "health": score.to_dict(),
         "snapshot_id": snap.snapshot_id if snap else None,
         "target_file_size_bytes": target,
-        "tolerance_bytes": policy.tolerance_bytes,
+        "tolerance_bytes": inputs.tolerance,
         "files": sum(p["files"] for p in parts),
         "bytes": sum(p["bytes"] for p in parts),
         "partitions": parts,

@@ -47,7 +47,7 @@ from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.catalog import load_table, managed_tables
-from service.base.config import Config, DeciderSettings, parse_table_identifier
+from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
 from service.decider.duties import LeaderDuties
@@ -255,13 +255,13 @@ class Decider:
         """Catch one table up and enqueue what its touched partitions need, and what its
         partitions that waited long enough for more small files need."""
         table = load_table(self.catalog, name)
-        policy = self.cfg.policy_for(name, table.properties)
+        inputs = self.cfg.plan_inputs(name, table.properties)
+        policy, target = inputs.policy, inputs.target
         self._weights[name] = policy.weight
         outcomes, self.healths[name] = check_table(
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
         )
         report.count(outcomes)
-        target = policy.target
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
@@ -282,7 +282,13 @@ class Decider:
         self.scores.update(name, policy, self.healths[name], now)
 
     def _catch_up(
-        self, waits: Waits, table: Any, policy: Any, target: int, now: float, report: StepReport
+        self,
+        waits: Waits,
+        table: Any,
+        policy: TablePolicy,
+        target: int,
+        now: float,
+        report: StepReport,
     ) -> None:
         """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
         name = waits.table

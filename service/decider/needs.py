@@ -40,6 +40,7 @@ from optimizer.maintenance_rules import (
     deletes_due,
     table_needs,
 )
+from service.base.config import TablePolicy
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.rolling import StatsStore
@@ -48,7 +49,12 @@ log = logging.getLogger("icefloe.decider")
 
 
 def need_item(
-    name: str, partition: str | None, need: Need, policy: Any, now: float, lane: str | None = None
+    name: str,
+    partition: str | None,
+    need: Need,
+    policy: TablePolicy,
+    now: float,
+    lane: str | None = None,
 ) -> ActionItem:
     """The queue item of one maintenance need, in the table's priority class."""
     return ActionItem.new(
@@ -66,7 +72,7 @@ def need_item(
 
 def partition_items(
     name: str,
-    policy: Any,
+    policy: TablePolicy,
     touched: Mapping[str, PartitionStats],
     target: int,
     now: float,
@@ -119,7 +125,7 @@ class Waits:
     since: dict[str, float]
 
     @classmethod
-    def read(cls, stats: StatsStore, table: str, policy: Any) -> Waits:
+    def read(cls, stats: StatsStore, table: str, policy: TablePolicy) -> Waits:
         """Read unless the policy never merges (then nothing of the table waits)."""
         merges = policy.enabled and _data_action(policy) in policy.actions
         return cls(stats, table, stats.waiting(table) if merges else {})
@@ -138,7 +144,7 @@ class Waits:
 def enqueue_touched(
     queue: PriorityQueue,
     waits: Waits,
-    policy: Any,
+    policy: TablePolicy,
     touched: Mapping[str, PartitionStats],
     target: int,
     now: float,
@@ -153,7 +159,7 @@ def enqueue_touched(
 
 
 def enqueue_overdue(
-    queue: PriorityQueue, waits: Waits, policy: Any, target: int, now: float
+    queue: PriorityQueue, waits: Waits, policy: TablePolicy, target: int, now: float
 ) -> list[int]:
     """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
     still need work, enqueued as they are (two small files at least); released only after."""
@@ -169,7 +175,7 @@ def enqueue_overdue(
 
 
 def waiting(
-    policy: Any, touched: Mapping[str, PartitionStats], target: int
+    policy: TablePolicy, touched: Mapping[str, PartitionStats], target: int
 ) -> tuple[list[str], list[str]]:
     """The touched partitions (held, the rest) that a merge would help but that hold fewer
     than ``min_input_files`` small files (two at least): they wait for more files, or for
@@ -187,11 +193,13 @@ def waiting(
     return held, sorted(k for k in touched if k not in chosen)
 
 
-def _data_action(policy: Any) -> str:
+def _data_action(policy: TablePolicy) -> str:
     return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
 
 
-def _verdict(policy: Any, stats: PartitionStats, target: int, floor: int) -> Need | str | None:
+def _verdict(
+    policy: TablePolicy, stats: PartitionStats, target: int, floor: int
+) -> Need | str | None:
     """What one partition needs: its delete compaction (a :class:`Need`), ``"merge"`` (the
     policy's data action), ``"wait"`` (fewer small files than ``floor``), or None."""
     if not policy.enabled:
@@ -210,7 +218,7 @@ def _verdict(policy: Any, stats: PartitionStats, target: int, floor: int) -> Nee
 
 
 def current_health(
-    name: str, table: Any, policy: Any, health: HealthStore, cached: MetadataHealth | None
+    name: str, table: Any, policy: TablePolicy, health: HealthStore, cached: MetadataHealth | None
 ) -> MetadataHealth:
     """The table's health now; stored when it changed. ``cached``: this process's last
     health of the table (an unchanged table then costs neither a read nor a write)."""
@@ -234,7 +242,7 @@ def current_health(
 
 
 def hold_orphans(
-    name: str, table: Any, policy: Any, health: HealthStore, now_ms: int, needs: list[Need]
+    name: str, table: Any, policy: TablePolicy, health: HealthStore, now_ms: int, needs: list[Need]
 ) -> list[Need]:
     """``needs`` without orphan removal when another table shares the location
     (``jobs.maintenance.sharing``: the catalog is listed only when orphan removal is due).
@@ -256,7 +264,7 @@ def hold_orphans(
 def check_table(
     name: str,
     table: Any,
-    policy: Any,
+    policy: TablePolicy,
     now: float,
     queue: PriorityQueue,
     health: HealthStore,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.base.config import Config
+from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
@@ -90,8 +90,8 @@ def _table(cfg: Config, src: Sources, name: str) -> dict[str, Any]:
     # default): resolved again with it as the table's property, the policy is the
     # decider's, tolerance included, without a catalog round trip
     target = store.target(name)
-    props = {} if target is None else {"write.target-file-size-bytes": str(target)}
-    tol = cfg.policy_for(name, props).tolerance_bytes
+    props = {} if target is None else {TARGET_PROPERTY: str(target)}
+    tol = cfg.plan_inputs(name, props).tolerance
     parts = store.partitions(name)
     over = [
         {

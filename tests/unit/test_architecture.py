@@ -153,3 +153,71 @@ def test_no_function_over_80_lines() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length})")
     assert long == []
+
+
+# ``Config`` and ``TablePolicy`` travel typed (STYLE.md): a parameter or attribute named for
+# them is never ``Any`` (nor ``Any | None``, ``dict[str, Any]``...)
+CONFIG_NAMES = ("cfg", "config", "policy")
+
+
+def _is_config_name(name: str) -> bool:
+    return any(name == n or name.endswith("_" + n) for n in CONFIG_NAMES)
+
+
+def _names_any(annotation: ast.expr) -> bool:
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body  # a string annotation
+    return any(
+        (isinstance(n, ast.Name) and n.id == "Any")
+        or (isinstance(n, ast.Attribute) and n.attr == "Any")
+        for n in ast.walk(annotation)
+    )
+
+
+def _config_typed_any(source: str) -> list[str]:
+    """``line name: annotation`` of each parameter or annotated attribute named
+    ``cfg``/``config``/``policy`` (or ``*_cfg``...) whose annotation names ``Any``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            args = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+            found += [
+                f"{p.lineno} {p.arg}: {ast.unparse(p.annotation)}"
+                for p in args
+                if p.annotation is not None and _is_config_name(p.arg) and _names_any(p.annotation)
+            ]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+            if _is_config_name(name) and _names_any(node.annotation):
+                found.append(f"{node.lineno} {name}: {ast.unparse(node.annotation)}")
+    return sorted(found, key=lambda hit: int(hit.split()[0]))
+
+
+def test_config_as_any_finder_finds_them() -> None:
+    source = (
+        "def f(cfg: Any, policy: 'Any | None', table_policy: dict[str, typing.Any],\n"
+        "      config: Config, conf: Any, *, spark: Any) -> None:\n"
+        "    self.cfg: Any = cfg\n"
+        "class C:\n"
+        "    policy: TablePolicy\n"
+        "    config: Any\n"
+    )
+    assert _config_typed_any(source) == [
+        "1 cfg: Any",
+        "1 policy: 'Any | None'",
+        "1 table_policy: dict[str, typing.Any]",
+        "3 cfg: Any",
+        "6 config: Any",
+    ]
+
+
+def test_config_and_policies_are_never_any_in_service_and_jobs() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{hit}"
+        for path in _sources()
+        if path.relative_to(ROOT).parts[0] in ("service", "jobs")
+        for hit in _config_typed_any(path.read_text())
+    ]
+    assert found == [], "type these as Config, TablePolicy or MaintenancePolicy"

@@ -49,6 +49,7 @@ DEFAULT_TARGET = 128 << 20  # 128 MiB
 DEFAULT_SHARDS = 16  # decider.shards
 DEFAULT_BATCH_BYTES = 16 << 30  # a table's batch: one commit per this much rewritten
 DEFAULT_SPARK_CONF = {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
+TARGET_PROPERTY = "write.target-file-size-bytes"  # a table's own target (Iceberg's property)
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -133,6 +134,16 @@ class TablePolicy:
         if self.target_file_size_bytes is None:
             raise ValueError("target size not resolved: use Config.policy_for(table)")
         return self.target_file_size_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanInputs:
+    """What planning a table's rewrite takes from its policy (:meth:`Config.plan_inputs`)."""
+
+    policy: TablePolicy  # the effective policy (class, weight, actions, engine, maintenance)
+    target: int  # bytes per output file
+    tolerance: int  # bytes: a partition whose MSE is under tolerance² is left alone
+    min_input_files: int  # small files a partition waits for before it is merged
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -259,7 +270,7 @@ class Config:
         policy = override or self.defaults
         target = override.target_file_size_bytes if override else None
         if target is None and table_properties:
-            raw = table_properties.get("write.target-file-size-bytes")
+            raw = table_properties.get(TARGET_PROPERTY)
             if raw is not None and str(raw).isdigit() and int(raw) > 0:
                 target = int(raw)
         default_target = self.defaults.target
@@ -270,6 +281,22 @@ class Config:
             # an inherited tolerance is relative: it scales with the table's own target
             tolerance = tolerance * target // default_target
         return dataclasses.replace(policy, target_file_size_bytes=target, tolerance_bytes=tolerance)
+
+    def plan_inputs(
+        self,
+        table: str,
+        table_properties: Mapping[str, str] | None = None,
+        tolerance: int | None = None,
+        min_input_files: int | None = None,
+    ) -> PlanInputs:
+        """The target, tolerance and ``min_input_files`` ``table`` is planned with, under
+        :meth:`policy_for` (the one place ``plan``, ``optimize``, the decider and ``status``
+        take them from). ``tolerance`` overrides the policy's (its ``min_input_files`` then
+        2); ``min_input_files`` overrides both."""
+        policy = self.policy_for(table, table_properties)
+        tol = policy.tolerance_bytes if tolerance is None else tolerance
+        min_files = min_input_files or (policy.min_input_files if tolerance is None else 2)
+        return PlanInputs(policy, policy.target, tol, min_files)
 
     def secret_values(self) -> list[str]:
         """Every secret the config holds: URL passwords (Redis, the catalog, any property

@@ -10,10 +10,12 @@ import yaml
 
 from service.base.config import (
     DEFAULT_CONFIG,
+    TARGET_PROPERTY,
     Action,
     Config,
     ConfigError,
     DeciderSettings,
+    PlanInputs,
     TablePolicy,
     build_config,
     load_config,
@@ -190,6 +192,29 @@ def test_policy_precedence() -> None:
     )
     raw["tables"]["db.fixed"]["tolerance_bytes"] = 7
     assert build_config(raw).policy_for("db.fixed", props).tolerance_bytes == 7
+
+
+def test_plan_inputs_are_the_policys_target_tolerance_and_min_input_files() -> None:
+    """The one place plan, optimize, the decider and status take them from."""
+    raw = base()
+    raw["defaults"] = {"min_input_files": 4}
+    raw["tables"] = {"db.fixed": {"target_file_size_bytes": 3000, "tolerance_bytes": 7}}
+    cfg = build_config(raw)
+    tolerance = cfg.defaults.tolerance_bytes
+    for table, props, target, tol in [
+        ("db.fixed", {TARGET_PROPERTY: "5000"}, 3000, 7),  # the table's override wins
+        ("db.other", {TARGET_PROPERTY: str(4 << 20)}, 4 << 20, tolerance * 4 // 128),
+        ("db.other", {TARGET_PROPERTY: "0"}, 128 << 20, tolerance),  # not a target
+        ("db.other", None, 128 << 20, tolerance),
+    ]:
+        policy = cfg.policy_for(table, props)
+        assert cfg.plan_inputs(table, props) == PlanInputs(policy, target, tol, 4)
+        assert (policy.target, policy.tolerance_bytes) == (target, tol)
+    # a tolerance given by hand: 2 small files are enough; min_input_files overrides both
+    assert cfg.plan_inputs("db.other", tolerance=10).tolerance == 10
+    assert cfg.plan_inputs("db.other", tolerance=10).min_input_files == 2
+    assert cfg.plan_inputs("db.other", min_input_files=3).min_input_files == 3
+    assert cfg.plan_inputs("db.other", tolerance=10, min_input_files=3).min_input_files == 3
 
 
 @pytest.mark.parametrize(
