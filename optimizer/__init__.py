@@ -33,6 +33,7 @@ from optimizer.planner import (
     default_tolerance,
     plan_partition,
 )
+from optimizer.zorder import ordered_value, zorder_bytes, zorder_key
 
 __all__ = [
     "DEFAULT_TOLERANCE_FRACTION",
@@ -56,9 +57,12 @@ __all__ = [
     "file_error",
     "first_fit_decreasing",
     "merge_stats",
+    "ordered_value",
     "output_sse",
     "plan_layout",
     "plan_partition",
     "predict_output_sizes",
     "stats_from_sizes",
+    "zorder_bytes",
+    "zorder_key",
 ]
