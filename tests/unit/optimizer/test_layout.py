@@ -177,6 +177,19 @@ def test_large_cluster_path_meets_tolerance_and_nothing_can_be_dropped(
     check_plan(files, plan, tol, target)
 
 
+def test_splitting_a_file_is_not_a_fix() -> None:
+    """Rewriting file 4 alone would meet the tolerance only by splitting it into two
+    outputs as deep as itself (more files, same overlap): not a useful rewrite."""
+    spans = [(30, 1, 1), (294, 2, 6), (254, 6, 12), (91, 6, 8), (54, 10, 11), (116, 6, 8)]
+    files = [FileBounds(i, s, (lo,), (hi,)) for i, (s, lo, hi) in enumerate(spans)]
+    files.append(FileBounds(6, 198, (1,), (5,)))
+    total, count, _, useful = ref_after(files, [4], 50)
+    assert meets(total, count, 3.0) and not useful
+    plan = plan_layout(files, 3.0, 50)
+    check_plan(files, plan, 3.0, 50)
+    assert plan.files != (4,) and plan.bytes_rewritten == brute_force(files, 3.0, 50)[0]
+
+
 def test_sorted_partition_has_depth_one_and_a_common_point_depth_n() -> None:
     sorted_files = [FileBounds(i, 1, (10 * i,), (10 * i + 9,)) for i in range(5)]
     assert clustering_depth(sorted_files) == Depth(files=5, mean=1.0, max=1)
