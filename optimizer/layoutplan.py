@@ -30,17 +30,20 @@ meets the goal by itself. Options costing more without lowering the excess are d
 When the clusters' option counts multiply to at most ``EXACT_COMBINATIONS``, a
 branch-and-bound search takes the cheapest combination; else clusters are upgraded
 greedily by excess removed per byte, then stepped back down while the goal holds.
-Last, chosen files are dropped one by one, biggest first, while the goal still holds.
+Last, chosen files are dropped one by one, biggest first, while the goal still holds
+(the ``PRUNE_FILES`` biggest of each cluster are tried).
 
 Guarantees. Nothing is chosen when the mean is within tolerance; otherwise the goal is
 met (rewriting every cluster whole gives depth 1) with useful groups of overlapping
-files only, and no chosen file can be left out. For a partition whose clusters have at
+files only, and no chosen file can be left out (in a cluster with at most
+``PRUNE_FILES`` chosen files). For a partition whose clusters have at
 most ``EXACT_CLUSTER_FILES`` files each (so every partition of at most that many files)
 and few enough options, the plan is the minimum over every rule-abiding subset: the
 tests check this against a brute force. Larger clusters get no ratio bound: on random
 partitions of 2 to 8 files with the peels and the greedy forced, the plan matched the
 minimum in about 96 out of 100, and was up to 10x its bytes in the worst seen.
-Cost: O(n log n) per priced option; a large cluster of ``c`` files at most O(c² log c).
+Cost: O(n log n) per priced option; a large cluster of ``c`` files, with its peels'
+geometric batches and the capped prune, O(c log² c).
 """
 
 from __future__ import annotations
@@ -164,6 +167,12 @@ def _rewrite(
     return option, dict(zip(kept, kept_depths, strict=True))
 
 
+PEEL_GROWTH = 8
+"""A peel's batch: one file, then one file per ``PEEL_GROWTH`` already chosen."""
+
+PRUNE_FILES = 64
+"""The last step tries to leave out at most this many chosen files per cluster."""
+
 PEELS = ("widest", "deepest", "cheapest")
 """The orders in which a large cluster's files are peeled (``_peel``)."""
 
@@ -171,7 +180,11 @@ PEELS = ("widest", "deepest", "cheapest")
 def _peel(
     c: _Cluster, members: Sequence[int], depths: dict[int, int], how: str, enough: Fraction
 ) -> list[_Option]:
-    """Nested options: add one kept file at a time, re-pricing after each. O(c² log c).
+    """Nested options: add kept files in order, re-pricing after each batch.
+
+    A batch is one file while fewer than ``PEEL_GROWTH`` are chosen, then a
+    ``1/PEEL_GROWTH`` share of those chosen: O(PEEL_GROWTH · log c) batches of
+    O(c log c) each, and a prefix overshoots the least that suffices by at most that share.
 
     Stops at the first useful prefix whose excess is at most ``enough``: it meets the
     partition's goal by itself, so no larger (costlier) prefix can be part of a cheapest
@@ -196,11 +209,13 @@ def _peel(
             return depths[i], -c.sizes[i], degree[i], -i
         return int(depths[i] > 1), -c.sizes[i], depths[i], -i
 
-    kept, chosen, options = list(members), [], []
+    kept = list(members)
+    chosen: list[int] = []
+    options: list[_Option] = []
     while kept:
-        pick = max(kept, key=rank)
-        kept.remove(pick)
-        chosen.append(pick)
+        batch = set(sorted(kept, key=rank, reverse=True)[: max(1, len(chosen) // PEEL_GROWTH)])
+        kept = [i for i in kept if i not in batch]
+        chosen += sorted(batch)
         option, depths = _rewrite(c, members, chosen)
         options.append(option)
         if option.useful and _excess(option, c.tol) <= enough:
@@ -292,13 +307,13 @@ def _rate(now: _Option, then: _Option, tol: Fraction) -> Fraction | float:
 def _prune(
     c: _Cluster, clusters: list[list[int]], picks: list[_Option], base: Fraction, tol: Fraction
 ) -> list[_Option]:
-    """Drop chosen files, biggest first, while the goal still holds: no single file of
-    the result can be left out. O(chosen · c log c) for a cluster of ``c`` files."""
+    """Drop chosen files, biggest first, while the goal still holds; the ``PRUNE_FILES``
+    biggest per cluster are tried, each at O(c log c) for a cluster of ``c`` files."""
     picks = list(picks)
     excess = base + sum((_excess(o, tol) for o in picks), Fraction(0))
     for k, members in enumerate(clusters):
         chosen = [i for g in picks[k].groups for i in g]
-        for i in sorted(chosen, key=lambda i: (-c.sizes[i], i)):
+        for i in sorted(chosen, key=lambda i: (-c.sizes[i], i))[:PRUNE_FILES]:
             fewer = [j for j in chosen if j != i]
             option = _rewrite(c, members, fewer)[0]
             change = _excess(option, tol) - _excess(picks[k], tol)
