@@ -49,6 +49,7 @@ geometric batches and the capped prune, O(c log² c).
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import math
 from collections.abc import Sequence
@@ -114,7 +115,9 @@ class _Option:
 
 
 @dataclass(frozen=True, slots=True)
-class _Cluster:
+class _Partition:
+    """What pricing an option needs to know of the whole partition."""
+
     lows: Sequence[Point]
     highs: Sequence[Point]
     sizes: Sequence[int]
@@ -140,7 +143,7 @@ def components(
 
 
 def _rewrite(
-    c: _Cluster, members: Sequence[int], chosen: Sequence[int]
+    c: _Partition, members: Sequence[int], chosen: Sequence[int]
 ) -> tuple[_Option, dict[int, int]]:
     """Price rewriting ``chosen`` within cluster ``members``; kept files' depths after."""
     picked = set(chosen)
@@ -178,7 +181,7 @@ PEELS = ("widest", "deepest", "cheapest")
 
 
 def _peel(
-    c: _Cluster, members: Sequence[int], depths: dict[int, int], how: str, enough: Fraction
+    c: _Partition, members: Sequence[int], depths: dict[int, int], how: str, enough: Fraction
 ) -> list[_Option]:
     """Nested options: add kept files in order, re-pricing after each batch.
 
@@ -224,7 +227,7 @@ def _peel(
 
 
 def _options(
-    c: _Cluster, members: list[int], depths: dict[int, int], gap: Fraction
+    c: _Partition, members: list[int], depths: dict[int, int], gap: Fraction
 ) -> list[_Option]:
     """The cluster's menu: useful options, cheapest first, excess strictly falling; [0] = none."""
     before = [depths[i] for i in members]
@@ -275,19 +278,34 @@ def _exact(menus: list[list[_Option]], base: Fraction, tol: Fraction) -> list[in
     return best[1]
 
 
+def _upgrade(menu: list[_Option], now: int, tol: Fraction) -> tuple[Fraction | float, int]:
+    """The best step up from option ``now``: (excess removed per extra byte, option)."""
+    rate, step = max((_rate(menu[now], menu[j], tol), -j) for j in range(now + 1, len(menu)))
+    return rate, -step
+
+
 def _greedy(menus: list[list[_Option]], base: Fraction, tol: Fraction) -> list[int]:
-    """Upgrade by excess removed per byte until the goal holds, then step back down."""
+    """Upgrade by excess removed per byte until the goal holds, then step back down.
+
+    One heap entry per cluster, its best upgrade: O(options · log clusters).
+    """
     at = [0] * len(menus)
     excess = base + sum((_excess(m[0], tol) for m in menus), Fraction(0))
+    heap: list[tuple[Fraction | float, int, int]] = []
+    for k, menu in enumerate(menus):
+        if len(menu) > 1:
+            rate, j = _upgrade(menu, 0, tol)
+            heap.append((-rate, k, j))
+    heapq.heapify(heap)
     order: list[int] = []
-    while excess > 0:
-        k, j = max(
-            ((k, j) for k, m in enumerate(menus) for j in range(at[k] + 1, len(m))),
-            key=lambda kj: _rate(menus[kj[0]][at[kj[0]]], menus[kj[0]][kj[1]], tol),
-        )
+    while excess > 0:  # the heap lasts: every cluster's last option together meet the goal
+        _, k, j = heapq.heappop(heap)
         excess += _excess(menus[k][j], tol) - _excess(menus[k][at[k]], tol)
         at[k] = j
         order.append(k)
+        if j + 1 < len(menus[k]):
+            rate, j = _upgrade(menus[k], j, tol)
+            heapq.heappush(heap, (-rate, k, j))
     for k in reversed(order):
         for j in range(at[k]):
             change = _excess(menus[k][j], tol) - _excess(menus[k][at[k]], tol)
@@ -305,7 +323,7 @@ def _rate(now: _Option, then: _Option, tol: Fraction) -> Fraction | float:
 
 
 def _prune(
-    c: _Cluster, clusters: list[list[int]], picks: list[_Option], base: Fraction, tol: Fraction
+    c: _Partition, clusters: list[list[int]], picks: list[_Option], base: Fraction, tol: Fraction
 ) -> list[_Option]:
     """Drop chosen files, biggest first, while the goal still holds; the ``PRUNE_FILES``
     biggest per cluster are tried, each at O(c log c) for a cluster of ``c`` files."""
@@ -343,15 +361,21 @@ def plan_layout(
     gap = sum(depths) - tol * len(depths)  # the excess the plan must remove
     if gap <= 0:
         return LayoutPlan((), 0, 0, before, before)
-    c = _Cluster(lows, highs, [f.size for f in files], depths, target_size, tol)
+    c = _Partition(lows, highs, [f.size for f in files], depths, target_size, tol)
     clusters = components(range(len(files)), lows, highs)
     lone = [g[0] for g in clusters if len(g) == 1]
     overlapping = [g for g in clusters if len(g) > 1]
     menus = [_options(c, g, dict(enumerate(depths)), gap) for g in overlapping]
-    base = len(lone) * (1 - tol)
+    lone_excess = len(lone) * (1 - tol)
+    choices = [k for k, m in enumerate(menus) if len(m) > 1]  # the rest stay as they are
+    fixed = sum((_excess(m[0], tol) for m in menus if len(m) == 1), Fraction(0))
     search = _exact if math.prod(len(m) for m in menus) <= EXACT_COMBINATIONS else _greedy
-    picks = [m[j] for m, j in zip(menus, search(menus, base, tol), strict=True)]
-    picks = _prune(c, overlapping, picks, base, tol)
+    at = [0] * len(menus)
+    chosen = search([menus[k] for k in choices], lone_excess + fixed, tol)
+    for k, j in zip(choices, chosen, strict=True):
+        at[k] = j
+    picks = [m[j] for m, j in zip(menus, at, strict=True)]
+    picks = _prune(c, overlapping, picks, lone_excess, tol)
     count = len(lone) + sum(o.count for o in picks)
     depth_sum = len(lone) + sum(o.depth_sum for o in picks)
     after = Depth(

@@ -9,6 +9,8 @@ tries every subset of overlapping files.
 from __future__ import annotations
 
 import math
+import random
+from dataclasses import replace
 from fractions import Fraction
 from itertools import combinations
 from unittest import mock
@@ -188,6 +190,30 @@ def test_splitting_a_file_is_not_a_fix() -> None:
     plan = plan_layout(files, 3.0, 50)
     check_plan(files, plan, 3.0, 50)
     assert plan.files != (4,) and plan.bytes_rewritten == brute_force(files, 3.0, 50)[0]
+
+
+@pytest.mark.parametrize("tol", [1.0, 1.5, 2.0, 3.0])
+def test_many_clusters_take_the_greedy_and_still_meet_the_tolerance(tol: float) -> None:
+    """Hundreds of small clusters multiply past EXACT_COMBINATIONS: the greedy path, with
+    clusters whose only option is to stay (no rewrite of theirs lowers the excess). The
+    clusters lie 100 keys apart, so the reference prices each on its own and adds up."""
+    rng = random.Random(7)
+    clusters: list[list[FileBounds[int]]] = []
+    for c in range(300):
+        clusters.append([])
+        for k in range(rng.randint(2, 4)):
+            lo, hi = 100 * c + rng.randint(0, 5), 100 * c + 5 + rng.randint(0, 5)
+            clusters[-1].append(FileBounds(k, rng.randint(1, 300), (lo,), (hi,)))
+    files = [replace(f, id=(c, f.id)) for c, fs in enumerate(clusters) for f in fs]
+    plan = plan_layout(files, tol, 100)
+    total = count = 0
+    for c, fs in enumerate(clusters):
+        chosen = [k for cc, k in plan.files if cc == c]
+        t, n, _, useful = ref_after(fs, chosen, 100)
+        total, count = total + t, count + n
+        assert useful or not chosen
+    assert meets(total, count, tol)
+    assert (plan.after.files, plan.after.mean) == (count, pytest.approx(total / count))
 
 
 def test_sorted_partition_has_depth_one_and_a_common_point_depth_n() -> None:
