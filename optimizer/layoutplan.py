@@ -36,10 +36,10 @@ Last, chosen files are dropped one by one, biggest first, while the goal still h
 Guarantees. Nothing is chosen when the mean is within tolerance; otherwise the goal is
 met (rewriting every cluster whole gives depth 1) with useful groups of overlapping
 files only, and no chosen file can be left out (in a cluster with at most
-``PRUNE_FILES`` chosen files). For a partition whose clusters have at
-most ``EXACT_CLUSTER_FILES`` files each (so every partition of at most that many files)
-and few enough options, the plan is the minimum over every rule-abiding subset: the
-tests check this against a brute force. Larger clusters get no ratio bound: on random
+``PRUNE_FILES`` chosen files). When every cluster has at most ``EXACT_CLUSTER_FILES``
+files and their options multiply to at most ``EXACT_COMBINATIONS`` (true of every
+partition of at most 10 files), the plan is the minimum over every rule-abiding subset:
+the tests check this against a brute force. Larger clusters get no ratio bound: on random
 partitions of 2 to 8 files with the peels and the greedy forced, the plan matched the
 minimum in about 96 out of 100, and was up to 10x its bytes in the worst seen.
 Cost: O(n log n) per priced option; a large cluster of ``c`` files, with its peels'
