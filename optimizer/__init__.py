@@ -1,4 +1,4 @@
-"""icefloe's pure optimizer core: entropy stats, minimum-replacement planning, scheduling.
+"""icefloe's pure optimizer core: entropy stats, minimum-replacement planning, layout, scheduling.
 
 Standard library only; no Spark, Redis, PyIceberg, ``service`` or ``jobs`` imports (a
 contract enforces it), no clocks, no I/O. Adapters pass data and ``now`` in.
@@ -23,6 +23,8 @@ from optimizer.fairqueue import (
     WeightedRoundRobin,
     fair_priority_scheduler,
 )
+from optimizer.layout import Depth, FileBounds, clustering_depth
+from optimizer.layoutplan import LayoutPlan, plan_layout
 from optimizer.linebreak import best_runs
 from optimizer.planner import (
     DEFAULT_TOLERANCE_FRACTION,
@@ -31,12 +33,16 @@ from optimizer.planner import (
     default_tolerance,
     plan_partition,
 )
+from optimizer.zorder import ordered_value, zorder_bytes, zorder_key
 
 __all__ = [
     "DEFAULT_TOLERANCE_FRACTION",
     "NEAR_TARGET_FRACTION",
     "DeficitWeightedRoundRobin",
+    "Depth",
+    "FileBounds",
     "FlowView",
+    "LayoutPlan",
     "PartitionStats",
     "Plan",
     "PriorityScheduler",
@@ -45,13 +51,18 @@ __all__ = [
     "apply_delta",
     "estimate",
     "best_runs",
+    "clustering_depth",
     "default_tolerance",
     "fair_priority_scheduler",
     "file_error",
     "first_fit_decreasing",
     "merge_stats",
+    "ordered_value",
     "output_sse",
+    "plan_layout",
     "plan_partition",
     "predict_output_sizes",
     "stats_from_sizes",
+    "zorder_bytes",
+    "zorder_key",
 ]
