@@ -201,4 +201,10 @@ def managed_tables(cfg: Config, catalog: Catalog) -> list[str]:
             pass
         except Exception as e:
             raise catalog_error(catalog.name, f"list namespace {ns!r}", e) from e
+    if cfg.history.enabled and cfg.history.table not in names:
+        try:  # icefloe's own history (once it exists): merged and expired like the rest
+            if catalog.table_exists(cfg.history.table):
+                names.add(cfg.history.table)
+        except Exception as e:
+            raise catalog_error(catalog.name, f"look up {cfg.history.table!r}", e) from e
     return sorted(names)

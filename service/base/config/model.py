@@ -153,6 +153,25 @@ class ManagedConfig:
 
 
 @dataclass(frozen=True, config=STRICT)
+class HistoryConfig:
+    """The durable action history (config section ``history:``): an Iceberg table in the
+    managed catalog, created on first use and managed like the other tables."""
+
+    enabled: Flag = True
+    table: NonEmptyStr = "icefloe.action_history"
+    flush_seconds: PositiveFloat = 60.0  # the leader appends what actors recorded this often
+    flush_records: PositiveInt = 10_000  # at most this many records per commit
+
+    @model_validator(mode="after")
+    def _table_named(self) -> HistoryConfig:
+        if not is_table(self.table):
+            raise FieldProblem(
+                f"must be a table identifier (namespace.name), got {show(self.table)}", key="table"
+            )
+        return self
+
+
+@dataclass(frozen=True, config=STRICT)
 class DeciderSettings:
     """The decider service and its actor pool (config section ``decider:``)."""
 
@@ -243,6 +262,7 @@ class Config:
     source: str = "<defaults>"
     home: str = str(PROJECT_ROOT)
     decider: DeciderSettings = dataclasses.field(default_factory=DeciderSettings)
+    history: HistoryConfig = dataclasses.field(default_factory=HistoryConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,1 @@
+"""The durable action history: an Iceberg table of every action icefloe ran."""
