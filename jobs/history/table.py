@@ -213,13 +213,14 @@ def read(
 ) -> list[dict[str, Any]]:
     """The records of ``name`` (every table when None) ended at or after ``since``,
     oldest first."""
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThanOrEqual
+    from pyiceberg import expressions as ex
 
-    cond: Any = AlwaysTrue()
+    terms: Any = ex  # pydantic models: their generated signatures confuse strict typing
+    cond: Any = ex.AlwaysTrue()
     if name is not None:
-        cond = And(cond, EqualTo("table_name", name))
+        cond = ex.And(cond, terms.EqualTo("table_name", name))
     if since is not None:
-        cond = And(cond, GreaterThanOrEqual("ended_at", since.isoformat()))
+        cond = ex.And(cond, terms.GreaterThanOrEqual("ended_at", since.isoformat()))
     rows = table.scan(row_filter=cond).to_arrow().to_pylist()
     return sorted(rows, key=lambda r: _stream_order(r["record_id"]))
 
@@ -227,3 +228,13 @@ def read(
 def _stream_order(record_id: str) -> tuple[int, int]:
     ms, _, seq = record_id.partition("-")
     return int(ms), int(seq or 0)
+
+
+def load(catalog: Catalog, identifier: str) -> Table | None:
+    """The history table, or None before its first record (nothing is created)."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    try:
+        return catalog.load_table(identifier)
+    except NoSuchTableError:
+        return None

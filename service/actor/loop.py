@@ -373,7 +373,9 @@ def run_actor(
         lease_seconds=settings.lease_seconds,
         intents=RedisIntents(client, keys),
         clean=cleaner(load_catalog(cfg)),
-        recorder=lambda entry: ledger.record_action(entry, settings.recent_cap),
+        recorder=lambda entry: ledger.record_action(
+            entry, settings.recent_cap, history=cfg.history.enabled
+        ),
         heartbeat=ledger.heartbeat,
     )
     try:

@@ -175,6 +175,12 @@ class Keys:
         return self._key(DECIDER_TAG, "recent")
 
     @property
+    def history(self) -> str:
+        """stream: action records not yet appended to the history table (``entry``: JSON),
+        trimmed by the leader once the table holds them."""
+        return self._key(DECIDER_TAG, "history")
+
+    @property
     def actors(self) -> str:
         """hash: actor id → last heartbeat (unix seconds)."""
         return self._key(DECIDER_TAG, "actors")

@@ -171,6 +171,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
         "full_scans": [a.table for a in report.applied if a.full_scan],
         "skipped": sorted(report.failed),
         "desired_actors": report.desired_actors,
+        "history_appended": report.history,
         "queue": depth,
     }
 

@@ -14,9 +14,10 @@ from typing import Any
 import click
 from rich.table import Table as RichTable
 
-from service.base.config import parse_table_identifier
-from service.base.errors import UsageError
+from service.base.config import Config, parse_table_identifier
+from service.base.errors import ServiceUnavailable, UsageError
 from service.cli.common import Context, emit, make_console, pass_ctx
+from service.state.ledger import Ledger
 
 console = make_console()
 MIB = 1 << 20
@@ -50,26 +51,53 @@ def history(
 ) -> None:
     """Every action icefloe ran (on TABLE, or on every table), oldest first: when, what,
     files and bytes rewritten, entropy before and after, the commit, the outcome."""
+    from service.base.catalog import load_catalog
     from service.decider.history import read_all
 
     if table is not None:
-        table = parse_table_identifier(table)
+        parse_table_identifier(table)  # a bad identifier: one line, before any connection
     start = None if since is None else parse_since(since, datetime.now(tz=UTC))
-    rows = read_all(ctx.cfg, table, start)
+    rows = read_all(ctx.cfg, load_catalog(ctx.cfg), _ledger(ctx.cfg), table, start)
     if limit is not None:
         rows = rows[-limit:]
     emit(rows, as_json, _render)
 
 
+def _ledger(cfg: Config) -> Ledger | None:
+    """The Redis ledger for the records not appended yet; None (one warning) when Redis
+    does not answer: the table's records are shown alone."""
+    from service.base.keys import Keys
+    from service.base.redis_client import connect
+    from service.state.ledger.redis import RedisLedger
+
+    try:
+        ledger = RedisLedger(connect(cfg), Keys.for_config(cfg))
+        ledger.counters()  # reachable now, or not at all
+    except ServiceUnavailable as e:
+        click.echo(f"icefloe: warning: {e}: records not yet appended are not shown", err=True)
+        return None
+    return ledger
+
+
 def _render(rows: list[dict[str, Any]]) -> None:
     out = RichTable(title=f"icefloe history ({len(rows)} actions)")
-    for col in ("ended (UTC)", "table", "action", "parts", "files", "MiB", "RMSE MiB", "s", "outcome"):
+    for col in (
+        "ended (UTC)",
+        "table",
+        "action",
+        "parts",
+        "files",
+        "MiB",
+        "RMSE MiB",
+        "s",
+        "outcome",
+    ):
         out.add_column(col)
     for r in rows:
         before, after = r.get("mse_before"), r.get("mse_after")
-        rmse = "-" if before is None else f"{before ** 0.5 / MIB:.1f}"
+        rmse = "-" if before is None else f"{before**0.5 / MIB:.1f}"
         if after is not None:
-            rmse += f" → {after ** 0.5 / MIB:.1f}"
+            rmse += f" → {after**0.5 / MIB:.1f}"
         outcome = r.get("outcome") or ("ok" if r.get("ok") else "failed")
         if r.get("pending"):
             outcome += " (pending)"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from optimizer import FlowView, fair_priority_scheduler
 from service.base.config import Config, DeciderSettings
+from service.base.errors import ServiceUnavailable, describe
 from service.decider.pool import Launcher, desired_actors
 from service.state.intents import Intent, Intents, sweep
 from service.state.ledger import Ledger
@@ -40,6 +41,7 @@ class LeaderDuties:
         weights: dict[str, int],
         intents: Intents | None = None,
         clean: Callable[[Intent], int] | None = None,
+        history: Callable[[], int] | None = None,
     ):
         if intents is not None and clean is None:
             raise ValueError("intents without clean: nothing would delete abandoned files")
@@ -47,6 +49,8 @@ class LeaderDuties:
         self.queue, self.ledger, self.launcher = queue, ledger, launcher
         self.weights = weights
         self.intents, self.clean = intents, clean
+        self.history = history  # appends the actors' records to the history table
+        self._next_flush = float("-inf")
         self.budget = budget_of(cfg)  # each table's batch (service.state.queue.budget_of)
 
     def dispatch(self, now: float, everything: bool = False) -> int:
@@ -126,3 +130,19 @@ class LeaderDuties:
             log.info("deleted %d file(s) left by abandoned attempts", deleted)
             self.ledger.count({"orphans_deleted": deleted})
         return deleted
+
+    def flush_history(self, now: float) -> int:
+        """Every ``history.flush_seconds``: the actors' records appended to the history
+        table (:func:`service.decider.history.flush`, one commit); how many. A failure
+        (the catalog away, a commit conflict) waits for the next time: the records stay in
+        Redis until the table holds them."""
+        if self.history is None or now < self._next_flush:
+            return 0
+        self._next_flush = now + self.cfg.history.flush_seconds
+        try:
+            return self.history()
+        except ServiceUnavailable:
+            raise  # Redis: the loop backs off
+        except Exception as e:
+            log.warning("history not appended this time: %s", describe(e))
+            return 0

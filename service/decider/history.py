@@ -12,34 +12,26 @@ Redis ``FLUSHALL`` loses only what was not yet flushed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
 from jobs.history import table as history
 from service.base.config import Config
+from service.state.ledger import Ledger
 
 log = logging.getLogger("icefloe.history")
 
 
-class HistoryLog(Protocol):
-    """The records actors handed to Redis, oldest first (the ledger's stream)."""
-
-    def history_after(
-        self, last_id: str | None, count: int
-    ) -> list[tuple[str, Mapping[str, Any]]]: ...
-
-    def trim_history(self, upto_id: str) -> None: ...
-
-
-def flush(cfg: Config, catalog: Any, records: HistoryLog, decider_id: str | None) -> int:
+def flush(cfg: Config, catalog: Any, records: Ledger, decider_id: str | None) -> int:
     """Append the records the table does not hold yet (at most ``flush_records``, one
     commit); the number appended."""
     if not cfg.history.enabled:
         return 0
-    table = history.ensure_table(catalog, cfg.history.table)
-    last = history.last_appended(table)
+    table = history.load(catalog, cfg.history.table)  # created with its first record
+    last = None if table is None else history.last_appended(table)
     batch = records.history_after(last, cfg.history.flush_records)
     if batch:
+        table = table or history.ensure_table(catalog, cfg.history.table)
         rows = [history.to_row(rid, entry, decider_id) for rid, entry in batch]
         history.append(table, rows, batch[-1][0])
         last = batch[-1][0]
@@ -49,10 +41,20 @@ def flush(cfg: Config, catalog: Any, records: HistoryLog, decider_id: str | None
     return len(batch)
 
 
-def pending(
-    cfg: Config, catalog: Any, records: HistoryLog, decider_id: str | None = None
+def read_all(
+    cfg: Config, catalog: Any, records: Ledger | None, name: str | None, since: datetime | None
 ) -> list[dict[str, Any]]:
-    """The records not yet in the table, as rows (``icefloe history`` shows them too)."""
-    table = history.ensure_table(catalog, cfg.history.table)
-    batch = records.history_after(history.last_appended(table), 1_000_000)
-    return [history.to_row(rid, entry, decider_id) for rid, entry in batch]
+    """What ``icefloe history`` shows: the table's records of ``name`` (every table when
+    None) ended since ``since``, then those still waiting in Redis (``pending``: true),
+    oldest first; ``records`` None when Redis is away. Nothing is written."""
+    table = history.load(catalog, cfg.history.table)
+    rows = [] if table is None else history.read(table, name, since)
+    last = None if table is None else history.last_appended(table)
+    waiting = [] if records is None else records.history_after(last, cfg.history.flush_records)
+    for rid, entry in waiting:
+        row = history.to_row(rid, entry, None) | {"pending": True}
+        if (name is None or row["table_name"] == name) and (
+            since is None or row["ended_at"] >= since
+        ):
+            rows.append(row)
+    return rows

@@ -51,6 +51,7 @@ from service.base.config import Config, DeciderSettings, TablePolicy, parse_tabl
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
 from service.decider.duties import LeaderDuties
+from service.decider.history import flush
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
 from service.decider.scores import Scores
@@ -81,6 +82,7 @@ class StepReport:
     reaped: int = 0
     orphans_deleted: int = 0  # files of abandoned attempts (service.state.intents)
     desired_actors: int = 0
+    history: int = 0  # action records appended to the history table
     holder: str | None = None  # who holds the leader lease, when it is not this decider
     shards: list[int] = field(default_factory=list)  # the shards this decider observes
     polled: bool = False  # every table of its shards was polled (not only evented ones)
@@ -154,6 +156,9 @@ class Decider:
             self._weights,
             adapters.intents,
             clean,
+            history=(lambda: flush(cfg, catalog, self.ledger, self.leader.token))
+            if catalog
+            else None,
         )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
         self.scores = Scores(adapters.stats)  # and their health scores
@@ -342,6 +347,7 @@ class Decider:
         report.orphans_deleted = self.duties.sweep()
         report.dispatched = self.duties.dispatch(now, everything=dispatch_all)
         report.desired_actors = self.duties.scale(now)
+        report.history = self.duties.flush_history(now)
         return report
 
     def run(

@@ -169,7 +169,7 @@ class Icefloe:
         self.client = connect(cfg)
         self.settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
         self.keys = Keys.for_config(cfg)
-        self.catalog = catalog
+        self.cfg, self.catalog = cfg, catalog
         self.decider = open_decider(cfg, catalog, self.client, settings=self.settings)
         self.runner, self.batch_runner = spark_runners(cfg, spark)
         self.budget = budget_of(cfg)
@@ -180,7 +180,17 @@ class Icefloe:
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self.results.append(entry)
-        self.decider.ledger.record_action(entry, self.settings.recent_cap)
+        self.decider.ledger.record_action(
+            entry, self.settings.recent_cap, history=self.cfg.history.enabled
+        )
+
+    def flush_history(self) -> int:
+        """Every record of the demo's actions appended to the history table now (the
+        leader does it every ``history.flush_seconds``; the demo ends sooner)."""
+        from service.decider.history import flush
+
+        token = self.decider.leader.token
+        return flush(self.cfg, self.catalog, self.decider.ledger, token)
 
     def _queued(self) -> int:
         depth = self.decider.queue.depth()

@@ -276,6 +276,9 @@ def run_demo(
             f"by icefloe, {theirs['bytes_rewritten'] / (1 << 20):.1f} MiB by Iceberg"
         )
     skew = skew_section(spark, cfg, wh.catalog, namespace, say)
+    appended = icefloe.flush_history()
+    if appended:
+        say(f"{appended} action records appended to the history table {cfg.history.table}")
     chart = chart or PROJECT_ROOT / ".demo" / "icefloe-demo.png"
     rounds_chart = _charts(wh, played, timeline, chart)
     return {
@@ -286,6 +289,7 @@ def run_demo(
             "decider_passes": icefloe.passes,
             "actions": len(icefloe.results),
             "scans_avoided_pct": icefloe.scans_avoided_pct(),
+            "history_appended": appended,
         },
         "skew": skew,
         "chart": str(chart),

@@ -36,6 +36,12 @@ def action_counts(entry: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+def stream_order(record_id: str) -> tuple[int, int]:
+    """A record id (``<ms>-<seq>``, a Redis stream id) as a sortable pair."""
+    ms, _, seq = record_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 class Ledger(Protocol):
     """Counters, recent actions, heartbeats, the scheduler's state and the launch guard."""
 
@@ -45,9 +51,21 @@ class Ledger(Protocol):
 
     def counters(self) -> dict[str, int]: ...
 
-    def record_action(self, entry: Mapping[str, Any], cap: int = RECENT_CAP) -> None:
+    def record_action(
+        self, entry: Mapping[str, Any], cap: int = RECENT_CAP, history: bool = False
+    ) -> None:
         """An actor's report of one action: first of the recent actions (``cap`` kept),
-        counted (:func:`action_counts`), in one step."""
+        counted (:func:`action_counts`) and, with ``history``, added to the records the
+        history table has yet to take (:meth:`history_after`), in one step."""
+        ...
+
+    def history_after(self, last_id: str | None, count: int) -> list[tuple[str, dict[str, Any]]]:
+        """Up to ``count`` records for the history table, oldest first, after ``last_id``
+        (every one kept when None): (record id, the entry). Ids grow with time."""
+        ...
+
+    def trim_history(self, upto_id: str) -> None:
+        """Forget the records before ``upto_id`` (the history table holds them)."""
         ...
 
     def recent(self, n: int) -> list[dict[str, Any]]:

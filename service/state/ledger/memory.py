@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from service.state.ledger import RECENT_CAP, action_counts
+from service.state.ledger import RECENT_CAP, action_counts, stream_order
 
 
 class MemoryLedger:
@@ -20,6 +21,8 @@ class MemoryLedger:
         self._scheduler: dict[str, Any] | None = None
         self._actors: dict[str, float] = {}
         self._launch_until = float("-inf")
+        self._history: list[tuple[tuple[int, int], str]] = []  # ((ms, seq), JSON), as a stream
+        self._clock = time.time
 
     def count(self, increments: Mapping[str, int]) -> None:
         for name, by in increments.items():
@@ -29,15 +32,31 @@ class MemoryLedger:
     def counters(self) -> dict[str, int]:
         return dict(self._counters)
 
-    def record_action(self, entry: Mapping[str, Any], cap: int = RECENT_CAP) -> None:
-        self._recent.insert(0, json.dumps(entry, sort_keys=True, default=str))
+    def record_action(
+        self, entry: Mapping[str, Any], cap: int = RECENT_CAP, history: bool = False
+    ) -> None:
+        raw = json.dumps(entry, sort_keys=True, default=str)
+        self._recent.insert(0, raw)
         del self._recent[cap:]
+        if history:  # a stream id: milliseconds, then a sequence within the millisecond
+            ms = int(self._clock() * 1000)
+            last = self._history[-1][0] if self._history else (0, 0)
+            self._history.append(((ms, 0) if ms > last[0] else (last[0], last[1] + 1), raw))
         counts = action_counts(entry)
         for name, by in counts.items():  # zero increments still create the field, as HINCRBY
             self._counters[name] = self._counters.get(name, 0) + by
 
     def recent(self, n: int) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self._recent[:n]]
+
+    def history_after(self, last_id: str | None, count: int) -> list[tuple[str, dict[str, Any]]]:
+        after = (-1, -1) if last_id is None else stream_order(last_id)
+        found = [(f"{i[0]}-{i[1]}", json.loads(raw)) for i, raw in self._history if i > after]
+        return found[:count]
+
+    def trim_history(self, upto_id: str) -> None:
+        upto = stream_order(upto_id)
+        self._history = [(i, raw) for i, raw in self._history if i >= upto]  # as XTRIM MINID
 
     def scheduler_state(self) -> dict[str, Any] | None:
         return copy.deepcopy(self._scheduler)

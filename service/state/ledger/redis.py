@@ -35,11 +35,17 @@ class RedisLedger:
         return {text(k): int(v) for k, v in self.r.hgetall(self.k.counters).items()}
 
     @translated("record action")
-    def record_action(self, entry: Mapping[str, Any], cap: int = RECENT_CAP) -> None:
-        """One transaction: the entry first in the list, the list trimmed, the counts."""
+    def record_action(
+        self, entry: Mapping[str, Any], cap: int = RECENT_CAP, history: bool = False
+    ) -> None:
+        """One transaction: the entry first in the list, the list trimmed, the counts, and
+        with ``history`` the entry added to the history stream (same slot: ``{d}``)."""
+        raw = json.dumps(entry, sort_keys=True, default=str)
         pipe = self.r.pipeline(transaction=True)
-        pipe.lpush(self.k.recent, json.dumps(entry, sort_keys=True, default=str))
+        pipe.lpush(self.k.recent, raw)
         pipe.ltrim(self.k.recent, 0, cap - 1)
+        if history:
+            pipe.xadd(self.k.history, {"entry": raw})
         for name, by in action_counts(entry).items():
             pipe.hincrby(self.k.counters, name, by)
         pipe.execute()
@@ -47,6 +53,18 @@ class RedisLedger:
     @translated("recent actions read")
     def recent(self, n: int) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.r.lrange(self.k.recent, 0, n - 1)]
+
+    @translated("history read")
+    def history_after(self, last_id: str | None, count: int) -> list[tuple[str, dict[str, Any]]]:
+        start = "-" if last_id is None else f"({last_id}"
+        rows = self.r.xrange(self.k.history, start, "+", count=count)
+        return [
+            (text(rid), json.loads(fields.get(b"entry") or fields["entry"])) for rid, fields in rows
+        ]
+
+    @translated("history trim")
+    def trim_history(self, upto_id: str) -> None:
+        self.r.xtrim(self.k.history, minid=upto_id, approximate=False)
 
     @translated("scheduler state read")
     def scheduler_state(self) -> dict[str, Any] | None:
@@ -72,3 +90,8 @@ class RedisLedger:
     @translated("launch guard")
     def claim_launch(self, now: float, ttl_seconds: float) -> bool:
         return bool(self.r.set(self.k.launch_guard, now, nx=True, ex=max(1, int(ttl_seconds))))
+
+
+def _entry(fields: Mapping[Any, Any]) -> Any:
+    """A stream entry's ``entry`` field, whether the client decodes replies or not."""
+    return fields[b"entry"] if b"entry" in fields else fields["entry"]

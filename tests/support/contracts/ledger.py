@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.ledger import Ledger
+from service.state.ledger import Ledger, stream_order
 
 T0 = 1_790_000_000.0
 
@@ -72,3 +72,21 @@ class LedgerContract:
     def test_the_launch_guard_lets_one_caller_launch(self, ledger: Ledger) -> None:
         assert ledger.claim_launch(T0, 60)
         assert not ledger.claim_launch(T0 + 1, 60)
+
+    def test_history_records_in_order_after_an_id_and_trimmed(self, ledger: Ledger) -> None:
+        """The records the history table has yet to take: only with ``history``, oldest
+        first, after a given id (exclusive), at most ``count``; trimmed up to an id."""
+        ledger.record_action({"id": "x"})  # not for the history
+        for name in ("a", "b", "c", "d"):
+            ledger.record_action({"id": name, "ok": True}, history=True)
+        records = ledger.history_after(None, 10)
+        assert [e["id"] for _, e in records] == ["a", "b", "c", "d"]
+        ids = [rid for rid, _ in records]
+        assert ids == sorted(ids, key=stream_order) and len(set(ids)) == 4
+        assert [e["id"] for _, e in ledger.history_after(ids[1], 10)] == ["c", "d"]
+        assert [e["id"] for _, e in ledger.history_after(ids[0], 2)] == ["b", "c"]
+        assert ledger.history_after(ids[3], 10) == []
+        ledger.trim_history(ids[2])  # the table holds a..c: b and older may go
+        assert [e["id"] for _, e in ledger.history_after(None, 10)] in (["c", "d"], ["d"])
+        assert [e["id"] for _, e in ledger.history_after(ids[2], 10)] == ["d"]
+        assert [r["id"] for r in ledger.recent(10)] == ["d", "c", "b", "a", "x"]

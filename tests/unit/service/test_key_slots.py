@@ -166,7 +166,7 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
         store.replace(table, 1, 1000, {"p=1": stats_from_sizes([1, 2], 1000)}, T0)
         store.apply(table, 1, 2, 1000, {"p=1": PartitionDelta(added=[3])}, T0)
     entry = {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2}
-    RedisLedger(client, keys).record_action(entry)
+    RedisLedger(client, keys).record_action(entry, history=True)
 
 
 @pytest.fixture(params=PREFIXES)
