@@ -1,0 +1,37 @@
+"""The leader's history flush, SIGKILLed between its commit and its trim.
+
+``python -m tests.faults.kill_flusher CONFIG`` runs :func:`service.decider.history.flush`
+with production's wiring (the Redis ledger, the configured catalog), the stream's trim
+replaced by a ``kill -9`` of the process: the rows and the newest id are committed to the
+history table, the stream still holds every record.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from service.base.catalog import load_catalog
+from service.base.config import load_config
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.decider.history import flush
+from service.state.ledger.redis import RedisLedger
+
+
+def die(upto_id: str) -> None:
+    print(f"kill -9 after the commit, before trimming up to {upto_id}", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main(config_path: str) -> None:
+    cfg = load_config(config_path)
+    ledger = RedisLedger(connect(cfg), Keys.for_config(cfg))
+    ledger.trim_history = die  # type: ignore[method-assign]
+    flush(cfg, load_catalog(cfg), ledger, "killed-decider")
+    print("not killed", flush=True)  # the test fails on this
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
