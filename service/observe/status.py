@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.health_score import removable_mse
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
-from service.state.health import HealthStore
+from service.base.tablestats import table_score
+from service.state.health import HealthStore, from_summary
 from service.state.health.redis import RedisHealth
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
@@ -84,14 +86,15 @@ def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[s
     return collect(cfg, redis_sources(cfg, client, queue), now)
 
 
-def _table(cfg: Config, src: Sources, name: str) -> dict[str, Any]:
+def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
     store = src.stats
     # the stats keep the target the decider resolved (override, the table's property,
     # default): resolved again with it as the table's property, the policy is the
     # decider's, tolerance included, without a catalog round trip
     target = store.target(name)
     props = {} if target is None else {TARGET_PROPERTY: str(target)}
-    tol = cfg.plan_inputs(name, props).tolerance
+    inputs = cfg.plan_inputs(name, props)
+    tol = inputs.tolerance
     parts = store.partitions(name)
     over = [
         {
@@ -105,7 +108,12 @@ def _table(cfg: Config, src: Sources, name: str) -> dict[str, Any]:
         if s.needs_work(tol)
     ]
     health = src.health.load(name) or {}
+    score = None
+    if health:  # the documented score (docs/health-score.md), as the decider exports it
+        data_mse = removable_mse(parts.values(), inputs.target)
+        score = table_score(inputs.policy, data_mse, from_summary(health), now).to_dict()
     return {
+        "health": score,
         "manifests": health.get("manifests"),
         "small_manifests": health.get("manifests_undersized"),
         "snapshots": health.get("snapshots"),
@@ -125,7 +133,7 @@ def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
     the recent actions, the actors' heartbeats and the counters, each through its adapter
     (so a Redis failure arrives as :class:`~service.base.errors.ServiceUnavailable`)."""
     queue = src.queue
-    tables = {name: _table(cfg, src, name) for name in src.stats.known_tables()}
+    tables = {name: _table(cfg, src, name, now) for name in src.stats.known_tables()}
     classes = queue.pending_tables()
     by_class: dict[str, int] = {}
     for table, count in queue.pending_by_table().items():
@@ -173,7 +181,7 @@ def render(data: dict[str, Any], console: Any = None) -> None:
         f"scans avoided {data['scans_avoided_pct']}%"
     )
     t = Table(title="tables")
-    for col in ("table", "snapshot", "partitions", "over tolerance", "worst MSE"):
+    for col in ("table", "score", "snapshot", "partitions", "over tolerance", "worst MSE"):
         t.add_column(col)
     for col in ("manifests (small)", "snapshots", "delete files"):
         t.add_column(col)
@@ -182,8 +190,10 @@ def render(data: dict[str, Any], console: Any = None) -> None:
         manifests = (
             "-" if info["manifests"] is None else f"{info['manifests']} ({info['small_manifests']})"
         )
+        score = info.get("health")
         t.add_row(
             name,
+            "-" if score is None else f"{score['score']:.1f}",
             str(info["last_snapshot"]),
             str(info["partitions"]),
             str(len(info["over_tolerance"])),

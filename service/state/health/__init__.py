@@ -135,3 +135,20 @@ class HealthStore(Protocol):
     def mark_hold(self, table: str, action: str, reason: str | None) -> None:
         """Keep why ``action`` is held (None: it is not)."""
         ...
+
+
+def from_summary(stored: Mapping[str, Any]) -> MetadataHealth:
+    """A stored health (:func:`summary`) as a :class:`MetadataHealth` again (the snapshot
+    times are not stored: ``expirable`` holds as many zeros as there were)."""
+    return MetadataHealth(
+        snapshot_id=stored["snapshot"],
+        manifest_target=stored["manifest_target"],
+        manifests=stored["manifest_stats"],
+        snapshots=stored["snapshots"],
+        oldest_snapshot_ms=stored["oldest_snapshot_ms"],
+        expirable=(0,) * stored["expirable_snapshots"],
+        metadata_bytes=stored["metadata_bytes"],
+        data_rows=stored["data_rows"],
+        delete_files=stored["delete_files"],
+        deleted_rows=stored["deleted_rows"],
+    )

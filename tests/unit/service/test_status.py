@@ -9,6 +9,7 @@ import pytest
 
 from optimizer import stats_from_sizes
 from optimizer.maintenance_rules import MetadataHealth
+from service.decider.scores import Scores
 from service.observe.status import Sources, collect
 from service.state.health.memory import MemoryHealth
 from service.state.leader.memory import LeaderBoard, MemoryLeader
@@ -29,7 +30,8 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     ledger = MemoryLedger()
     stats, health = MemoryStats(ledger), MemoryHealth()
     stats.replace("db.t", 7, 1000, {"day=1": stats_from_sizes([10] * 10, 1000)}, T0)
-    health.save("db.t", MetadataHealth.of(7, [100, 50], 1000, [1, 2], 4096, 1))
+    meta = MetadataHealth.of(7, [100, 50], 1000, [1, 2], 4096, 1, deletes=(100, 1, 20))
+    health.save("db.t", meta)
     health.mark_hold("db.t", "remove_orphan_files", "shared location")
     queue = MemoryQueue(max_attempts=1)
     queue.enqueue(ActionItem.new("db.t", "day=1", "merge", 1, 10, 1.0, T0), T0)
@@ -56,3 +58,8 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     assert data["recent"] == [{"id": "x", "ok": True, "bytes_rewritten": 5}]
     assert data["actors"] == {"a1": 13.0}
     assert data["counters"]["full_scans"] == 1 and data["scans_avoided_pct"] == 75.0
+    # the documented score, as the decider computes it from the same stats and health
+    scores = Scores(stats)
+    policy = cfg.policy_for("db.t", {"write.target-file-size-bytes": "1000"})
+    assert table["health"] == scores.update("db.t", policy, meta, T0 + 10).to_dict()
+    assert table["health"]["score"] < 100 and table["health"]["penalties"]["deletes"] > 0
