@@ -10,6 +10,14 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from service.base.config import Config, load_config
 from service.base.errors import UsageError
@@ -74,3 +82,51 @@ def require_managed(cfg: Config, table: str, force: bool) -> None:
             f"table {table!r} is not managed (managed.namespaces, managed.tables or "
             "tables.<name> in the config): add --force to act on it anyway"
         )
+
+
+class Steps:
+    """Progress through ``total`` steps of a long command: a bar on a terminal (stderr,
+    so ``--json`` on stdout stays clean), one plain line per step otherwise; silent when
+    ``quiet`` (``--json``). ``say`` prints a line above the bar."""
+
+    def __init__(self, what: str, total: int, quiet: bool = False) -> None:
+        self.what, self.total, self.quiet, self.done = what, total, quiet, 0
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> Steps:
+        if not self.quiet and sys.stderr.isatty():
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[label]}"),
+                console=Console(stderr=True),
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.what, total=self.total, label="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def step(self, label: str) -> None:
+        """One step done (``label``: what it was)."""
+        self.done += 1
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, advance=1, label=label)
+        elif not self.quiet:
+            click.echo(f"{self.what}: {self.done}/{self.total} {label}", err=True)
+
+    @property
+    def live(self) -> bool:
+        """A bar is on the terminal: print through :meth:`say`, above it."""
+        return self._bar is not None
+
+    def say(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(text)
+        elif not self.quiet:
+            click.echo(text, err=True)

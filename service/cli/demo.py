@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from service.base.config import Config
-from service.cli.common import Context, emit, make_console, pass_ctx
+from service.cli.common import Context, Steps, emit, make_console, pass_ctx
 from service.cli.tables import render_partitions, table_summary
 from service.demo import DEFAULT_ROUNDS
 
@@ -41,11 +41,16 @@ def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_j
     from service.demo.report import render_demo
     from service.demo.run import run_demo
 
-    def say(text: str) -> None:
-        if not as_json:
-            console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}")
+    with Steps("demo", rounds + 1, quiet=as_json) as steps:
 
-    result = run_demo(cfg, say, namespace=namespace, seed=seed, rounds=rounds)
+        def say(text: str) -> None:
+            line = f"[dim]{time.strftime('%H:%M:%S')}[/] {text}"
+            if steps.live:
+                steps.say(line)
+            elif not as_json:
+                console.print(line)
+
+        result = run_demo(cfg, say, namespace=namespace, seed=seed, rounds=rounds, step=steps.step)
     spark = result.pop("spark")
     try:
         if as_json:

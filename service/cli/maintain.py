@@ -22,7 +22,15 @@ import click
 from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth
 from service.base.config import Config
 from service.base.errors import OperationFailed, ServiceUnavailable
-from service.cli.common import Context, emit, force_option, make_console, pass_ctx, require_managed
+from service.cli.common import (
+    Context,
+    Steps,
+    emit,
+    force_option,
+    make_console,
+    pass_ctx,
+    require_managed,
+)
 
 console = make_console()
 
@@ -164,15 +172,16 @@ def maintain(
         from service.base.spark import build_spark
 
         spark = build_spark(cfg, app_name="icefloe-maintain")
-        for action in todo:
-            if dry_run and action != "remove_orphan_files":
-                continue  # only orphan removal has a dry run of its own (it lists)
-            done = run_table_action(
-                spark, cfg, table, action, dry_run=dry_run, allow_shared=allow_shared
-            )
-            data["ran"].append(done)
-            if store is not None and not dry_run:
-                store.mark_run(table, action, int(time.time() * 1000))
+        chosen = [a for a in todo if not dry_run or a == "remove_orphan_files"]
+        with Steps(f"maintain {table}", len(chosen), quiet=as_json) as steps:
+            for action in chosen:  # only orphan removal has a dry run of its own (it lists)
+                done = run_table_action(
+                    spark, cfg, table, action, dry_run=dry_run, allow_shared=allow_shared
+                )
+                data["ran"].append(done)
+                if store is not None and not dry_run:
+                    store.mark_run(table, action, int(time.time() * 1000))
+                steps.step(action)
     data["would_run"] = todo if dry_run else []
 
     def render(d: dict[str, Any]) -> None:

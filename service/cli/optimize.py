@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 from service.base.config import ACTIONS, Config
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 from service.base.partition_key import display_key
-from service.cli.common import Context, emit, make_console, pass_ctx
+from service.cli.common import Context, Steps, emit, make_console, pass_ctx
 
 if TYPE_CHECKING:
     from jobs.base.plan import Planned
@@ -194,13 +194,16 @@ def optimize(
             raise SystemExit(1)  # some partitions could not be committed (see the report)
         return
     reports = []
-    for name in work:
-        try:
-            reports.append(_optimize_one(spark, cfg, name, [], action, dry_run, adhoc).to_dict())
-        except ServiceUnavailable:
-            raise
-        except Exception as e:  # one broken table must not stop the others
-            failed.append({"table": name, "error": describe(e)})
+    with Steps("optimize", len(work), quiet=as_json) as steps:
+        for name in work:
+            try:
+                report = _optimize_one(spark, cfg, name, [], action, dry_run, adhoc)
+                reports.append(report.to_dict())
+            except ServiceUnavailable:
+                raise
+            except Exception as e:  # one broken table must not stop the others
+                failed.append({"table": name, "error": describe(e)})
+            steps.step(name)
     emit({"tables": reports, "failed": failed}, as_json, _render_reports)
     if failed:
         raise OperationFailed(

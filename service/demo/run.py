@@ -247,8 +247,10 @@ def run_demo(
     seed: int = 7,
     rounds: int = DEFAULT_ROUNDS,
     chart: Path | None = None,
+    step: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """The whole demo; returns everything it printed, as data."""
+    """The whole demo; returns everything it printed, as data. ``step`` is told each
+    round's end and the skew section's (a progress bar)."""
     from service.base.spark import build_spark
 
     if rounds < 1:
@@ -275,7 +277,9 @@ def run_demo(
             f"round {index + 1} done: rewritten {ours['bytes_rewritten'] / (1 << 20):.1f} MiB "
             f"by icefloe, {theirs['bytes_rewritten'] / (1 << 20):.1f} MiB by Iceberg"
         )
+        step(f"round {index + 1}")
     skew = skew_section(spark, cfg, wh.catalog, namespace, say)
+    step("skew")
     appended = icefloe.flush_history()
     if appended:
         say(f"{appended} action records appended to the history table {cfg.history.table}")
