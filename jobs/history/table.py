@@ -238,3 +238,20 @@ def load(catalog: Catalog, identifier: str) -> Table | None:
         return catalog.load_table(identifier)
     except NoSuchTableError:
         return None
+
+
+def commit_facts(table: Table, start_id: int | None, end_id: int) -> dict[str, Any]:
+    """What a record says of a rewrite's commit: the table's manifests before and after,
+    and the rewrite id the commit carries in its summary (``jobs.rewrite.commit``)."""
+    from jobs.rewrite.commit import REWRITE_ID_PROPERTY
+
+    before = None if start_id is None else table.snapshot_by_id(start_id)
+    after = table.snapshot_by_id(end_id)
+    summary = None if after is None else after.summary
+    return {
+        "manifests_before": 0 if before is None else len(before.manifests(table.io)),
+        "manifests_after": None if after is None else len(after.manifests(table.io)),
+        "rewrite_id": None
+        if summary is None
+        else summary.additional_properties.get(REWRITE_ID_PROPERTY),
+    }

@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.history.table import commit_facts
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from optimizer.maintenance_rules import TABLE_ACTIONS as TABLE_MAINTENANCE
+from service.base.catalog import load_catalog, load_table
 from service.base.config import Config
 from service.base.errors import OperationFailed, describe
 from service.base.partition_key import is_key
@@ -69,15 +71,25 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     if "verified" in result:  # a maintenance action: its counts and what was verified
         counts = {k: v for k, v in (result.get("result") or {}).items() if isinstance(v, int)}
         extra = {"procedure": counts, "verified": result["verified"]}
-    return extra | {
-        "mse_before": result.get("mse_before", max(before, default=None)),
-        "mse_after": result.get("mse_after", max(after, default=None)),
-        "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
-        "files_rewritten": int(result.get("files_rewritten") or 0),
-        "snapshot_ids": list(result.get("snapshot_ids") or []),
-        "partitions_rewritten": len(done),
-        "engine": "+".join(sorted(engines)),  # what wrote the new files: arrow, spark, both
+    facts = {
+        k: result[k] for k in ("manifests_before", "manifests_after", "rewrite_id") if k in result
     }
+    return (
+        extra
+        | facts
+        | {
+            "partitions": [p.get("partition") for p in done],
+            "keys": [p.get("key") for p in done],
+            "files_added": int(result.get("files_added") or 0),
+            "mse_before": result.get("mse_before", max(before, default=None)),
+            "mse_after": result.get("mse_after", max(after, default=None)),
+            "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
+            "files_rewritten": int(result.get("files_rewritten") or 0),
+            "snapshot_ids": list(result.get("snapshot_ids") or []),
+            "partitions_rewritten": len(done),
+            "engine": "+".join(sorted(engines)),  # what wrote the new files: arrow, spark, both
+        }
+    )
 
 
 def spark_runner(cfg: Config, spark: Any = None) -> Runner:
@@ -156,6 +168,12 @@ def _optimize(
         min_input_files=items[0].min_input_files,  # the decider's (2 after max_wait_hours)
     )
     out: dict[str, Any] = report.to_dict()
+    if out.get("snapshot_ids"):  # for the action's record (the history): best effort
+        try:
+            table = load_table(load_catalog(cfg), items[0].table)
+            out |= commit_facts(table, out.get("start_snapshot_id"), out["snapshot_ids"][-1])
+        except Exception as e:
+            log.warning("could not read %s's commit for its record: %s", items[0].table, e)
     return out
 
 
@@ -163,7 +181,6 @@ def _manifests_due(cfg: Config, name: str) -> bool:
     """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
     rule of ``optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
     from jobs.maintenance.due import assess
-    from service.base.catalog import load_catalog, load_table
 
     table = load_table(load_catalog(cfg), name)
     policy = cfg.policy_for(name, table.properties)

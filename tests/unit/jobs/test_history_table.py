@@ -72,3 +72,24 @@ def test_created_once_appended_and_read_back_in_order(catalog: Any) -> None:
     assert [r["table_name"] for r in history.read(t, "db.b")] == ["db.b"]
     since = datetime.fromtimestamp(1_700_000_000.5, tz=UTC)
     assert [r["table_name"] for r in history.read(t, since=since)] == ["db.b"]
+
+
+def test_commit_facts_count_manifests_and_read_the_rewrite_id(catalog: Any) -> None:
+    import pyarrow as pa
+
+    catalog.create_namespace("db")
+    rows = pa.table({"k": pa.array([1, 2], pa.int64())})
+    t = catalog.create_table("db.t", schema=rows.schema)
+    t.append(rows)
+    first = t.current_snapshot().snapshot_id
+    t.append(rows, snapshot_properties={"icefloe.rewrite-id": "rw-1"})
+    t.append(rows)
+    last = t.current_snapshot().snapshot_id
+    parent = t.snapshots()[1].snapshot_id
+    assert history.commit_facts(t, first, parent) == {
+        "manifests_before": 1,
+        "manifests_after": 2,
+        "rewrite_id": "rw-1",
+    }
+    assert history.commit_facts(t, None, last)["manifests_after"] == 3
+    assert history.commit_facts(t, None, last)["rewrite_id"] is None
