@@ -116,6 +116,34 @@ def render_health(d: dict[str, Any]) -> None:
         console.print("  nothing due")
 
 
+def _run(
+    cfg: Config,
+    table: str,
+    actions: list[str],
+    dry_run: bool,
+    allow_shared: tuple[str, ...],
+    store: Any,
+    as_json: bool,
+) -> list[dict[str, Any]]:
+    """Run ``actions`` on ``table`` in one Spark session, each verified, with progress;
+    each run marked in Redis (``store``) unless a dry run."""
+    from jobs.maintenance.run import run_table_action
+    from service.base.spark import build_spark
+
+    spark = build_spark(cfg, app_name="icefloe-maintain")
+    ran = []
+    with Steps(f"maintain {table}", len(actions), quiet=as_json) as steps:
+        for action in actions:
+            done = run_table_action(
+                spark, cfg, table, action, dry_run=dry_run, allow_shared=allow_shared
+            )
+            ran.append(done)
+            if store is not None and not dry_run:
+                store.mark_run(table, action, int(time.time() * 1000))
+            steps.step(action)
+    return ran
+
+
 @click.command()
 @click.argument("table")
 @click.option(
@@ -167,21 +195,10 @@ def maintain(
         if held["action"] in todo:  # named by --action: refused before Spark starts
             raise OperationFailed(f"{held['action']} on {table} refused: {held['reason']}")
     data["dry_run"], data["ran"] = dry_run, []
-    if todo and (not dry_run or "remove_orphan_files" in todo):
-        from jobs.maintenance.run import run_table_action
-        from service.base.spark import build_spark
-
-        spark = build_spark(cfg, app_name="icefloe-maintain")
-        chosen = [a for a in todo if not dry_run or a == "remove_orphan_files"]
-        with Steps(f"maintain {table}", len(chosen), quiet=as_json) as steps:
-            for action in chosen:  # only orphan removal has a dry run of its own (it lists)
-                done = run_table_action(
-                    spark, cfg, table, action, dry_run=dry_run, allow_shared=allow_shared
-                )
-                data["ran"].append(done)
-                if store is not None and not dry_run:
-                    store.mark_run(table, action, int(time.time() * 1000))
-                steps.step(action)
+    # only orphan removal has a dry run of its own (it lists)
+    chosen = [a for a in todo if not dry_run or a == "remove_orphan_files"]
+    if chosen:
+        data["ran"] = _run(cfg, table, chosen, dry_run, allow_shared, store, as_json)
     data["would_run"] = todo if dry_run else []
 
     def render(d: dict[str, Any]) -> None:
