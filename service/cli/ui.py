@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from service.base.redact import register_secrets
 from service.cli.common import Context, pass_ctx
 from service.web.server import make_server
 
@@ -23,6 +24,7 @@ from service.web.server import make_server
 @pass_ctx
 def ui(ctx: Context, host: str, port: int, token: str | None) -> None:
     """Serve the dashboard (127.0.0.1 by default; any other address needs --token)."""
+    register_secrets([token])  # never printed, in an error or a log line
     server = make_server(ctx.cfg, host, port, token)
     hint = " (open it with ?token=<the token>)" if token else ""
     click.echo(f"icefloe ui: serving {server.url}{hint}; Ctrl-C stops", err=True)
