@@ -4,6 +4,7 @@ partitions with their entropy, the metadata health and the documented health sco
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -57,3 +58,16 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         "delete_files": health.delete_files,
         "delete_ratio": health.delete_ratio,
     }
+
+
+def plan_ms(catalog: Any, name: str, runs: int = 3, snapshot_id: int | None = None) -> float:
+    """Query planning as a fresh reader pays it (PyIceberg: load the table, plan every
+    file scan task) at ``snapshot_id`` (the current snapshot when None), median of
+    ``runs``, in milliseconds."""
+    spent = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        table = catalog.load_table(tuple(name.split(".")))
+        list(table.scan(snapshot_id=snapshot_id).plan_files())
+        spent.append((time.perf_counter() - started) * 1000)
+    return statistics.median(spent)

@@ -10,6 +10,7 @@ catalog's connection and the Redis client are never used by two request threads 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -25,11 +26,12 @@ from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
 from service.decider.history import read_all
 from service.observe.status import gather
-from service.observe.tables import table_summary
+from service.observe.tables import plan_ms, table_summary
 from service.state.ledger.redis import RedisLedger
 from service.state.queue.redis import open_queue
 
 HISTORY_SHOWN = 200  # the newest actions the page lists and charts
+PLANNED = 10  # the newest actions whose planning time before and after is measured
 BINS = 10  # file-size histogram: tenths of the target, then one bin at or above it
 
 
@@ -64,6 +66,8 @@ class Dashboard:
         self._lock = threading.Lock()
         self._catalog: Any = None
         self._client: Any = None
+        # (table, first snapshot, last snapshot) → planning ms before and after, or None
+        self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
 
     def _cat(self) -> Any:
         if self._catalog is None:
@@ -145,9 +149,32 @@ class Dashboard:
 
         def run() -> list[dict[str, Any]]:
             rows = read_all(self.cfg, self._cat(), self._ledger(), None, None)
-            return [_jsonable(r) for r in reversed(rows[-HISTORY_SHOWN:])]
+            out = [_jsonable(r) for r in reversed(rows[-HISTORY_SHOWN:])]
+            for row, raw in zip(out[:PLANNED], reversed(rows[-PLANNED:]), strict=False):
+                row["plan_ms"] = self._planning(raw)
+            return out
 
         return list(self._locked(run))
+
+    def _planning(self, row: dict[str, Any]) -> tuple[float, float] | None:
+        """A fresh reader's planning time (ms, median of 3) at the snapshot before the
+        action's first commit and at its last commit; measured once per action (snapshots
+        do not change), None when the action committed nothing or a snapshot was expired."""
+        ids = json.loads(row.get("detail") or "{}").get("snapshot_ids") or []
+        if not row.get("ok") or not ids:
+            return None
+        key = (str(row["table_name"]), int(ids[0]), int(ids[-1]))
+        if key not in self._plans:
+            self._plans[key] = None
+            try:
+                table = load_table(self._cat(), key[0])
+                first = table.snapshot_by_id(key[1])
+                if first is not None and first.parent_snapshot_id is not None:
+                    before = plan_ms(self._cat(), key[0], snapshot_id=first.parent_snapshot_id)
+                    self._plans[key] = (before, plan_ms(self._cat(), key[0], snapshot_id=key[2]))
+            except Exception:  # noqa: BLE001 - a table dropped since: no measure, no error
+                pass
+        return self._plans[key]
 
     def skew(self) -> list[dict[str, Any]]:
         """The newest stored skew report of each table."""

@@ -11,6 +11,7 @@ logs no error, and the token is enforced off loopback.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,12 +43,12 @@ CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TABLES = ("db.clicks", "db.events")
 
 
-def _record(book: RedisLedger, item: str, table: str, mib: int, age_s: float) -> None:
+def _record(book: RedisLedger, item: str, table: str, mib: int, age_s: float, **extra: Any) -> None:
     entry = {"id": item, "table": table, "action": "merge", "ok": True, "seconds": 1.5}
     entry |= {"bytes_rewritten": mib << 20, "files_rewritten": 6, "files_added": 1}
     entry |= {"mse_before": float(40_000 << 20), "mse_after": 1000.0 * (1 << 20)}
     entry |= {"manifests_before": 7, "manifests_after": 1, "partitions": ["day=1"]}
-    book.record_action(entry | {"finished_at": time.time() - age_s}, history=True)
+    book.record_action(entry | {"finished_at": time.time() - age_s} | extra, history=True)
 
 
 def _rows(n: int) -> pa.Table:
@@ -77,8 +78,9 @@ def warehouse(tmp_path: Path, redis_client: Any) -> tuple[Config, Any, RedisLedg
     _record(book, "old-1", "db.events", 3, 3600)
     _record(book, "old-2", "db.clicks", 1, 1800)
     assert flush(cfg, catalog, book, "d1") == 2
-    _record(book, "old-3", "db.events", 2, 600)  # pending: not flushed yet
     snap = catalog.load_table("db.events").current_snapshot()
+    # pending (not flushed yet), and its commit is the table's last: planning is measured
+    _record(book, "old-3", "db.events", 2, 600, snapshot_ids=[snap.snapshot_id])
     report = {"table": "db.events", "snapshot_id": snap.snapshot_id, "rows": 18000}
     report |= {"partitions": 3, "skewed_partitions": []}
     hot = [{"key": "x", "rows": 9, "share": 0.5}]
@@ -158,7 +160,8 @@ def test_dashboard_in_chromium(
     assert len(bars) == 11 and sum(h > 0 for h in bars) >= 1
     assert _until("entropy marks", lambda: browser.execute_script(_POINTS)) >= 2
     _until("the skew report", lambda: browser.execute_script(_SKEW))
-    _until("the pending action", lambda: browser.execute_script(_ACTION, "old-3"))
+    pending = _until("the pending action", lambda: browser.execute_script(_ACTION, "old-3"))
+    assert re.search(r"\t\d+\.\d → \d+\.\d\t", pending), pending  # planning ms before → after
 
     browser.execute_script("window.__noReload = 1")
     _record(book, "live-1", "db.clicks", 5, 0)

@@ -129,11 +129,12 @@ function renderHistory(rows) {
   fill(document.querySelector("#actions tbody"), rows.map((r) => {
     const outcome = (r.outcome || (r.ok ? "ok" : "failed")) + (r.pending ? " (pending)" : "");
     const manifests = r.manifests_before == null ? "-" : `${r.manifests_before} → ${r.manifests_after ?? "-"}`;
+    const planning = r.plan_ms ? `${r.plan_ms[0].toFixed(1)} → ${r.plan_ms[1].toFixed(1)}` : "-";
     return h("tr", { "data-item-id": r.item_id || "", "data-record-id": r.record_id },
       h("td", {}, r.ended_at.slice(0, 19).replace("T", " ")), h("td", {}, r.table_name), h("td", {}, r.action),
       h("td", {}, (r.partitions || []).length || "-"), h("td", {}, mib(r.bytes_rewritten)), h("td", {}, r.files_removed),
       h("td", {}, `${rmse(r.mse_before)} → ${rmse(r.mse_after)}`), h("td", {}, manifests),
-      h("td", {}, r.seconds == null ? "-" : r.seconds.toFixed(1)), h("td", {}, outcome));
+      h("td", { class: "planning" }, planning), h("td", {}, r.seconds == null ? "-" : r.seconds.toFixed(1)), h("td", {}, outcome));
   }));
 }
 
