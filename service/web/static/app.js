@@ -150,23 +150,28 @@ function renderSkew(reports) {
   }));
 }
 
+// each panel on its own: Redis away still shows the tables, a broken table the rest
+const PANELS = [
+  ["/api/overview", renderOverview],
+  ["/api/tables", renderTables],
+  ["/api/history", renderHistory],
+  ["/api/skew", renderSkew],
+];
+
 async function poll() {
   if (busy) return;
   busy = true;
-  const err = document.getElementById("error");
+  const errors = [];
+  const show = async (path, render) => {
+    try { render(await api(path)); } catch (e) { errors.push(String(e.message || e)); }
+  };
   try {
-    const [overview, tables, history, skew] = await Promise.all(
-      ["/api/overview", "/api/tables", "/api/history", "/api/skew"].map(api));
-    renderOverview(overview);
-    renderTables(tables);
-    renderHistory(history);
-    renderSkew(skew);
-    if (selected) renderTable(await api("/api/table?name=" + encodeURIComponent(selected)));
-    err.hidden = true;
+    await Promise.all(PANELS.map(([path, render]) => show(path, render)));
+    if (selected) await show("/api/table?name=" + encodeURIComponent(selected), renderTable);
+    const err = document.getElementById("error");
+    err.textContent = errors.join(" · ");
+    err.hidden = !errors.length;
     document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
-  } catch (e) {
-    err.textContent = String(e.message || e);
-    err.hidden = false;
   } finally {
     busy = false;
   }
