@@ -5,7 +5,8 @@ history, a stored skew report): the page loads, the tables and their scores appe
 chart renders, an action recorded during the test appears without a reload, the browser
 logs no error, and the token is enforced off loopback.
 
-``ICEFLOE_UI_SCREENSHOT=docs/dashboard.png`` saves the page as the README shows it.
+``ICEFLOE_UI_SCREENSHOT=PATH`` saves the page (the README's screenshot is the demo's:
+``scripts/dashboard_screenshot.py``).
 """
 
 from __future__ import annotations
