@@ -21,7 +21,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from service.base.config import Config, parse_table_identifier
-from service.base.errors import IcefloeError, TableNotFound, UsageError, describe
+from service.base.errors import (
+    IcefloeError,
+    OperationFailed,
+    TableNotFound,
+    UsageError,
+    describe,
+)
 from service.base.redact import scrub
 from service.web.data import Dashboard
 
@@ -72,12 +78,16 @@ def _table_name(query: dict[str, list[str]]) -> str:
 
 def make_server(cfg: Config, host: str, port: int, token: str | None) -> UiServer:
     """The server bound to ``host:port`` (not yet serving); a non-loopback ``host``
-    without a token is a :class:`UsageError`."""
+    without a token is a :class:`UsageError`, an address it cannot bind
+    :class:`OperationFailed`."""
     if not is_loopback(host) and not token:
         raise UsageError(
             f"--host {host} is not a loopback address: give --token (or ICEFLOE_UI_TOKEN)"
         )
-    return UiServer((host, port), Dashboard(cfg), token or None)
+    try:
+        return UiServer((host, port), Dashboard(cfg), token or None)
+    except OSError as e:  # the port taken, an address this machine does not have
+        raise OperationFailed(f"cannot serve on {host}:{port}: {e.strerror or e}") from e
 
 
 def serve_in_thread(server: UiServer) -> threading.Thread:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -186,12 +187,15 @@ _ACTION = """const r = document.querySelector(`#actions tr[data-item-id="${argum
 return r && r.innerText"""
 
 
-def _get(url: str, headers: dict[str, str] | None = None) -> int:
+def _get(url: str, headers: dict[str, str] | None = None, timeout: float = 30) -> int:
+    request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {})) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             return int(r.status)
     except urllib.error.HTTPError as e:
         return e.code
+    except OSError:  # not listening yet
+        return 0
 
 
 def test_the_token_is_enforced_off_loopback(warehouse: tuple[Config, Any, RedisLedger]) -> None:
@@ -217,3 +221,27 @@ def test_the_token_is_enforced_off_loopback(warehouse: tuple[Config, Any, RedisL
         srv.shutdown()
         srv.server_close()
         srv.dashboard.close()
+
+
+def test_icefloe_ui_serves_the_page_and_names_a_taken_port(
+    warehouse: tuple[Config, Any, RedisLedger],
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cmd = [sys.executable, "-m", "service", "--config", warehouse[0].source, "ui"]
+    server = subprocess.Popen([*cmd, "--port", str(port)], cwd=REPO, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while _get(f"http://127.0.0.1:{port}/api/tables", timeout=5) != 200:
+            assert server.poll() is None, server.stderr and server.stderr.read()
+            assert time.monotonic() < deadline, "icefloe ui did not answer within 60 s"
+            time.sleep(0.3)
+        taken = subprocess.run(
+            [*cmd, "--port", str(port)], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+        assert taken.returncode == 1 and taken.stderr.count("\n") == 1, taken.stderr
+        assert f"cannot serve on 127.0.0.1:{port}" in taken.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
