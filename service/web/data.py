@@ -11,6 +11,7 @@ catalog's connection and the Redis client are never used by two request threads 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
 from service.state.ledger.redis import RedisLedger
 from service.state.queue.redis import open_queue
+
+log = logging.getLogger("icefloe.ui")
 
 HISTORY_SHOWN = 200  # the newest actions the page lists and charts
 PLANNED = 10  # the newest actions whose planning time before and after is measured
@@ -172,8 +175,8 @@ class Dashboard:
                 if first is not None and first.parent_snapshot_id is not None:
                     before = plan_ms(self._cat(), key[0], snapshot_id=first.parent_snapshot_id)
                     self._plans[key] = (before, plan_ms(self._cat(), key[0], snapshot_id=key[2]))
-            except Exception:  # noqa: BLE001 - a table dropped since: no measure, no error
-                pass
+            except Exception as e:  # a table dropped since, unreadable files: no measure
+                log.warning("planning time of %s not measured: %s", key[0], describe(e))
         return self._plans[key]
 
     def skew(self) -> list[dict[str, Any]]:
