@@ -20,6 +20,14 @@ if [ "$mode" != "--fast" ] && ! command -v promtool >/dev/null 2>&1; then
       --no-install-recommends prometheus >/dev/null; } ||
     { echo "promtool is missing and apt-get could not install prometheus: install it by hand"; exit 1; }
 fi
+# headless Chromium drives the dashboard (tests/integration/test_ui_browser.py): Debian's
+if [ "$mode" != "--fast" ] && { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; }; then
+  echo "== installing chromium and chromium-driver (Debian packages)"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+      --no-install-recommends chromium chromium-driver >/dev/null; } ||
+    { echo "chromium is missing and apt-get could not install chromium chromium-driver: install them by hand"; exit 1; }
+fi
 echo "== pytest"
 set +e
 if [ "$mode" = "--fast" ]; then python -m pytest -m unit -q; else python -m pytest "$@"; fi

@@ -228,6 +228,22 @@ def load_report(
     return result
 
 
+def stored_reports(catalog: Any, namespace: str = REPORTS_NAMESPACE) -> list[dict[str, Any]]:
+    """The newest stored report of every table (by table name): what the dashboard lists."""
+    tbl = _reports_table(catalog, namespace, create=False)
+    if tbl is None:
+        return []
+    newest: dict[str, dict[str, Any]] = {}
+    for row in tbl.scan().to_arrow().to_pylist():
+        seen = newest.get(row["table_name"])
+        if seen is None or row["created_at"] > seen["created_at"]:
+            newest[row["table_name"]] = row
+    return [
+        json.loads(r["report"]) | {"created_at": r["created_at"].isoformat(), "tag": r["tag"]}
+        for _, r in sorted(newest.items())
+    ]
+
+
 def stored_hot_keys(
     catalog: Any, table: str, column: str, namespace: str = REPORTS_NAMESPACE
 ) -> list[Any] | None:

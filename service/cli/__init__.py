@@ -49,6 +49,7 @@ def _register() -> None:
         status,
         submit,
         tables,
+        ui,
     )
 
     modules = (
@@ -65,6 +66,7 @@ def _register() -> None:
         skew,
         dev,
         maintain,
+        ui,
     )
     for module in modules:
         for command in module.COMMANDS:

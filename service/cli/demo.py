@@ -9,8 +9,9 @@ import click
 
 from service.base.config import Config
 from service.cli.common import Context, Steps, emit, make_console, pass_ctx
-from service.cli.tables import render_partitions, table_summary
+from service.cli.tables import render_partitions
 from service.demo import DEFAULT_ROUNDS
+from service.observe.tables import table_summary
 
 console = make_console()
 

@@ -11,7 +11,6 @@ the snapshot count).
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +20,7 @@ from typing import Any
 from optimizer import stats_from_sizes
 from service.base.config import Config
 from service.demo.ingest import CommitStream
+from service.observe.tables import plan_ms
 
 Say = Callable[[str], None]
 TARGET_PROPERTY = "write.target-file-size-bytes"
@@ -38,17 +38,6 @@ class View:
 
     def sizes(self) -> dict[str, list[int]]:
         return {key: list(files.values()) for key, files in self.files.items()}
-
-
-def plan_ms(catalog: Any, name: str, runs: int = 3) -> float:
-    """Query planning as a fresh reader pays it (PyIceberg: load the table, plan every
-    file scan task), median of ``runs``, in milliseconds."""
-    spent = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        list(catalog.load_table(tuple(name.split("."))).scan().plan_files())
-        spent.append((time.perf_counter() - started) * 1000)
-    return statistics.median(spent)
 
 
 def read_view(catalog: Any, name: str) -> View:

@@ -1,0 +1,195 @@
+"""What the dashboard shows, as JSON-ready dicts, from the functions the CLI already uses:
+``status`` (:func:`service.observe.status.gather`), ``tables``
+(:func:`service.cli.tables.table_summary`), ``history``
+(:func:`service.decider.history.read_all`) and the stored skew reports
+(:func:`jobs.skew.detect.stored_reports`). Nothing here writes.
+
+One :class:`Dashboard` serves every request; its calls run one at a time (a lock), so the
+catalog's connection and the Redis client are never used by two request threads at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from jobs.skew.detect import stored_reports
+from service.base.catalog import load_catalog, load_table, managed_tables
+from service.base.config import Config
+from service.base.errors import ServiceUnavailable, describe
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.base.tablestats import current_partitions
+from service.decider.history import read_all
+from service.observe.status import gather
+from service.observe.tables import plan_ms, table_summary
+from service.state.ledger.redis import RedisLedger
+from service.state.queue.redis import open_queue
+
+log = logging.getLogger("icefloe.ui")
+
+HISTORY_SHOWN = 200  # the newest actions the page lists and charts
+PLANNED = 10  # the newest actions whose planning time before and after is measured
+BINS = 10  # file-size histogram: tenths of the target, then one bin at or above it
+
+
+def histogram(sizes: list[int], target: int) -> list[dict[str, Any]]:
+    """File counts by size: ``BINS`` equal bins under ``target``, then one for the files at
+    or above it (they cost nothing)."""
+    counts = [0] * (BINS + 1)
+    for s in sizes:
+        counts[min(BINS, s * BINS // target) if target > 0 else BINS] += 1
+    step = target / BINS
+    bins = [
+        {"lo": round(i * step), "hi": round((i + 1) * step), "files": counts[i]}
+        for i in range(BINS)
+    ]
+    return [*bins, {"lo": target, "hi": None, "files": counts[BINS]}]
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+    out.pop("detail", None)  # the whole record again: too much for a page
+    rewritten, added = row.get("files_rewritten"), row.get("files_added")
+    out["files_removed"] = None if rewritten is None or added is None else rewritten - added
+    return out
+
+
+class Dashboard:
+    """The data behind each API route of :mod:`service.web.server`."""
+
+    def __init__(self, cfg: Config, now: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.now = now
+        self._lock = threading.Lock()
+        self._catalog: Any = None
+        self._client: Any = None
+        # (table, first snapshot, last snapshot) → planning ms before and after, or None
+        self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
+
+    def _cat(self) -> Any:
+        if self._catalog is None:
+            self._catalog = load_catalog(self.cfg)
+        return self._catalog
+
+    def _redis(self) -> Any:
+        if self._client is None:
+            self._client = connect(self.cfg)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def _locked(self, fn: Callable[[], Any]) -> Any:
+        with self._lock:
+            return fn()
+
+    def overview(self) -> dict[str, Any]:
+        """``icefloe status --json``: queue, leases, deciders, actors, recent actions."""
+
+        def run() -> dict[str, Any]:
+            client = self._redis()
+            return gather(self.cfg, client, open_queue(self.cfg, client), self.now())
+
+        return dict(self._locked(run))
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Every managed table with its health score, worst first (an unreadable table:
+        its error, first)."""
+
+        def run() -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = []
+            catalog = self._cat()
+            for name in managed_tables(self.cfg, catalog):
+                try:
+                    s = table_summary(self.cfg, catalog, name)
+                except ServiceUnavailable:
+                    raise
+                except Exception as e:  # one broken table is its row's error
+                    rows.append({"table": name, "error": describe(e)})
+                    continue
+                parts = s.pop("partitions")
+                s["partitions"] = len(parts)
+                s["partitions_needing_work"] = sum(p["needs_work"] for p in parts)
+                rows.append(s)
+            rows.sort(key=lambda r: (r.get("health") or {}).get("score", -1.0))
+            return rows
+
+        return list(self._locked(run))
+
+    def table(self, name: str) -> dict[str, Any]:
+        """One table: its partitions by entropy (worst first), its files' size histogram
+        and its entropy over time (each action's worst partition MSE before and after)."""
+
+        def run() -> dict[str, Any]:
+            catalog = self._cat()
+            s = table_summary(self.cfg, catalog, name)
+            s["partitions"].sort(key=lambda p: -p["mse"])
+            sizes = [z for p in current_partitions(load_table(catalog, name)) for z in p.sizes]
+            s["histogram"] = histogram(sizes, s["target_file_size_bytes"])
+            rows = read_all(self.cfg, catalog, self._ledger(), name, None)[-HISTORY_SHOWN:]
+            s["entropy"] = [
+                {
+                    "at": r["ended_at"].isoformat(),
+                    "before": r["mse_before"],
+                    "after": r["mse_after"],
+                }
+                for r in rows
+                if r.get("mse_before") is not None
+            ]
+            return s
+
+        return dict(self._locked(run))
+
+    def history(self) -> list[dict[str, Any]]:
+        """The newest actions, newest first, with what each saved."""
+
+        def run() -> list[dict[str, Any]]:
+            rows = read_all(self.cfg, self._cat(), self._ledger(), None, None)
+            out = [_jsonable(r) for r in reversed(rows[-HISTORY_SHOWN:])]
+            for row, raw in zip(out[:PLANNED], reversed(rows[-PLANNED:]), strict=False):
+                row["plan_ms"] = self._planning(raw)
+            return out
+
+        return list(self._locked(run))
+
+    def _planning(self, row: dict[str, Any]) -> tuple[float, float] | None:
+        """A fresh reader's planning time (ms, median of 3) at the snapshot before the
+        action's first commit and at its last commit; measured once per action (snapshots
+        do not change), None when the action committed nothing or a snapshot was expired."""
+        ids = json.loads(row.get("detail") or "{}").get("snapshot_ids") or []
+        if not row.get("ok") or not ids:
+            return None
+        key = (str(row["table_name"]), int(ids[0]), int(ids[-1]))
+        if key not in self._plans:
+            self._plans[key] = None
+            try:
+                table = load_table(self._cat(), key[0])
+                first = table.snapshot_by_id(key[1])
+                if first is not None and first.parent_snapshot_id is not None:
+                    before = plan_ms(self._cat(), key[0], snapshot_id=first.parent_snapshot_id)
+                    self._plans[key] = (before, plan_ms(self._cat(), key[0], snapshot_id=key[2]))
+            except Exception as e:  # a table dropped since, unreadable files: no measure
+                log.warning("planning time of %s not measured: %s", key[0], describe(e))
+        return self._plans[key]
+
+    def skew(self) -> list[dict[str, Any]]:
+        """The newest stored skew report of each table."""
+        reports = self._locked(lambda: stored_reports(self._cat()))
+        # a snapshot id is past a JavaScript number's 53 bits: the page gets it as text
+        return [r | {"snapshot_id": str(r.get("snapshot_id"))} for r in reports]
+
+    def _ledger(self) -> RedisLedger | None:
+        """The ledger for the records not yet appended; None while Redis is away."""
+        try:
+            ledger = RedisLedger(self._redis(), Keys.for_config(self.cfg))
+            ledger.counters()
+        except ServiceUnavailable:
+            return None
+        return ledger

@@ -1,0 +1,147 @@
+"""``icefloe ui``'s server: the page and its assets (``static/``, shipped with the package:
+no CDN, it works air-gapped) and a JSON API the page polls, on the standard library's
+``ThreadingHTTPServer``.
+
+It binds 127.0.0.1 by default. On any other address a token is required: every request
+then carries ``Authorization: Bearer <token>`` or ``?token=<token>`` (the page keeps the
+one in its own URL), else 401.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import mimetypes
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from service.base.config import Config, parse_table_identifier
+from service.base.errors import (
+    IcefloeError,
+    OperationFailed,
+    TableNotFound,
+    UsageError,
+    describe,
+)
+from service.base.redact import scrub
+from service.web.data import Dashboard
+
+STATIC = Path(__file__).resolve().parent / "static"
+ASSETS = {"/": "index.html", "/app.js": "app.js", "/style.css": "style.css"}
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class UiServer(ThreadingHTTPServer):
+    """The HTTP server with what its handlers need: the dashboard and the token."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], dashboard: Dashboard, token: str | None):
+        self.dashboard = dashboard
+        self.token = token
+        super().__init__(address, Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}/"
+
+    def routes(self) -> dict[str, Callable[[dict[str, list[str]]], Any]]:
+        d = self.dashboard
+        return {
+            "/api/overview": lambda q: d.overview(),
+            "/api/tables": lambda q: d.tables(),
+            "/api/table": lambda q: d.table(_table_name(q)),
+            "/api/history": lambda q: d.history(),
+            "/api/skew": lambda q: d.skew(),
+        }
+
+
+def _table_name(query: dict[str, list[str]]) -> str:
+    name = (query.get("name") or [""])[0]
+    parse_table_identifier(name, "name")
+    return name
+
+
+def make_server(cfg: Config, host: str, port: int, token: str | None) -> UiServer:
+    """The server bound to ``host:port`` (not yet serving); a non-loopback ``host``
+    without a token is a :class:`UsageError`, an address it cannot bind
+    :class:`OperationFailed`."""
+    if not is_loopback(host) and not token:
+        raise UsageError(
+            f"--host {host} is not a loopback address: give --token (or ICEFLOE_UI_TOKEN)"
+        )
+    try:
+        return UiServer((host, port), Dashboard(cfg), token or None)
+    except OSError as e:  # the port taken, an address this machine does not have
+        raise OperationFailed(f"cannot serve on {host}:{port}: {e.strerror or e}") from e
+
+
+def serve_in_thread(server: UiServer) -> threading.Thread:
+    """``server`` serving on a daemon thread (tests, the screenshot script)."""
+    thread = threading.Thread(target=server.serve_forever, name="icefloe-ui", daemon=True)
+    thread.start()
+    return thread
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: UiServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass  # quiet: the page polls every 2 s
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        if not self._authorized(query):
+            self._send(401, "application/json", b'{"error": "a token is required"}')
+            return
+        if url.path in ASSETS:
+            body = (STATIC / ASSETS[url.path]).read_bytes()
+            kind = mimetypes.guess_type(ASSETS[url.path])[0] or "application/octet-stream"
+            self._send(200, kind, body)
+            return
+        route = self.server.routes().get(url.path)
+        if route is None:
+            self._send(404, "application/json", b'{"error": "not found"}')
+            return
+        try:
+            status, payload = 200, route(query)
+        except (UsageError, TableNotFound) as e:
+            status, payload = 400 if isinstance(e, UsageError) else 404, {"error": scrub(str(e))}
+        except IcefloeError as e:
+            status, payload = 503, {"error": scrub(str(e))}
+        except Exception as e:  # a library's error: one line, as the CLI shows it
+            status, payload = 500, {"error": describe(e)}
+        body = json.dumps(payload, default=str).encode()
+        self._send(status, "application/json", body)
+
+    def _authorized(self, query: dict[str, list[str]]) -> bool:
+        token = self.server.token
+        if token is None:
+            return True
+        header = self.headers.get("Authorization", "")
+        given = header[7:] if header.startswith("Bearer ") else (query.get("token") or [""])[0]
+        return hmac.compare_digest(given.encode(), token.encode())
+
+    def _send(self, status: int, kind: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind + ("; charset=utf-8" if "json" in kind else ""))
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)

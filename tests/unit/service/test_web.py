@@ -1,0 +1,61 @@
+"""The dashboard's pure parts: the file-size histogram, the loopback rule, the one-line
+refusal off loopback without a token, and the assets shipped as package data (the browser
+test is ``tests/integration/test_ui_browser.py``)."""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+from service.base.errors import UsageError
+from service.web.data import histogram
+from service.web.server import ASSETS, STATIC, is_loopback, make_server
+from tests.support.config import REPO, make_config
+
+pytestmark = pytest.mark.unit
+
+
+def test_histogram_counts_tenths_of_the_target_then_the_files_at_or_above_it() -> None:
+    bins = histogram([0, 9, 10, 55, 99, 100, 250], 100)
+    assert [b["files"] for b in bins] == [2, 1, 0, 0, 0, 1, 0, 0, 0, 1, 2]
+    assert (bins[0]["lo"], bins[0]["hi"], bins[-1]["lo"], bins[-1]["hi"]) == (0, 10, 100, None)
+    assert sum(b["files"] for b in histogram([], 100)) == 0
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.1.2.3", False),
+        ("example.com", False),
+    ],
+)
+def test_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_off_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"--host 0\.0\.0\.0 .*--token"):
+        make_server(make_config(tmp_path), "0.0.0.0", 0, None)
+    with pytest.raises(UsageError):
+        make_server(make_config(tmp_path), "0.0.0.0", 0, "")
+
+
+def test_every_asset_ships_as_package_data() -> None:
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    globs = [g.strip() for g in cfg["options.package_data"]["service"].split(",")]
+    root = REPO / "service"
+    shipped = sorted(STATIC.iterdir())
+    assert {p.name for p in shipped} == set(ASSETS.values())
+    for path in shipped:
+        rel = str(path.relative_to(root))
+        assert any(fnmatch.fnmatch(rel, g) for g in globs), rel
