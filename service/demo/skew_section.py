@@ -32,8 +32,8 @@ def skew_section(
     """Plant a hot key, detect it, and run the salted LEFT join against the plain one."""
     from pyspark.sql import functions as F
 
-    from jobs.skew import salted_join
     from jobs.skew.detect import detect_table
+    from jobs.skew.salting import salted_join
     from jobs.skew.stage_metrics import Meter
     from service.base.catalog import spark_table_name
 
