@@ -24,7 +24,14 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from jobs.base.verify import has_null
-from optimizer.skew_stats import HotKey, HotKeyRules, SkewMetrics, hot_keys, skew_metrics
+from optimizer.skew_stats import (
+    HotKey,
+    HotKeyRules,
+    SkewMetrics,
+    hot_keys,
+    sigma_outliers,
+    skew_metrics,
+)
 from service.base.errors import UsageError
 
 if TYPE_CHECKING:
@@ -289,8 +296,6 @@ def partition_skew(df: DataFrame) -> PartitionSkew:
     repartition by a join key: ``partition_skew(df.repartition(64, "customer"))``.
     """
     from pyspark.sql import functions as F
-
-    from optimizer.skew_stats import sigma_outliers
 
     pid = F.spark_partition_id().alias("p")
     counts = {int(r["p"]): int(r["count"]) for r in df.select(pid).groupBy("p").count().collect()}
