@@ -14,8 +14,10 @@ import subprocess
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
+from service.base.catalog import load_catalog, pyiceberg_properties
 from service.base.config import CatalogConfig, Config
 from service.base.redact import display_url, register_secrets, scrub
+from service.base.spark import JARS_DIR, local_jars
 from service.ops import probes
 
 BOOTSTRAP = "run scripts/bootstrap.sh (or `make bootstrap`)"
@@ -78,8 +80,6 @@ def required_jars(cat: CatalogConfig) -> list[str]:
 
 
 def check_jars(cfg: Config) -> Check:
-    from service.base.spark import JARS_DIR, local_jars
-
     names = [j.rsplit("/", 1)[-1] for j in local_jars()]
     need = required_jars(cfg.catalog)
     missing = [n for n in need if not any(j.startswith(n) for j in names)]
@@ -104,8 +104,6 @@ def catalog_fix(cat: CatalogConfig) -> str:
 
 
 def check_catalog(cfg: Config) -> Check:
-    from service.base.catalog import load_catalog
-
     cat = cfg.catalog
     where = f"{cat.name} ({cat.type}, {display_url(cat.uri)})"
     try:
@@ -136,8 +134,6 @@ def warehouse_fix(cat: CatalogConfig, scheme: str) -> str:
 
 
 def check_warehouse(cfg: Config) -> Check:
-    from service.base.catalog import pyiceberg_properties
-
     cat = cfg.catalog
     shown = display_url(cat.warehouse)
     scheme = probes.location_scheme(cat.warehouse)
