@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from service.base.errors import UsageError
+from service.base.submit import python_env, submit_command_for
 from service.cli.common import Context, pass_ctx
 
 SUBMITTABLE = ("actor", "actor_optimize", "skew_detect", "salted_join")
@@ -34,8 +35,6 @@ def submit(
     import dataclasses
     import shlex
     import subprocess
-
-    from service.base.submit import python_env, submit_command_for
 
     if job not in SUBMITTABLE:
         raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")

@@ -8,9 +8,13 @@ import click
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from optimizer.health_score import removable_mse
+from service.base.catalog import load_catalog, load_table, managed_tables
 from service.base.config import Config
 from service.base.errors import OperationFailed, ServiceUnavailable, describe
+from service.base.tablestats import current_partitions, table_score
 from service.cli.common import Context, emit, make_console, pass_ctx
+from service.state.health import read_health
 
 MIB = 1 << 20
 
@@ -21,11 +25,6 @@ console = make_console()
 def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
     import time
-
-    from optimizer.health_score import removable_mse
-    from service.base.catalog import load_table
-    from service.base.tablestats import current_partitions, table_score
-    from service.state.health import read_health
 
     table = load_table(catalog, name)
     inputs = cfg.plan_inputs(name, table.properties)
@@ -104,8 +103,6 @@ def render_partitions(summary: dict[str, Any]) -> None:
 def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
     """List managed tables with their health score (0-100: docs/health-score.md), files,
     bytes, partitions and current snapshot; --worst N for the N in the worst shape."""
-    from service.base.catalog import load_catalog, managed_tables
-
     catalog = load_catalog(ctx.cfg)
     rows: list[dict[str, Any]] = []
     for name in managed_tables(ctx.cfg, catalog):
