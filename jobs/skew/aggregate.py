@@ -40,6 +40,7 @@ Aggs = Mapping[str, tuple[str, str]]
 
 
 def _plain_expr(func: str, col: str) -> Column:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     if func == "count":
@@ -93,6 +94,7 @@ def salted_aggregate(
     ("sum", "amount")}``; the result has the ``by`` columns then the aliases, with the
     plain aggregation's types. NULL is a group like any other (it can be hot).
     """
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     cols = key_columns(df, by)
@@ -149,6 +151,7 @@ def salted_aggregate(
 
 
 def _avg_sum_type(df: DataFrame, col: str) -> str:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql.types import DecimalType
 
     dtype = df.schema[col].dataType

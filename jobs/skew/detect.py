@@ -12,6 +12,7 @@ or under ``spark-submit jobs/scripts/skew_detect.py`` with the same arguments.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -150,6 +151,7 @@ def _join_estimate(spark: Any, cfg: Config, other: str, on: str, kr: KeyReport) 
 
 
 def _reports_table(catalog: Any, namespace: str, create: bool) -> Any:
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
@@ -181,8 +183,7 @@ def _reports_table(catalog: Any, namespace: str, create: bool) -> Any:
 
 def save_report(catalog: Any, report: dict[str, Any], tag: str, namespace: str) -> None:
     """Append one report row (table, snapshot, tag, JSON) to ``<namespace>.skew_reports``."""
-    import datetime as dt
-
+    # pyarrow: only when files are read or written
     import pyarrow as pa
 
     tbl = _reports_table(catalog, namespace, create=True)
