@@ -115,6 +115,7 @@ def append_twice(catalog: Any, name: str, clone: str, stream: CommitStream, comm
     """The stream's next ``commits`` commits: each appended to ``name`` (one file per
     partition, as the first ingest wrote them) and its files fast-appended to ``clone``;
     returns the rows appended."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 
     table = catalog.load_table(tuple(name.split(".")))

@@ -34,6 +34,7 @@ def skew_section(
     hot_share: float = 0.3,
 ) -> dict[str, Any]:
     """Plant a hot key, detect it, and run the salted LEFT join against the plain one."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     purchases, users = f"{namespace}.purchases", f"{namespace}.users"

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
 from service.base.catalog import load_catalog, pyiceberg_properties
@@ -184,6 +185,7 @@ def check_spark(cfg: Config) -> Check:
 
 
 def check_redis(cfg: Config) -> Check:
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     url = cfg.redis.redacted_url()
@@ -210,8 +212,6 @@ def check_redis(cfg: Config) -> Check:
 
 
 def check_python_packages() -> Check:
-    from importlib.metadata import PackageNotFoundError, version
-
     want = {"pyspark": "4.1.3", "pyiceberg": "0.12.0", "pyarrow": "26.0.1", "redis": "8.1.0"}
     bad = []
     for pkg, pinned in want.items():
