@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,10 +35,6 @@ def submit(
 ) -> None:
     """spark-submit JOB (actor, actor_optimize, skew_detect, salted_join) with the config's
     master, catalog settings and jars; ARGS go to the job."""
-    import dataclasses
-    import shlex
-    import subprocess
-
     if job not in SUBMITTABLE:
         raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")
     cfg = ctx.cfg

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -24,8 +25,6 @@ console = make_console()
 
 def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
-    import time
-
     table = load_table(catalog, name)
     inputs = cfg.plan_inputs(name, table.properties)
     policy, target = inputs.policy, inputs.target

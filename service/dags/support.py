@@ -59,6 +59,7 @@ def default_config_path() -> str:
 
 def config_path() -> str:
     """The ``icefloe_config`` Variable (call it inside a task, never at parse time)."""
+    # airflow: only inside a task (this module imports without Airflow)
     from airflow.sdk import Variable
 
     return str(Variable.get(CONFIG_VARIABLE, default=default_config_path()))
