@@ -31,8 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.skew import detect_hot_keys, salted_aggregate, salted_join  # noqa: E402
-from jobs.skew.salting import plan_salted_join  # noqa: E402
+from jobs.skew.aggregate import salted_aggregate  # noqa: E402
+from jobs.skew.hot_keys import detect_hot_keys  # noqa: E402
+from jobs.skew.salting import plan_salted_join, salted_join  # noqa: E402
 from jobs.skew.stage_metrics import Meter  # noqa: E402
 
 # Coalescing is off in every variant: on inputs this small AQE would merge all shuffle

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
 from service.base.errors import UsageError
-from service.base.tablestats import PartitionFiles, split_selector
+from service.base.tablestats import PartitionFiles, current_partitions, split_selector
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -114,8 +115,6 @@ def require_partitions(table: Table, selectors: list[str]) -> list[str]:
     the current spec that the selectors name; UsageError unless every selector names one
     the table has now (what ``plan_table`` checks, for callers that queue work to run
     later: each queued item then names exactly one partition)."""
-    from service.base.tablestats import current_partitions
-
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()
     files = current_partitions(table, snapshot.snapshot_id) if snapshot is not None else []
@@ -191,8 +190,6 @@ def _plan_partition(
     deletes: bool = False,
     min_input_files: int = 2,
 ) -> PartitionPlan:
-    from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
-
     order = list(range(len(pf.paths)))
     if action == "sort":
         order.sort(
@@ -260,8 +257,6 @@ def plan_table(
     (delete compaction): also every data file a delete file may apply to, so that no delete
     file is left applying to the partition. A partition with fewer than ``min_input_files``
     undersized files is left for later (delete compaction aside)."""
-    from service.base.tablestats import current_partitions
-
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()
     if snapshot is None:

@@ -25,6 +25,8 @@ background thread, once per process (:func:`prepare`).
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -73,6 +75,7 @@ def quoted(name: str) -> str:
 
 def _has_map(dtype: Any) -> bool:
     """Whether a Spark type is, or holds anywhere inside it, a map."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     if isinstance(dtype, MapType):
@@ -87,6 +90,7 @@ def _has_map(dtype: Any) -> bool:
 def _hashable(df: DataFrame, name: str) -> Column:
     """Spark cannot hash maps (nor structs/arrays holding one); their JSON form it can, and
     it is the same on both sides of a comparison."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     col = F.col(quoted(name))
@@ -97,6 +101,7 @@ def row_hash(df: DataFrame) -> Column:
     """xxhash64 over every column of a row but :data:`KEY`, maps included (as JSON):
     deterministic per row content. The checksums here and the salts of the skew joins
     (:mod:`jobs.skew.join_strategies`) both use it."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     cols = [_hashable(df, c) for c in df.columns if c != KEY]
@@ -110,6 +115,7 @@ def has_null(key: Any) -> bool:
 
 def checksum_exprs(df: DataFrame, columns: list[str]) -> list[Column]:
     """The aggregates behind a :class:`Checksum`: rows, summed row hash, non-null counts."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     h = row_hash(df.select(*[F.col(quoted(c)) for c in columns]))
@@ -138,6 +144,7 @@ def checksums_by_key(df: DataFrame, columns: list[str]) -> dict[str, Checksum]:
 
 def conform(df: DataFrame, like: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     """``df``'s columns cast to ``like``'s schema, in ``like``'s column order (+ ``keep``)."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     return df.select(
@@ -166,6 +173,7 @@ def profile(written: Checksum, null_free: list[str]) -> Any:
     """The written data as the suite sees it: a pandas frame of one row per column, its
     ``rows`` (the written row count), its ``nulls`` and whether the input had none
     (``null_free``). A null-free column the written data lacks counts as all nulls."""
+    # pandas: only when a profile is taken
     import pandas as pd
 
     columns = sorted(set(written.non_null) | set(null_free))
@@ -263,10 +271,8 @@ def _build_suite() -> _Suite:
     """An ephemeral context (nothing written to disk), one pandas data source, and one
     suite of two expectations whose only per-action value, the expected row count, is a
     suite parameter."""
-    import logging
-    import os
-
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    # great_expectations (seconds to import): only when the data checks run
     import great_expectations as gx
     from great_expectations import expectations as gxe
     from great_expectations.data_context.types.base import ProgressBarsConfig

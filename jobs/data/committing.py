@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from jobs.base.plan import PartitionPlan
 from jobs.base.report import PartitionReport
+from jobs.rewrite.exact import CommitConflict
+from optimizer import stats_from_sizes
 
 if TYPE_CHECKING:
     from jobs.rewrite.exact import ExactRewrite, GroupResult
@@ -27,8 +29,6 @@ def worth_committing(sizes_before: Sequence[int], sse_after: int, target: int) -
     before compression) can still write files no better than their inputs, and committing
     those would churn the table forever (the decider would see the same entropy again).
     """
-    from optimizer import stats_from_sizes
-
     return sse_after < stats_from_sizes(sizes_before, target).sse
 
 
@@ -82,8 +82,6 @@ def ready_to_commit(
     rewrite: ExactRewrite, p: PartitionPlan, mine: list[GroupResult], target: int
 ) -> Ready | None:
     """The partition's commit, or None (files deleted) when it would not lower its SSE."""
-    from optimizer import stats_from_sizes
-
     new_sizes = [s for r in mine for s in r.new_sizes]
     replaced = {path for g in p.groups for path in g.paths}
     kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
@@ -106,8 +104,6 @@ def commit_ready(
     """Commit the ready partitions: together, else one by one. A partition leaves
     ``untried`` when handed to a commit: the committer alone owns its outcome (an unknown
     one keeps the files, which may be live). Returns the conflicting partitions."""
-    from jobs.rewrite.exact import CommitConflict
-
     if len(ready) > 1:
         untried.difference_update(d.key for d in ready)
         if _commit_together(rewrite, ready, reports, attempt):
@@ -134,8 +130,6 @@ def _commit_together(
     """Every ready partition in one ``replace`` snapshot (the common case: one metadata
     write instead of one per partition). False on a conflict, with nothing deleted: the
     caller then commits partition by partition, so only the conflicting ones re-plan."""
-    from jobs.rewrite.exact import CommitConflict
-
     try:
         snapshot_id = rewrite.commit(
             [r for d in ready for r in d.results], discard_on_conflict=False

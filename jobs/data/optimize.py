@@ -37,8 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.base.plan import TablePlan, load_and_plan, plan_table
 from jobs.base.report import OptimizeReport, PartitionReport, build_report
+from jobs.base.verify import Checksum
 from jobs.base.verify import prepare as prepare_suite
 from jobs.data.committing import Ready, commit_ready, ready_to_commit
+from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
+from jobs.rewrite.exact import ExactRewrite
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import ACTIONS, Config, parse_table_identifier
 from service.base.errors import OperationFailed, UsageError
@@ -172,7 +175,6 @@ def _arrow_table(pt: Table, engine: str) -> ArrowTable | None:
     """What the Arrow engine's tasks need of the table; None when the policy says Spark."""
     if engine != "auto":
         return None
-    from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
 
     return ArrowTable(slim_metadata(pt.metadata), dict(pt.io.properties))
 
@@ -192,8 +194,6 @@ def _attempt(
 ) -> tuple[list[tuple[int, str]], dict[str, Any] | None]:
     """Write and verify every planned group, then commit them: all in one snapshot, or
     partition by partition after a conflict. Returns the conflicting partitions."""
-    from jobs.rewrite.exact import ExactRewrite
-
     assert plan.snapshot_id is not None
     clock = time.monotonic()
     rewrite = ExactRewrite(spark, name, plan.snapshot_id, collaborators)
@@ -248,8 +248,6 @@ def _attempt(
 def _suite(rewrite: ExactRewrite, results: list[GroupResult]) -> dict[str, Any]:
     """Great Expectations over the measures of all written data (``GroupResult.output``:
     rows and non-null counts per column), once per action, before any commit."""
-    from jobs.base.verify import Checksum
-
     if not any(r.new_paths for r in results):
         return {"success": True, "expectations": 0, "failed": [], "rows_checked": 0}
     read, written = Checksum(), Checksum()

@@ -41,6 +41,7 @@ class Removed:
 def _key(location: str) -> tuple[str, str]:
     """A location's comparable form: (scheme, path) as PyArrow's FileIO parses it, so
     ``file:/x``, ``file:///x`` and ``/x`` are one file."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     scheme, _, path = PyArrowFileIO.parse_location(location)
@@ -50,6 +51,7 @@ def _key(location: str) -> tuple[str, str]:
 def list_prefix(io: Any, prefix: str) -> list[str]:
     """Every file under ``prefix``, as locations written like ``prefix`` itself; [] when the
     prefix does not exist. Needs PyIceberg's PyArrow FileIO (others cannot list)."""
+    # pyarrow: only when files are read or written
     from pyarrow.fs import FileSelector, FileType
 
     fs_by_scheme = getattr(io, "fs_by_scheme", None)

@@ -34,6 +34,7 @@ class DeleteIndex:
         self._read: dict[str, pa.Table] = {}
 
     def _table(self, path: str) -> pa.Table:
+        # pyarrow: only when files are read or written
         import pyarrow.parquet as pq
 
         if path not in self._read:
@@ -44,6 +45,7 @@ class DeleteIndex:
     def positions(self, data_path: str, delete_paths: Sequence[str], records: int) -> pa.Array:
         """The distinct row positions of ``data_path`` (``records`` rows) that the delete
         files name, sorted; positions outside the file name no row and are left out."""
+        # pyarrow: only when files are read or written
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -64,6 +66,7 @@ _ROW_NUMBERS: list[pa.Array] = []  # the longest 0..n-1 built so far in this pro
 def _row_numbers(n: int) -> pa.Array:
     """0, 1, ..., n-1 as int64, built in Arrow (a running sum of ones) and kept for reuse:
     ``pa.array(range(n))`` would cost ~0.1 µs a row in Python."""
+    # pyarrow: only when files are read or written
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -77,6 +80,7 @@ def _row_numbers(n: int) -> pa.Array:
 
 def _within(positions: pa.Array, start: int, end: int) -> pa.Array:
     """The positions in ``[start, end)``, shifted to start at 0."""
+    # pyarrow: only when files are read or written
     import pyarrow.compute as pc
 
     mask = pc.and_(pc.greater_equal(positions, start), pc.less(positions, end))
@@ -89,6 +93,7 @@ def drop_positions(batches: Sequence[pa.RecordBatch], positions: pa.Array) -> li
 
     Pure Arrow: this runs in the executors' Python, whose packed archive
     (:mod:`service.ops.pack`) holds pyarrow but not numpy."""
+    # pyarrow: only when files are read or written
     import pyarrow.compute as pc
 
     if not len(positions):

@@ -15,13 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.base.plan import FileGroup
 from jobs.base.verify import Checksum
-from jobs.rewrite.arrow_engine import ArrowGroup, ArrowTable, eligible
+from jobs.rewrite.arrow_engine import (
+    ArrowGroup,
+    ArrowTable,
+    eligible,
+    rewrite_group,
+    rewrite_groups,
+)
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.locations import new_locations
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.tasks import ScanTasks
 from jobs.rewrite.write_properties import spark_only_reason
+from optimizer import predict_output_sizes
+from optimizer.binpack import balance
 from service.base.spark import in_process_master
 
 if TYPE_CHECKING:
@@ -36,8 +44,6 @@ Built = dict[str, list[tuple[Any, int]]]
 def balanced(groups: Sequence[ArrowGroup], slots: int) -> list[list[ArrowGroup]]:
     """Groups dealt to at most ``slots`` tasks, largest first onto the lightest task (LPT):
     one Spark task per group would pay the Python worker round trip for each."""
-    from optimizer.binpack import balance
-
     rows = [sum(n for _, n in g.inputs) for g in groups]
     shares = balance(rows, min(slots, len(groups))) if groups else []
     return [[groups[i] for i in share] for share in shares if share]
@@ -93,7 +99,6 @@ class ArrowDriver:
         """Write ``results`` with the Arrow engine (:meth:`_run`), each file verified as it
         is written, and their Java ``DataFile`` objects built as each group finishes (in
         the driver) or after the job (on a cluster)."""
-        from optimizer import predict_output_sizes
 
         def place(r: GroupResult) -> tuple[Any, Any, list[str]]:
             """Spec, partition and output locations: a few py4j round trips a group."""
@@ -149,8 +154,6 @@ class ArrowDriver:
         """Every group's :class:`ArrowResult`. In the driver, each finished group's
         ``DataFile`` objects are built into ``built`` on two more threads while the other
         groups are written: their py4j waits overlap Arrow work, which runs without the GIL."""
-        from jobs.rewrite.arrow_engine import rewrite_group, rewrite_groups
-
         sc = self.spark.sparkContext
         slots = max(1, int(sc.defaultParallelism))
         in_driver = self.in_driver

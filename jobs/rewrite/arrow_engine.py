@@ -68,6 +68,7 @@ class ArrowTable:
         """The current schema as PyIceberg writes it into a data file (field ids on every
         field, nested ones included; 32-bit string, binary and list offsets, as a Parquet
         reader returns them): what every file we write holds."""
+        # pyiceberg: only when a catalog, table or file is used
         import pyarrow as pa
         from pyiceberg.io.pyarrow import (
             ParquetFormatModel,
@@ -92,6 +93,7 @@ class ArrowTable:
         """``pq.ParquetWriter`` options from the table's properties, as PyIceberg's writer
         takes them (codec, level, page and dictionary sizes, page row limit); row groups
         are sized here (PyIceberg would warn that it does not)."""
+        # pyiceberg: only when a catalog, table or file is used
         from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
 
         props = {k: v for k, v in self.metadata.properties.items() if k != ROW_GROUP_BYTES}
@@ -167,7 +169,7 @@ def rewrite_groups(table: ArrowTable, groups: Sequence[ArrowGroup]) -> list[Arro
 
 def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     """Read, (sort), write and verify one group. Raises on any mismatch."""
-    from pyiceberg.io import load_file_io
+    from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
     io = load_file_io(table.io_properties, table.metadata.location)
     index, deleted = DeleteIndex(io), {}
@@ -202,6 +204,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
 
 def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Iterator[Any]:
     """The group's live rows: each input's rows without its deleted positions."""
+    # pyarrow: only when files are read or written
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -232,7 +235,7 @@ def _read_file(
     schema never changed, at half the cost of PyIceberg's ``ArrowScan``, which re-derives
     the projection for every file. Any other file (renamed, added or promoted columns, no
     field ids, a map column) goes through ``ArrowScan``."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     with io.new_input(path).open() as f:
         parquet = pq.ParquetFile(f)
@@ -270,6 +273,7 @@ def _scan(
 ) -> Iterator[pa.RecordBatch]:
     """One file through PyIceberg's ``ArrowScan``: field-id projection onto the current
     schema (renames, added columns and type promotions as Iceberg reads them)."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -293,7 +297,7 @@ def _scan(
 
 def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
     """Tables of exactly ``size`` rows (the last: the rest) from a stream of batches."""
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow: only when files are read or written
 
     pending: list[pa.RecordBatch] = []
     rows = 0
@@ -315,7 +319,7 @@ def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
 def _write(table: ArrowTable, io: FileIO, path: str, chunk: pa.Table) -> pa.Table:
     """Write ``chunk`` as one Parquet data file (PyIceberg's writer options, Iceberg field
     ids); returns exactly what was written."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     arrow = _as_written(table, chunk)
     options = table.writer_options | {"use_dictionary": dictionary_columns(arrow)}
@@ -331,6 +335,7 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
     Rows read as they are, or through ``ArrowScan`` with the same types, need nothing
     or only their field ids; anything else goes through PyIceberg's projection, batch by
     batch."""
+    # pyiceberg: only when a catalog, table or file is used
     import pyarrow as pa
     from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema
 
@@ -359,7 +364,7 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
 def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
     """The file at ``path`` holds exactly ``written``, row for row, value for value; its
     non-null count per column, as read back (the data checks' measure of the output)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     with io.new_input(path).open() as f:
         back = pq.ParquetFile(f).read()
@@ -379,7 +384,7 @@ def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
 def _bitwise(table: pa.Table) -> pa.Table:
     """Floating-point columns as integers of the same width: Arrow's equality says
     NaN != NaN; comparing bit patterns makes a NaN equal to itself (and -0.0 != 0.0)."""
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow: only when files are read or written
 
     widths = {pa.float16(): pa.int16(), pa.float32(): pa.int32(), pa.float64(): pa.int64()}
     columns = []

@@ -42,6 +42,7 @@ def dictionary_columns(chunk: pa.Table, page_rows: int = FIRST_PAGE_ROWS) -> lis
 
 
 def _dictionary_pays(column: pa.ChunkedArray, page_rows: int) -> bool:
+    # pyarrow: only when files are read or written
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -62,6 +63,7 @@ def _dictionary_pays(column: pa.ChunkedArray, page_rows: int) -> bool:
 
 
 def _is_binary(kind: pa.DataType) -> bool:
+    # pyarrow: only when files are read or written
     import pyarrow as pa
 
     return bool(
@@ -81,6 +83,7 @@ def _fixed(kind: pa.DataType) -> bool:
 
 def _plain_bytes(values: pa.Array | pa.ChunkedArray) -> int:
     """Bytes of ``values`` (no nulls) in Parquet's plain encoding."""
+    # pyarrow: only when files are read or written
     import pyarrow.compute as pc
 
     if _is_binary(values.type):
@@ -93,6 +96,7 @@ def _plain_bytes(values: pa.Array | pa.ChunkedArray) -> int:
 def leaf_paths(schema: pa.Schema) -> dict[str, tuple[str, ...]]:
     """Each top-level column's Parquet leaf column paths (``a``, or ``a.list.element``),
     as the Parquet writer names them (the schema of an empty file written with it)."""
+    # pyarrow: only when files are read or written
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()

@@ -58,6 +58,7 @@ PLAIN_TYPE = re.compile(
 
 def _plain_schema(schema: Any) -> Any:
     """``schema`` (a Spark ``StructType``) with no field metadata."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql.types import StructField, StructType
 
     return StructType([StructField(f.name, f.dataType, f.nullable) for f in schema.fields])
@@ -144,6 +145,7 @@ class SparkEngine:
 
     def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
         """Write one group; its input checksum is observed on the rows the writer consumes."""
+        # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import Observation
 
         df = self.read(result)
@@ -172,6 +174,7 @@ class SparkEngine:
     ) -> dict[str, Checksum]:
         """One plain read of every new file; rows go to their group by file name (new
         files have unique, UUID-based names)."""
+        # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import functions as F
 
         owner = {p.rsplit("/", 1)[-1]: r.group_id for r in results for p in r.new_paths}
@@ -196,6 +199,7 @@ class SparkEngine:
         the new ``DataFile`` objects: Spark's own file sources know only Hadoop file
         systems, which need not reach the table's storage. ``through_table`` forces
         either way (None: by the paths)."""
+        # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import functions as F
 
         paths = [p for r in results for p in r.new_paths]

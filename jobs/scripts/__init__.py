@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
+from service.cli import main
+
 CONFIG = "--config"
 
 
@@ -41,8 +43,6 @@ def cli_argv(command: Sequence[str], args: Sequence[str]) -> list[str]:
 def run_command(command: Sequence[str], argv: Sequence[str] | None = None) -> int:
     """Run ``icefloe COMMAND ARGS...`` in this process; its exit code (0 ok, 1 failed, 2 bad
     usage or config), as the CLI maps errors to them."""
-    from service.cli import main
-
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         main(cli_argv(command, args))

@@ -12,13 +12,16 @@ or under ``spark-submit jobs/scripts/skew_detect.py`` with the same arguments.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
-from optimizer.skew_stats import HotKeyRules, SkewMetrics, skew_metrics
+from optimizer.skew_stats import HotKeyRules, SkewMetrics, sigma_outliers, skew_metrics
+from service.base.catalog import load_table, spark_table_name
+from service.base.config import parse_table_identifier
 from service.base.errors import UsageError
 from service.base.partition_key import PartitionKey
 from service.base.tablestats import spec_fields
@@ -36,8 +39,6 @@ def storage_skew(table: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     Returns every partition, the flagged ones (2σ rule on bytes or rows), and the
     robust measures of the byte sizes.
     """
-    from optimizer.skew_stats import sigma_outliers
-
     if table.current_snapshot() is None:
         return [], [], skew_metrics([])
     parts: list[dict[str, Any]] = []
@@ -76,8 +77,6 @@ def detect_table(
     refresh: bool = False,
 ) -> dict[str, Any]:
     """The skew report of ``table`` at its current snapshot (reused when already stored)."""
-    from service.base.catalog import load_table, spark_table_name
-
     tbl = load_table(catalog, table)
     snap = tbl.current_snapshot()
     snapshot_id = None if snap is None else snap.snapshot_id
@@ -130,8 +129,6 @@ def detect_table(
 
 def _join_estimate(spark: Any, cfg: Config, other: str, on: str, kr: KeyReport) -> dict[str, Any]:
     """Output rows each hot key would produce joined with ``other`` (rows × other rows)."""
-    from service.base.catalog import spark_table_name
-
     keys = [h.key for h in kr.hot]
     odf = spark.table(spark_table_name(cfg, other))
     counts, _, other_rows = measure_keys(odf, [on], keys) if keys else ({}, 0, odf.count())
@@ -154,6 +151,7 @@ def _join_estimate(spark: Any, cfg: Config, other: str, on: str, kr: KeyReport) 
 
 
 def _reports_table(catalog: Any, namespace: str, create: bool) -> Any:
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
@@ -185,8 +183,7 @@ def _reports_table(catalog: Any, namespace: str, create: bool) -> Any:
 
 def save_report(catalog: Any, report: dict[str, Any], tag: str, namespace: str) -> None:
     """Append one report row (table, snapshot, tag, JSON) to ``<namespace>.skew_reports``."""
-    import datetime as dt
-
+    # pyarrow: only when files are read or written
     import pyarrow as pa
 
     tbl = _reports_table(catalog, namespace, create=True)
@@ -210,8 +207,6 @@ def load_report(
     namespace: str = REPORTS_NAMESPACE,
 ) -> dict[str, Any] | None:
     """The newest stored report of ``table`` (at ``snapshot_id`` / with ``tag`` if given)."""
-    from service.base.config import parse_table_identifier
-
     parse_table_identifier(table)  # safe to quote into the filter below
     tbl = _reports_table(catalog, namespace, create=False)
     if tbl is None:
@@ -248,8 +243,6 @@ def stored_hot_keys(
     catalog: Any, table: str, column: str, namespace: str = REPORTS_NAMESPACE
 ) -> list[Any] | None:
     """Hot keys of ``column`` from the newest report at the table's current snapshot."""
-    from service.base.catalog import load_table
-
     snap = load_table(catalog, table).current_snapshot()
     report = load_report(
         catalog, table, None if snap is None else snap.snapshot_id, None, namespace

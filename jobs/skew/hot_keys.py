@@ -18,13 +18,21 @@ aggregations use them too. Table-level detection and the stored reports are in
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from jobs.base.verify import has_null
-from optimizer.skew_stats import HotKey, HotKeyRules, SkewMetrics, hot_keys, skew_metrics
+from optimizer.skew_stats import (
+    HotKey,
+    HotKeyRules,
+    SkewMetrics,
+    hot_keys,
+    sigma_outliers,
+    skew_metrics,
+)
 from service.base.errors import UsageError
 
 if TYPE_CHECKING:
@@ -55,12 +63,14 @@ def key_value(cols: Sequence[str], row: Any) -> Any:
 
 def key_is_null(cols: Sequence[str]) -> Column:
     """True when any key column is NULL: such a row never equals anything in a join."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     return reduce(lambda a, b: a | b, [F.col(c).isNull() for c in cols])
 
 
 def key_equals(cols: Sequence[str], key: Any, null_safe: bool = False) -> Column:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     values = (key,) if len(cols) == 1 else tuple(key)
@@ -75,6 +85,7 @@ def key_equals(cols: Sequence[str], key: Any, null_safe: bool = False) -> Column
 
 def key_lookup(cols: Sequence[str], values: Mapping[Any, Any], null_safe: bool = False) -> Column:
     """``CASE WHEN key = k1 THEN v1 ... END`` (NULL for any other key)."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     expr: Any = F
@@ -127,6 +138,7 @@ def measure_keys(
     df: DataFrame, cols: Sequence[str], keys: Sequence[Any]
 ) -> tuple[dict[Any, int], int, int]:
     """Exact rows of ``keys``, NULL-key rows and all rows of ``df`` in one pass."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     tag = F.lit(None).cast("int")
@@ -205,8 +217,7 @@ def _sample_counts(
     Simple key types come back as one Arrow batch and are counted on the driver (one scan,
     no shuffle: a sample is small); other types are counted by Spark.
     """
-    import statistics
-
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, DateType, IntegralType, StringType
 
@@ -251,6 +262,7 @@ def _exact_report(
     null_is_key: bool,
     with_metrics: bool,
 ) -> KeyReport:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     row = counts.agg(
@@ -288,9 +300,8 @@ def partition_skew(df: DataFrame) -> PartitionSkew:
     Use it inside a job to check a DataFrame before an expensive stage, e.g. after a
     repartition by a join key: ``partition_skew(df.repartition(64, "customer"))``.
     """
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
-
-    from optimizer.skew_stats import sigma_outliers
 
     pid = F.spark_partition_id().alias("p")
     counts = {int(r["p"]): int(r["count"]) for r in df.select(pid).groupBy("p").count().collect()}

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobs.skew.detect import stored_hot_keys
 from jobs.skew.salting import plan_salted_join
+from service.base.catalog import load_table, spark_table_name
+from service.base.config import parse_table_identifier
 from service.base.errors import UsageError
 
 if TYPE_CHECKING:
@@ -66,10 +69,6 @@ def build_command_args(
 
 def run(spark: Any, cfg: Config, catalog: Any, job: JoinJob) -> dict[str, Any]:
     """Join, then write ``job.into`` (create: fails if it exists; replace; append)."""
-    from jobs.skew.detect import stored_hot_keys
-    from service.base.catalog import load_table, spark_table_name
-    from service.base.config import parse_table_identifier
-
     parse_table_identifier(job.into, "--into table")
     load_table(catalog, job.left)
     left = spark.table(spark_table_name(cfg, job.left))

@@ -23,6 +23,7 @@ __all__ = ["MARK", "SALT", "row_hash"]  # row_hash: the one of jobs.base.verify,
 
 
 def _bucket(h: Column, n: Column | int) -> Column:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     return F.pmod(h, n if not isinstance(n, int) else F.lit(n)).cast("int")
@@ -32,6 +33,7 @@ def salt_rows(
     df: DataFrame, cols: Sequence[str], values: Mapping[Any, list[int]], nulls: int
 ) -> DataFrame:
     """Salt of a row: one of its key's salt values, picked by the hash of the row."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     arrays = key_lookup(cols, {k: F.array(*map(F.lit, v)) for k, v in values.items()})
@@ -48,6 +50,7 @@ def replicate_rows(
     df: DataFrame, cols: Sequence[str], values: Mapping[Any, list[int]], nulls: int
 ) -> DataFrame:
     """One copy of a row per salt value of its key (NULL keys: one copy, hashed)."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     arrays = key_lookup(cols, {k: F.array(*map(F.lit, v)) for k, v in values.items()})
@@ -74,6 +77,7 @@ def salt_values(
     (:func:`optimizer.skew_stats.spread_salts`) choose. Falls back to ``0..N-1`` when the two
     sides' key types differ (the join would hash a coerced type).
     """
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     plain = {k: list(range(n)) for k, n in salts.items()}
@@ -117,6 +121,7 @@ def isolate_and_broadcast(
     build can blow one task's memory, which is why Spark prefers sorting; with the hot
     keys taken out and the side small per task it is safe, and much faster.
     """
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     is_hot = key_lookup(cols, {k: True for k in hot})  # NULL for NULL keys and cold keys

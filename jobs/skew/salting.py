@@ -349,6 +349,7 @@ def _build_salted(
     salted_left, salted_right = (s_df, p_df) if skewed_side == "left" else (p_df, s_df)
     out = salted_left.join(salted_right, on=[*cols, SALT], how=kind)
     if p_keeps_unmatched:
+        # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import functions as F
 
         spurious = F.col(MARK).isNull() & key_lookup(cols, chosen).isNotNull()
@@ -369,6 +370,7 @@ def _sides_worth_checking(left: DataFrame, right: DataFrame) -> list[str]:
 
 
 def _true() -> Column:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
     return F.lit(True)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from jobs.maintenance.orphans import cleaner
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.base.catalog import load_catalog
 from service.base.config import Config
@@ -149,8 +150,6 @@ def _settle(adhoc: AdhocIntents, guard: AdhocGuard) -> None:
 def open_adhoc(cfg: Config) -> AdhocIntents | None:
     """The Redis intents and the cleaner an ``icefloe optimize`` run records under; None
     when Redis cannot be reached (the run goes on without a record)."""
-    from jobs.maintenance.orphans import cleaner  # PyIceberg's table machinery: only for a real run
-
     try:
         client = connect(cfg)
     except ServiceUnavailable as e:

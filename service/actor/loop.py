@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.maintenance.orphans import cleaner
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.actor.leases import LeaseGuard, Renewer
 from service.actor.runners import (
@@ -34,6 +35,7 @@ from service.actor.runners import (
     spark_runners,
     summary,
 )
+from service.base.catalog import load_catalog
 from service.base.config import Config
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import Keys
@@ -360,8 +362,6 @@ def run_actor(
     client = connect(cfg)
     keys = Keys.for_config(cfg)
     ledger = RedisLedger(client, keys)
-    from jobs.maintenance.orphans import cleaner
-    from service.base.catalog import load_catalog
 
     if runner is None:
         runner, batch_runner = spark_runners(cfg, spark)

@@ -17,13 +17,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.data.optimize import optimize_table
 from jobs.history.table import commit_facts
+from jobs.maintenance.due import assess
+from jobs.maintenance.run import run_table_action
+from jobs.rewrite.exact import Collaborators
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from optimizer.maintenance_rules import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.base.catalog import load_catalog, load_table
 from service.base.config import Config
 from service.base.errors import OperationFailed, describe
 from service.base.partition_key import is_key
+from service.base.spark import build_spark
 from service.state.queue import REQUESTED, ActionItem
 
 log = logging.getLogger("icefloe.actor")
@@ -107,15 +112,11 @@ def spark_runners(cfg: Config, spark: Any = None) -> tuple[Runner, BatchRunner]:
 
     def session() -> Any:
         if state["spark"] is None:
-            from service.base.spark import build_spark
-
             state["spark"] = build_spark(cfg, app_name="icefloe-actor")
         return state["spark"]
 
     def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
         if item.action in TABLE_MAINTENANCE:
-            from jobs.maintenance.run import run_table_action
-
             if item.action == "rewrite_manifests" and item.reason != REQUESTED:
                 if not _manifests_due(cfg, item.table):  # e.g. done after a batch since
                     return {"partitions": [], "skipped": "manifests no longer due"}
@@ -153,10 +154,6 @@ def _optimize(
     spark: Any, cfg: Config, items: Sequence[ActionItem], guard: WriteGuard
 ) -> dict[str, Any]:
     """``optimize_table`` over exactly the items' partitions (one table, one action)."""
-    # heavy (Spark, great-expectations): imported only when there is work
-    from jobs.data.optimize import optimize_table
-    from jobs.rewrite.exact import Collaborators
-
     keys = [it.partition for it in items if it.partition]
     report = optimize_table(
         spark,
@@ -180,7 +177,6 @@ def _optimize(
 def _manifests_due(cfg: Config, name: str) -> bool:
     """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
     rule of ``optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
-    from jobs.maintenance.due import assess
 
     table = load_table(load_catalog(cfg), name)
     policy = cfg.policy_for(name, table.properties)
@@ -196,7 +192,6 @@ def _manifests_after(spark: Any, cfg: Config, name: str) -> dict[str, Any] | Non
     try:
         if not _manifests_due(cfg, name):
             return None
-        from jobs.maintenance.run import run_table_action
 
         return run_table_action(spark, cfg, name, "rewrite_manifests")
     except Exception as e:  # the decider queues it as usual next pass

@@ -85,6 +85,7 @@ def spark_catalog_conf(cat: CatalogConfig) -> dict[str, str]:
 
 def load_catalog(cfg: Config) -> Catalog:
     """The PyIceberg catalog named like the Spark one. Raises ServiceUnavailable (one line)."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.catalog import load_catalog as _load
 
     try:
@@ -111,6 +112,7 @@ command that long, per table. A healthy server answers in well under a second.""
 def rest_catalog_class() -> type:
     """PyIceberg's ``RestCatalog`` whose HTTP session bounds every request by
     :data:`REST_TIMEOUT` (a timeout is then one line: the catalog is unreachable)."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.catalog.rest import RestCatalog
     from requests.adapters import HTTPAdapter
 
@@ -156,6 +158,7 @@ def _local_paths(cat: CatalogConfig) -> None:
 
 def load_table(catalog: Catalog, ident: str) -> Table:
     """Load ``namespace.table``; a clear TableNotFound instead of a library traceback."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
     parts = parse_table_identifier(ident)
@@ -190,6 +193,7 @@ def spark_table_name(cfg: Config, ident: str) -> str:
 
 def managed_tables(cfg: Config, catalog: Catalog) -> list[str]:
     """Explicit managed tables plus every table in the managed namespaces, sorted."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.exceptions import NoSuchNamespaceError
 
     names: set[str] = set(cfg.managed.tables) | set(cfg.tables)

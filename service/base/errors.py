@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from service.base.redact import scrub
+
 
 class IcefloeError(Exception):
     """Base of every error icefloe raises on purpose. ``exit_code`` is what the CLI returns."""
@@ -46,8 +48,6 @@ def describe(e: BaseException) -> str:
     """Any exception as one short line, secrets scrubbed: an icefloe error's own text; a
     library's (SQLAlchemy's multi-line messages, a Java exception through py4j, a REST or
     S3 error) as its type and the first line that says what failed."""
-    from service.base.redact import scrub
-
     if isinstance(e, IcefloeError):
         text = str(e)
     else:

@@ -38,6 +38,7 @@ def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
     server waits for a TLS handshake that never comes) fails in seconds, not half a minute,
     and a ``redis.cluster`` setting that does not match the server is named at once.
     """
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     url = cfg.redis.url
@@ -52,6 +53,7 @@ def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
     timeouts = {"socket_timeout": max(30.0, block_seconds + 10), "socket_connect_timeout": 5}
     if not cfg.redis.cluster:
         return redis.Redis.from_url(url, health_check_interval=30, **timeouts)
+    # redis-py, slow to import: only when Redis is used
     from redis.cluster import RedisCluster
 
     try:
@@ -65,6 +67,7 @@ def connect(cfg: Config, block_seconds: float = 0.0) -> Any:
 def _probe(cfg: Config) -> bool | None:
     """Ping the node the URL names (a few seconds at most); whether it runs in cluster mode
     (None: it would not say)."""
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     url = cfg.redis.url
@@ -126,6 +129,7 @@ def translated(what: str) -> Iterator[None]:
     names the failing operation and the error class, never a URL (so never a password):
     callers above the adapters catch ``ServiceUnavailable`` and never look at Redis types.
     """
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     unreachable = (
@@ -167,6 +171,7 @@ class LuaScripts:
         command is sent like any other, to the master of the one slot (:meth:`_slot_node`).
         A server that lost its scripts (restarted, flushed) answers NOSCRIPT for every
         call: the script is loaded (on every master) and those calls run again."""
+        # redis-py, slow to import: only when Redis is used
         import redis
 
         script = self._lua[name]

@@ -183,6 +183,7 @@ def session_conf(
 def build_spark(
     cfg: Config, app_name: str = "icefloe", extra: Mapping[str, str] | None = None
 ) -> SparkSession:
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import SparkSession
 
     if cfg.spark.master.startswith("local"):

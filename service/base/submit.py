@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service.base.errors import UsageError
+from service.base.spark import in_process_master, submit_conf
+from service.base.versions import jar_settings
 
 if TYPE_CHECKING:
     from service.base.config import Config
@@ -92,8 +94,6 @@ def python_env(master: str, deploy_mode: str | None = None) -> dict[str, str]:
     interpreter, and so do Python tasks under an in-process master (``local[N]``). On a
     cluster the executors run their own Python (a path on this machine means nothing
     there), with the ``spark.executor_deps`` archive on its path."""
-    from service.base.spark import in_process_master
-
     env = {}
     if deploy_mode != "cluster":
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -127,9 +127,6 @@ def submit_command_for(
 
     Not pure (it looks at ``.jars/``); everything it decides is in ``build_submit_command``.
     """
-    from service.base.spark import submit_conf
-    from service.base.versions import jar_settings
-
     jars = jar_settings()
     conf = submit_conf(cfg)  # no secret on a command line: the driver loads the config
     conf.update(driver_python_conf(conf, deploy_mode))

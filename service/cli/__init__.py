@@ -35,6 +35,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 
 def _register() -> None:
     """Each command module exports ``COMMANDS``; heavy imports stay inside the commands."""
+    # kept here while the history command joins this list (moving it now is a merge conflict)
     from service.cli import (
         actor,
         decide,

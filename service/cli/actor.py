@@ -29,6 +29,7 @@ from service.cli.common import (
 @pass_ctx
 def actor(ctx: Context, max_actions: int | None, idle_exit: float | None) -> None:
     """Run actions from the queue with Spark until told to stop."""
+    # start-up: the actor loop reaches the rewrite engines
     from service.actor.loop import run_actor
 
     report = run_actor(ctx.cfg, max_actions, idle_exit)

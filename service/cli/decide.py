@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from service.base.catalog import load_catalog, load_table
 from service.base.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.base.keys import Keys
@@ -29,7 +30,9 @@ from service.cli.common import (
     pass_ctx,
     require_managed,
 )
-from service.state.queue import REQUESTED
+from service.decider.pool import SubmitLauncher
+from service.state.events.redis import RedisEvents
+from service.state.queue import REQUESTED, ActionItem
 from service.state.queue.redis import open_queue
 
 log = logging.getLogger("icefloe.decider")
@@ -70,8 +73,7 @@ def decide(
     as_json: bool,
 ) -> None:
     """Run the decider: snapshot scans → rolling entropy → queue → fair dispatch."""
-    from service.base.catalog import load_catalog
-    from service.decider.pool import SubmitLauncher
+    # start-up: the decider's loops and stores, and prometheus_client, only when it runs
     from service.decider.wiring import open_decider
     from service.observe.metrics import DeciderMetrics, serve
 
@@ -182,9 +184,6 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
 @pass_ctx
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
-    from service.base.catalog import load_catalog, load_table
-    from service.state.events.redis import RedisEvents
-
     parse_table_identifier(table)
     load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written
     client = connect(ctx.cfg)
@@ -241,20 +240,19 @@ def request(
     as_json: bool,
 ) -> None:
     """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
-    from service.base.catalog import load_catalog, load_table
-    from service.state.queue import ActionItem
-
     parse_table_identifier(table)
     pt = load_table(load_catalog(ctx.cfg), table)
     require_managed(ctx.cfg, table, force)
     selector = partition_selector([f.name for f in pt.spec().fields], partitions)
     keys: list[str | None] = [None]  # the whole table
     if selector is not None:  # partitions the table has now: nothing queued that fails later
+        # start-up: the planner only for a request naming partitions
         from jobs.base.plan import require_partitions
 
         keys = list(require_partitions(pt, [selector]))  # one item per partition, exactly
     policy = ctx.cfg.policy_for(table, pt.properties)
     if action == "sort":  # a sort needs a sort order: say so now, not in an actor later
+        # start-up: the planner only for a sort request
         from jobs.base.plan import resolve_sort_columns
 
         resolve_sort_columns(pt, policy.sort_order)

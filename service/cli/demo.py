@@ -7,10 +7,12 @@ from typing import Any
 
 import click
 
-from service.base.config import Config
+from service.base.catalog import load_catalog
+from service.base.config import Config, parse_table_identifier
 from service.cli.common import Context, Steps, emit, make_console, pass_ctx
 from service.cli.tables import render_partitions
 from service.demo import DEFAULT_ROUNDS
+from service.demo.report import render_demo
 from service.observe.tables import table_summary
 
 console = make_console()
@@ -32,14 +34,12 @@ console = make_console()
 def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_json: bool) -> None:
     """Build a streaming-ingest warehouse in rounds, compacting between them: icefloe's
     decider and actors on the tables, Iceberg's rewrite_data_files on identical copies."""
-    from service.base.config import parse_table_identifier
-
     parse_table_identifier(f"{namespace}.x", "namespace")
     cfg = ctx.cfg
     if quick:
         _demo_quick(cfg, namespace, seed, as_json)
         return
-    from service.demo.report import render_demo
+    # start-up: the full demo reaches the actors, rewrite engines and matplotlib
     from service.demo.run import run_demo
 
     with Steps("demo", rounds + 1, quiet=as_json) as steps:
@@ -65,7 +65,7 @@ def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_j
 
 
 def _demo_quick(cfg: Config, namespace: str, seed: int, as_json: bool) -> None:
-    from service.base.catalog import load_catalog
+    # start-up: the demo's ingest only for --quick
     from service.demo.ingest import demo_tables, ingest
 
     catalog = load_catalog(cfg)

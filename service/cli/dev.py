@@ -16,6 +16,9 @@ import click
 from service.base.config import dev_root
 from service.cli.common import emit
 from service.ops.dev import DEFAULT_ROOT, PROFILES
+from service.ops.dev import down as stop
+from service.ops.dev import status as probe
+from service.ops.dev import up as start
 
 
 def _shown(path: Path) -> str:
@@ -61,8 +64,6 @@ def dev() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def up(profile: str, root: Path | None, free_ports: bool, as_json: bool) -> None:
     """Start the profile's services unless they run, and write its config overlay."""
-    from service.ops.dev import up as start
-
     state = start(profile, _root(root), free_ports=free_ports)
     data = {
         "profile": profile,
@@ -101,8 +102,6 @@ def up(profile: str, root: Path | None, free_ports: bool, as_json: bool) -> None
 @_options
 def down(profile: str, root: Path | None) -> None:
     """Stop the profile's services; their data, ports and secrets stay for the next up."""
-    from service.ops.dev import down as stop
-
     for line in stop(profile, _root(root)):
         click.echo(line)
 
@@ -112,8 +111,6 @@ def down(profile: str, root: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(profile: str, root: Path | None, as_json: bool) -> None:
     """Whether each service of the profile runs (exit 0 when all do, else 1)."""
-    from service.ops.dev import status as probe
-
     rows = [
         {"name": s.name, "pid": s.pid, "address": s.address, "running": s.running}
         for s in probe(profile, _root(root))

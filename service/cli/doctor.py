@@ -18,6 +18,7 @@ console = make_console()
 def doctor(ctx: Context, as_json: bool) -> None:
     """Check the packages, Java, the jars, the catalog, the warehouse (a write-read-delete
     probe), the Spark master and Redis; say how to fix what fails. Prints no secret."""
+    # start-up: the checks and probes only for doctor
     from service.ops.doctor import run_checks
 
     checks = run_checks(ctx.cfg)

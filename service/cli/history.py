@@ -51,6 +51,7 @@ def history(
 ) -> None:
     """Every action icefloe ran (on TABLE, or on every table), oldest first: when, what,
     files and bytes rewritten, entropy before and after, the commit, the outcome."""
+    # start-up: the catalog and the history table only when the command runs
     from service.base.catalog import load_catalog
     from service.decider.history import read_all
 
@@ -66,6 +67,7 @@ def history(
 def _ledger(cfg: Config) -> Ledger | None:
     """The Redis ledger for the records not appended yet; None (one warning) when Redis
     does not answer: the table's records are shown alone."""
+    # start-up: redis-py only when the command runs
     from service.base.keys import Keys
     from service.base.redis_client import connect
     from service.state.ledger.redis import RedisLedger

@@ -19,9 +19,15 @@ from typing import Any
 
 import click
 
+from jobs.maintenance.due import assess
+from jobs.maintenance.sharing import orphan_hold
 from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth
-from service.base.config import Config
+from service.base.catalog import load_catalog, load_table
+from service.base.config import Config, parse_table_identifier
 from service.base.errors import OperationFailed, ServiceUnavailable
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.base.spark import build_spark
 from service.cli.common import (
     Context,
     Steps,
@@ -31,6 +37,7 @@ from service.cli.common import (
     pass_ctx,
     require_managed,
 )
+from service.state.health.redis import RedisHealth
 
 console = make_console()
 
@@ -65,9 +72,6 @@ def maintenance_plan(
     the held ones: orphan removal while another table of the catalog (listed here, see
     ``jobs.maintenance.sharing``) overlaps the location, unless the policy's
     ``maintenance.allow_shared_location`` or ``allow_shared`` names it."""
-    from jobs.maintenance.due import assess
-    from jobs.maintenance.sharing import orphan_hold
-
     policy = cfg.policy_for(name, table.properties)
     allowed = (*policy.maintenance.allow_shared_location, *allow_shared)
     hold = orphan_hold(table.catalog, name, table, allowed)
@@ -86,10 +90,6 @@ def maintenance_plan(
 
 def stored_runs(cfg: Config, name: str) -> tuple[dict[str, int], Any]:
     """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
-    from service.base.keys import Keys
-    from service.base.redis_client import connect
-    from service.state.health.redis import RedisHealth
-
     try:
         store = RedisHealth(connect(cfg), Keys.for_config(cfg))
         return store.last_runs(name), store
@@ -127,8 +127,8 @@ def _run(
 ) -> list[dict[str, Any]]:
     """Run ``actions`` on ``table`` in one Spark session, each verified, with progress;
     each run marked in Redis (``store``) unless a dry run."""
+    # start-up: the maintenance procedures only when one runs
     from jobs.maintenance.run import run_table_action
-    from service.base.spark import build_spark
 
     spark = build_spark(cfg, app_name="icefloe-maintain")
     ran = []
@@ -177,9 +177,6 @@ def maintain(
     """Run TABLE's metadata maintenance now (rewrite_manifests, expire_snapshots,
     remove_orphan_files): the actions due, or those named; each verified. Orphan removal
     is refused while another table's location overlaps TABLE's."""
-    from service.base.catalog import load_catalog, load_table
-    from service.base.config import parse_table_identifier
-
     cfg = ctx.cfg
     parse_table_identifier(table)
     for other in allow_shared:

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table as RichTable
 
-from service.base.config import ACTIONS, Config
+from service.base.catalog import load_catalog, managed_tables
+from service.base.config import ACTIONS, Config, parse_table_identifier
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 from service.base.partition_key import display_key
+from service.base.spark import build_spark
 from service.cli.common import Context, Steps, emit, make_console, pass_ctx
+from service.cli.maintain import maintenance_plan, render_health, stored_runs
 
 if TYPE_CHECKING:
     from jobs.base.plan import Planned
@@ -52,11 +55,8 @@ def _rmse(mse: float | None) -> str:
 
 def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
-    from service.base.catalog import load_catalog
-
     planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
     pt, plan, target = planned.table, planned.plan, planned.target
-    from service.cli.maintain import maintenance_plan, stored_runs
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])
     return {
@@ -129,7 +129,6 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
         for p in d["partitions"]:
             for i, group in enumerate(p["groups"]):
                 console.print(f"{p['partition'] or '(table)'} group {i}: " + ", ".join(group))
-        from service.cli.maintain import render_health
 
         render_health({"table": f"metadata of {d['table']}", **d["maintenance"]})
 
@@ -158,8 +157,6 @@ def optimize(
     only after a conflict). The
     tables share one Spark session, started only when a plan has work; a table that fails
     does not stop the others."""
-    from service.base.catalog import load_catalog, managed_tables
-
     cfg = ctx.cfg
     if bool(tables) == all_managed:
         raise UsageError("name one or more TABLEs, or --all for every managed table")
@@ -182,8 +179,8 @@ def optimize(
     spark: Any = None  # PyIceberg planned: Spark (15 s to start) only for real work
     adhoc: Any = None
     if not dry_run and any(work.values()):
+        # start-up: the ad-hoc lease and intents only for real work
         from service.actor.adhoc import open_adhoc
-        from service.base.spark import build_spark
 
         spark = build_spark(cfg, app_name="icefloe-optimize")
         adhoc = open_adhoc(cfg)  # write intents: no orphan file even after kill -9
@@ -225,10 +222,12 @@ def _optimize_one(
 ) -> Any:
     """``optimize_table`` of one table, its new files recorded under a lease of the run's
     own (:mod:`service.actor.adhoc`) when there is Spark, i.e. work, to do."""
+    # start-up: the rewrite engines only when a table is optimized
     from jobs.data.optimize import optimize_table
 
     if spark is None or dry_run:
         return optimize_table(spark, cfg, name, partitions or None, action, dry_run)
+    # start-up: the rewrite engines and the ad-hoc lease only with Spark
     from jobs.rewrite.exact import Collaborators
     from service.actor.adhoc import adhoc_run
 
@@ -246,8 +245,8 @@ def has_work(cfg: Config, catalog: Any, name: str, partitions: list[str], action
 
 def _plan(cfg: Config, catalog: Any, name: str, partitions: list[str], action: str) -> Planned:
     """Table ``name`` loaded and planned as ``optimize_table`` plans it (PyIceberg only)."""
+    # start-up: the planner only when a table is planned
     from jobs.base.plan import load_and_plan
-    from service.base.config import parse_table_identifier
 
     parse_table_identifier(name)
     return load_and_plan(cfg, catalog, name, action, partitions or None)

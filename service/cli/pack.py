@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -31,8 +32,7 @@ def pack(ctx: Context, output: str, as_json: bool) -> None:
     """Pack what the Arrow engine needs on a cluster's executors (PyIceberg, pyarrow and
     icefloe's job code, at this environment's versions) into one Spark archive; set
     `spark.executor_deps` to it."""
-    from pathlib import Path
-
+    # start-up: tarfile, gzip and packaging only for pack
     from service.ops.pack import build_archive
 
     path = Path(output) if Path(output).is_absolute() else Path(ctx.cfg.home) / output

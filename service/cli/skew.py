@@ -13,8 +13,11 @@ from typing import Any
 import click
 
 from jobs.skew.salting import JOIN_TYPES  # no Spark import: the join types are plain data
+from optimizer.skew_stats import HotKeyRules
+from service.base.catalog import load_catalog, load_table
 from service.base.config import parse_table_identifier
 from service.base.errors import UsageError
+from service.base.spark import build_spark
 from service.cli.common import Context, FiniteFloat, emit, pass_ctx
 
 
@@ -40,8 +43,6 @@ def _detect_rules(
     median_multiple: float,
 ) -> Any:
     """Validate ``skew detect``'s arguments (UsageError) and build its hot-key rules."""
-    from optimizer.skew_stats import HotKeyRules
-
     parse_table_identifier(table)
     if join_with:
         parse_table_identifier(join_with, "--join-with table")
@@ -106,9 +107,8 @@ def detect(
 ) -> None:
     """Hot keys of TABLE's --key columns and its skewed partitions."""
     rules = _detect_rules(table, join_with, on, reports_namespace, min_share, median_multiple)
+    # start-up: the skew jobs only when one runs
     from jobs.skew.detect import detect_table, render_text
-    from service.base.catalog import load_catalog, load_table
-    from service.base.spark import build_spark
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)
@@ -176,6 +176,7 @@ def join(
     as_json: bool,
 ) -> None:
     """Join LEFT with RIGHT (or --right-sql) on --on, salting hot keys, into --into."""
+    # start-up: the skew jobs only when one runs
     from jobs.skew.join_job import JoinJob, run
 
     job = JoinJob(
@@ -185,8 +186,6 @@ def join(
     if right:
         parse_table_identifier(right, "RIGHT table")
     parse_table_identifier(into, "--into table")
-    from service.base.catalog import load_catalog
-    from service.base.spark import build_spark
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)

@@ -22,6 +22,7 @@ from service.state.queue.redis import open_queue
 @pass_ctx
 def status(ctx: Context, as_json: bool) -> None:
     """Tables over tolerance, queue depth by class, leases, dead letters, recent actions."""
+    # start-up: every store's reader only for status
     from service.observe.status import gather, render
 
     client = connect(ctx.cfg)

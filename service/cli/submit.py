@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import click
 
 from service.base.errors import UsageError
+from service.base.submit import python_env, submit_command_for
 from service.cli.common import Context, pass_ctx
 
 SUBMITTABLE = ("actor", "actor_optimize", "skew_detect", "salted_join")
@@ -31,12 +35,6 @@ def submit(
 ) -> None:
     """spark-submit JOB (actor, actor_optimize, skew_detect, salted_join) with the config's
     master, catalog settings and jars; ARGS go to the job."""
-    import dataclasses
-    import shlex
-    import subprocess
-
-    from service.base.submit import python_env, submit_command_for
-
     if job not in SUBMITTABLE:
         raise UsageError(f"unknown job {job!r} (known: {', '.join(SUBMITTABLE)})")
     cfg = ctx.cfg

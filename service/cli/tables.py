@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from service.base.catalog import load_catalog, managed_tables
 from service.base.errors import OperationFailed, ServiceUnavailable, describe
 from service.cli.common import Context, emit, make_console, pass_ctx
 from service.observe.tables import table_summary
@@ -52,8 +53,6 @@ def render_partitions(summary: dict[str, Any]) -> None:
 def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
     """List managed tables with their health score (0-100: docs/health-score.md), files,
     bytes, partitions and current snapshot; --worst N for the N in the worst shape."""
-    from service.base.catalog import load_catalog, managed_tables
-
     catalog = load_catalog(ctx.cfg)
     rows: list[dict[str, Any]] = []
     for name in managed_tables(ctx.cfg, catalog):

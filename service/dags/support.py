@@ -29,7 +29,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from service.base.config import ACTIONS, DEFAULT_CONFIG, PROJECT_ROOT, load_config
+from service.base.config import (
+    ACTIONS,
+    DEFAULT_CONFIG,
+    PROJECT_ROOT,
+    load_config,
+    parse_table_identifier,
+)
+from service.base.errors import UsageError
+from service.base.spark import submit_conf
+from service.base.submit import python_env
+from service.base.versions import jar_settings
 
 SCRIPTS_DIR = PROJECT_ROOT / "jobs" / "scripts"
 DEFAULT_CONN_ID = "spark_default"
@@ -49,6 +59,7 @@ def default_config_path() -> str:
 
 def config_path() -> str:
     """The ``icefloe_config`` Variable (call it inside a task, never at parse time)."""
+    # airflow: only inside a task (this module imports without Airflow)
     from airflow.sdk import Variable
 
     return str(Variable.get(CONFIG_VARIABLE, default=default_config_path()))
@@ -70,6 +81,7 @@ def icefloe_command(*args: str) -> str:
 
 def backlog_size(config_path: str | Path) -> int:
     """Pending actions on the queue (what the actor runs are sized by)."""
+    # DAG parsing stays light: every store's reader only inside the task
     from service.observe.status import queue_backlog
 
     return int(queue_backlog(load_config(config_path)))
@@ -80,10 +92,6 @@ def spark_submit_kwargs(job: str, config_path: str | Path) -> dict[str, Any]:
     ``config_path``: the catalog's Spark conf and the jars (``service.base.versions``; cluster
     masters can override both through the connection/conf). Loads the config: call it at
     run time."""
-    from service.base.spark import submit_conf
-    from service.base.submit import python_env
-    from service.base.versions import jar_settings
-
     cfg = load_config(config_path)
     jars = jar_settings()
     return {
@@ -128,9 +136,6 @@ def adhoc_args(conf: Mapping[str, Any], config_path: str | Path) -> list[str]:
 
     ``{"table": "ns.tbl", "partitions": ["day=2026-11-01"], "action": "merge", "dry_run": false}``
     """
-    from service.base.config import parse_table_identifier
-    from service.base.errors import UsageError
-
     table = str(conf.get("table", ""))
     parse_table_identifier(table)
     action = str(conf.get("action", "merge"))
@@ -155,8 +160,6 @@ def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str
 
     ``spec = {"tables": [{"table": "demo.events", "keys": ["user_id"]}], ...}``
     """
-    from service.base.config import parse_table_identifier
-
     runs = []
     for entry in spec.get("tables", []):
         parse_table_identifier(entry["table"])
@@ -170,8 +173,8 @@ def skew_runs(spec: Mapping[str, Any], config_path: str | Path) -> list[list[str
 def salted_join_args(spec: Mapping[str, Any] | None, config_path: str | Path) -> list[list[str]]:
     """Args of the ``jobs/scripts/salted_join.py`` run, if ``spec["join"]`` names one (the job's own
     pure argument builder, so the two never drift apart)."""
+    # DAG parsing stays light: the skew jobs only inside the task
     from jobs.skew.join_job import build_command_args
-    from service.base.config import parse_table_identifier
 
     join = (spec or {}).get("join")
     if not join:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.maintenance.due import ORPHANS
+from jobs.maintenance.sharing import orphan_hold
 from optimizer import PartitionStats, estimate
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
@@ -250,7 +251,6 @@ def hold_orphans(
     reason is kept for ``status``."""
     if not any(n.action == ORPHANS for n in needs):
         return needs
-    from jobs.maintenance.sharing import orphan_hold
 
     hold = orphan_hold(table.catalog, name, table, policy.maintenance.allow_shared_location)
     health.mark_hold(name, ORPHANS, hold)

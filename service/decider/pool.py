@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import subprocess
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -49,8 +50,6 @@ class SubmitLauncher:
     def __init__(
         self, cfg: Config, idle_exit: float = 120.0, popen: Callable[[list[str]], Any] | None = None
     ):
-        import subprocess
-
         self.cfg = cfg
         self.idle_exit = idle_exit
         self.popen = popen or (lambda argv: subprocess.Popen(argv, start_new_session=True))

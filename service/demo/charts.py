@@ -24,6 +24,7 @@ def render_chart(
 
     ``timeline`` holds ``(seconds since start, table, mean partition MSE in bytes²)``.
     """
+    # matplotlib: only when a chart is drawn
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,6 +79,7 @@ def render_rounds_chart(path: Path, rounds: Sequence[Mapping[str, Any]]) -> Path
     """Write a PNG of the bytes rewritten, cumulative over the rounds: icefloe against
     Iceberg's ``rewrite_data_files``. ``rounds``: the demo's rounds, each with an
     ``icefloe`` and an ``iceberg`` mapping holding ``bytes_rewritten``."""
+    # matplotlib: only when a chart is drawn
     import matplotlib
 
     matplotlib.use("Agg")

@@ -53,6 +53,7 @@ class CommitInfo:
 
 
 def schema() -> Schema:
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.schema import Schema
     from pyiceberg.types import (
         DoubleType,
@@ -73,6 +74,7 @@ def schema() -> Schema:
 
 
 def partition_spec() -> PartitionSpec:
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import DayTransform, IdentityTransform
 
@@ -109,6 +111,7 @@ def batch(
     rng: random.Random, day: dt.date, regions: tuple[str, ...], rows: int, first_id: int
 ) -> pa.Table:
     """``rows`` rows per region for ``day``; payloads are random so sizes are predictable."""
+    # pyarrow: only when files are read or written
     import pyarrow as pa
 
     n = rows * len(regions)

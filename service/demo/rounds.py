@@ -17,10 +17,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.maintenance.orphans import cleaner
 from optimizer import stats_from_sizes
-from service.base.config import Config
+from service.actor.loop import Actor
+from service.actor.runners import spark_runners
+from service.base.catalog import spark_table_name
+from service.base.config import Config, DeciderSettings
+from service.base.keys import Keys
+from service.base.redis_client import connect
+from service.base.tablestats import current_partitions
+from service.decider.history import flush
+from service.decider.wiring import open_decider
 from service.demo.ingest import CommitStream
+from service.observe.status import scans_avoided_pct
 from service.observe.tables import plan_ms
+from service.state.intents.redis import RedisIntents
+from service.state.queue import budget_of
+from service.state.queue.redis import RedisQueue
 
 Say = Callable[[str], None]
 TARGET_PROPERTY = "write.target-file-size-bytes"
@@ -42,8 +55,6 @@ class View:
 
 def read_view(catalog: Any, name: str) -> View:
     """One table's :class:`View`, from metadata only."""
-    from service.base.tablestats import current_partitions
-
     table = catalog.load_table(tuple(name.split(".")))
     parts = current_partitions(table)
     snap = table.current_snapshot()
@@ -94,6 +105,7 @@ def append_twice(catalog: Any, name: str, clone: str, stream: CommitStream, comm
     """The stream's next ``commits`` commits: each appended to ``name`` (one file per
     partition, as the first ingest wrote them) and its files fast-appended to ``clone``;
     returns the rows appended."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 
     table = catalog.load_table(tuple(name.split(".")))
@@ -127,8 +139,6 @@ def append_twice(catalog: Any, name: str, clone: str, stream: CommitStream, comm
 
 def iceberg_rewrite(spark: Any, cfg: Config, name: str, target: int) -> dict[str, Any]:
     """Iceberg's ``rewrite_data_files`` (default binpack) with ``target``: what it rewrote."""
-    from service.base.catalog import spark_table_name
-
     full = spark_table_name(cfg, name).replace("`", "")
     begin = time.monotonic()
     row = spark.sql(
@@ -148,13 +158,6 @@ class Icefloe:
     threads, run until the decider finds nothing more to do."""
 
     def __init__(self, cfg: Config, spark: Any, catalog: Any) -> None:
-        from service.actor.runners import spark_runners
-        from service.base.config import DeciderSettings
-        from service.base.keys import Keys
-        from service.base.redis_client import connect
-        from service.decider.wiring import open_decider
-        from service.state.queue import budget_of
-
         self.client = connect(cfg)
         self.settings = DeciderSettings(poll_seconds=0.5, lease_seconds=120.0)
         self.keys = Keys.for_config(cfg)
@@ -176,8 +179,6 @@ class Icefloe:
     def flush_history(self) -> int:
         """Every record of the demo's actions appended to the history table now (the
         leader does it every ``history.flush_seconds``; the demo ends sooner)."""
-        from service.decider.history import flush
-
         token = self.decider.leader.token
         return flush(self.cfg, self.catalog, self.decider.ledger, token)
 
@@ -216,11 +217,6 @@ class Icefloe:
 
     def _actor_pool(self) -> None:
         """Two actor threads on the queue until it has been empty for half a second."""
-        from jobs.maintenance.orphans import cleaner
-        from service.actor.loop import Actor
-        from service.state.intents.redis import RedisIntents
-        from service.state.queue.redis import RedisQueue
-
         s = self.settings
         queue = RedisQueue(self.client, self.keys, s.max_attempts, s.aging_seconds)
         actors = [
@@ -243,8 +239,6 @@ class Icefloe:
             t.join()
 
     def scans_avoided_pct(self) -> float:
-        from service.observe.status import scans_avoided_pct
-
         return float(scans_avoided_pct(self.decider.ledger.counters()))
 
 

@@ -27,8 +27,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from service.base.catalog import load_catalog
 from service.base.config import PROJECT_ROOT, Config, ManagedConfig
+from service.base.spark import build_spark
 from service.demo import DEFAULT_ROUNDS
+from service.demo.charts import render_chart, render_rounds_chart
 from service.demo.ingest import CommitStream, TableSpec, demo_tables, ingest
 from service.demo.rounds import (
     Icefloe,
@@ -78,8 +81,6 @@ class Warehouse:
 
 
 def _first_ingest(cfg: Config, namespace: str, seed: int, rounds: int, say: Say) -> Warehouse:
-    from service.base.catalog import load_catalog
-
     catalog = load_catalog(cfg)
     specs = demo_tables(namespace)
     streams = {s.name: CommitStream(s, seed + i) for i, s in enumerate(specs)}
@@ -219,8 +220,6 @@ def _charts(
     timeline: list[tuple[float, str, float]],
     chart: Path,
 ) -> Path:
-    from service.demo.charts import render_chart, render_rounds_chart
-
     render_chart(
         chart,
         {
@@ -251,7 +250,6 @@ def run_demo(
 ) -> dict[str, Any]:
     """The whole demo; returns everything it printed, as data. ``step`` is told each
     round's end and the skew section's (a progress bar)."""
-    from service.base.spark import build_spark
 
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from jobs.skew.detect import detect_table
+from jobs.skew.salting import salted_join
+from jobs.skew.stage_metrics import Meter
+from service.base.catalog import spark_table_name
 from service.base.config import Config
 
 Say = Callable[[str], None]
@@ -30,12 +34,8 @@ def skew_section(
     hot_share: float = 0.3,
 ) -> dict[str, Any]:
     """Plant a hot key, detect it, and run the salted LEFT join against the plain one."""
+    # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
-
-    from jobs.skew import salted_join
-    from jobs.skew.detect import detect_table
-    from jobs.skew.stage_metrics import Meter
-    from service.base.catalog import spark_table_name
 
     purchases, users = f"{namespace}.purchases", f"{namespace}.users"
     say(f"skew: planting a hot key (user_id 42 in {hot_share:.0%} of {rows:,} purchases)")

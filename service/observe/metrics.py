@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -133,8 +134,6 @@ class DeciderMetrics(Collector):
 
 def serve(metrics: DeciderMetrics, port: int, addr: str = "127.0.0.1") -> CollectorRegistry:
     """Register ``metrics`` in a fresh registry and serve it on ``addr:port``."""
-    from prometheus_client import start_http_server
-
     registry = CollectorRegistry()
     registry.register(metrics)
     try:

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from optimizer.health_score import removable_mse
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
@@ -171,9 +174,6 @@ def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
 
 def render(data: dict[str, Any], console: Any = None) -> None:
     """Print ``data`` to ``console`` (a rich Console; the CLI's never cuts lines)."""
-    from rich.console import Console
-    from rich.table import Table
-
     console = console or Console()
     console.print(
         f"redis {data['redis']}  leader {data['leader'] or '-'}  "

@@ -12,10 +12,13 @@ import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
+from service.base.catalog import load_catalog, pyiceberg_properties
 from service.base.config import CatalogConfig, Config
 from service.base.redact import display_url, register_secrets, scrub
+from service.base.spark import JARS_DIR, local_jars
 from service.ops import probes
 
 BOOTSTRAP = "run scripts/bootstrap.sh (or `make bootstrap`)"
@@ -78,8 +81,6 @@ def required_jars(cat: CatalogConfig) -> list[str]:
 
 
 def check_jars(cfg: Config) -> Check:
-    from service.base.spark import JARS_DIR, local_jars
-
     names = [j.rsplit("/", 1)[-1] for j in local_jars()]
     need = required_jars(cfg.catalog)
     missing = [n for n in need if not any(j.startswith(n) for j in names)]
@@ -104,8 +105,6 @@ def catalog_fix(cat: CatalogConfig) -> str:
 
 
 def check_catalog(cfg: Config) -> Check:
-    from service.base.catalog import load_catalog
-
     cat = cfg.catalog
     where = f"{cat.name} ({cat.type}, {display_url(cat.uri)})"
     try:
@@ -136,8 +135,6 @@ def warehouse_fix(cat: CatalogConfig, scheme: str) -> str:
 
 
 def check_warehouse(cfg: Config) -> Check:
-    from service.base.catalog import pyiceberg_properties
-
     cat = cfg.catalog
     shown = display_url(cat.warehouse)
     scheme = probes.location_scheme(cat.warehouse)
@@ -188,6 +185,7 @@ def check_spark(cfg: Config) -> Check:
 
 
 def check_redis(cfg: Config) -> Check:
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     url = cfg.redis.redacted_url()
@@ -214,8 +212,6 @@ def check_redis(cfg: Config) -> Check:
 
 
 def check_python_packages() -> Check:
-    from importlib.metadata import PackageNotFoundError, version
-
     want = {"pyspark": "4.1.3", "pyiceberg": "0.12.0", "pyarrow": "26.0.1", "redis": "8.1.0"}
     bad = []
     for pkg, pinned in want.items():

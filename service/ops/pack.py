@@ -28,6 +28,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from service.base.errors import UsageError
 
 ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
@@ -51,8 +54,6 @@ class Packed:
 
 
 def _canonical(name: str) -> str:
-    from packaging.utils import canonicalize_name
-
     return str(canonicalize_name(name))
 
 
@@ -63,8 +64,6 @@ def closure(roots: Iterable[str] = ROOTS) -> list[md.Distribution]:
     ``pyiceberg[pyarrow]`` pulls pyarrow while plain ``pyiceberg`` does not. Raises
     :class:`UsageError` naming a requirement that is not installed.
     """
-    from packaging.requirements import Requirement
-
     found: dict[str, md.Distribution] = {}
     visited: set[tuple[str, frozenset[str]]] = set()
     todo = [Requirement(r) for r in roots]

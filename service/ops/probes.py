@@ -44,6 +44,7 @@ def location_scheme(location: str) -> str | None:
     """The scheme PyIceberg's FileIO would write ``location`` with (``file`` for an absolute
     local path), or None when it has none PyIceberg knows: a REST catalog's warehouse may
     be a name (``lake``), which PyArrow would quietly take for a folder under the cwd."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.io import SCHEMA_TO_FILE_IO
 
     if location.startswith("/"):
@@ -110,6 +111,7 @@ def probe_warehouse(properties: Mapping[str, str], warehouse: str) -> str:
     """Run the probe on ``warehouse`` through ``load_file_io(properties, warehouse)``;
     returns the FileIO's class name. Raises :class:`ProbeError` (step ``open`` when no
     FileIO loads)."""
+    # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.io import load_file_io
 
     token = uuid.uuid4().hex

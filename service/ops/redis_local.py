@@ -16,6 +16,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def ping(url: str, timeout: float = 1.0) -> bool:
+    # redis-py, slow to import: only when Redis is used
     import redis
 
     try:

@@ -296,6 +296,7 @@ def postgres_ready(port: int) -> bool:
 
 def create_database(port: int, password: str) -> None:
     """The ``icefloe`` database, unless it exists."""
+    # psycopg: only when the database is created
     import psycopg
 
     try:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from jobs.scripts import salted_join as salted_join_script
 from jobs.scripts import skew_detect as skew_detect_script
 from jobs.skew import detect as skew_detect
-from jobs.skew import detect_hot_keys, partition_skew
+from jobs.skew.hot_keys import detect_hot_keys, partition_skew
 from jobs.skew.join_job import build_command_args
 from optimizer.skew_stats import HotKeyRules
 from service.base.catalog import spark_table_name

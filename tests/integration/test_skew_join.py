@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.skew import salted_aggregate, salted_join
-from jobs.skew.salting import plan_salted_join
+from jobs.skew.aggregate import _plain_expr, salted_aggregate
+from jobs.skew.salting import plan_salted_join, salted_join
 from optimizer.skew_stats import HotKeyRules
 from service.base.errors import UsageError
 
@@ -196,8 +196,6 @@ AGGS = {
 
 
 def test_salted_aggregate_equals_plain(sides: tuple[Any, Any]) -> None:
-    from jobs.skew import _plain_expr
-
     left, _ = sides
     plain = left.groupBy("k").agg(*[_plain_expr(f, c).alias(a) for a, (f, c) in AGGS.items()])
     salted = salted_aggregate(left, "k", AGGS, hot_keys=[LEFT_HOT, None], salts=4)

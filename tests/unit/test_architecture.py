@@ -3,8 +3,9 @@
 ``lint-imports`` (setup.cfg) checks that every import runs down the layers; these tests
 check what it cannot: that every module *is* in a layer (a new module nobody placed
 escapes the contract), that no two modules import each other through any chain (lazy
-imports inside functions included: grimp reads every import statement), and that modules
-and functions stay small enough to read.
+imports inside functions included: grimp reads every import statement), that modules
+and functions stay small enough to read, and that an import of icefloe inside a function
+says why it is not at the top.
 """
 
 from __future__ import annotations
@@ -221,3 +222,95 @@ def test_config_and_policies_are_never_any_in_service_and_jobs() -> None:
         for hit in _config_typed_any(path.read_text())
     ]
     assert found == [], "type these as Config, TablePolicy or MaintenancePolicy"
+
+
+# Imports sit at the top of the module (STYLE.md); one inside a function is for a heavy
+# optional dependency, the executors' archive, DAG parsing or the CLI's start-up, and says
+# so: a comment on its line, or on the line above its block of imports
+def _statement_lists(node: ast.AST) -> list[list[ast.stmt]]:
+    lists = [getattr(node, f, None) for f in ("body", "orelse", "finalbody")]
+    lists += [h.body for h in getattr(node, "handlers", [])]
+    lists += [c.body for c in getattr(node, "cases", [])]
+    return [s for s in lists if isinstance(s, list) and s and isinstance(s[0], ast.stmt)]
+
+
+def _names_own_module(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").split(".")[0] in PACKAGES
+    return any(a.name.split(".")[0] in PACKAGES for a in node.names)
+
+
+def _unexplained_lazy_imports(source: str) -> list[str]:
+    """``line statement`` of each import of an icefloe module inside a function with no
+    comment on its lines nor on the line above the block of imports it sits in."""
+    lines = source.splitlines()
+    found: list[str] = []
+    checked: set[int] = set()
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            for stmts in _statement_lists(node):
+                if id(stmts) in checked:
+                    continue
+                checked.add(id(stmts))
+                block: list[ast.stmt] = []
+                for stmt in [*stmts, None]:
+                    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                        block.append(stmt)
+                        continue
+                    found += _unexplained(lines, block)
+                    block = []
+    return sorted(found, key=lambda hit: int(hit.split()[0]))
+
+
+def _unexplained(lines: list[str], block: list[ast.stmt]) -> list[str]:
+    if not block:
+        return []
+    above = lines[block[0].lineno - 2].strip() if block[0].lineno > 1 else ""
+    return [
+        f"{stmt.lineno} {ast.unparse(stmt)}"
+        for stmt in block
+        if isinstance(stmt, (ast.Import, ast.ImportFrom))
+        and _names_own_module(stmt)
+        and not above.startswith("#")
+        and not any("#" in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
+    ]
+
+
+def test_lazy_import_finder_finds_them() -> None:
+    source = (
+        "from service.base.config import Config\n"
+        "def f():\n"
+        "    import json\n"
+        "    from service.base.keys import Keys\n"
+        "    if x:\n"
+        "        from jobs.base.plan import (\n"
+        "            plan_table,\n"
+        "        )\n"
+        "    # the planner: only for a sort\n"
+        "    from jobs.base.plan import load_and_plan\n"
+        "    from optimizer import binpack\n"
+        "    from service.state import queue  # stores: only for status\n"
+        "    def g():\n"
+        "        import optimizer.entropy\n"
+        "        from .sibling import x\n"
+        "class C:\n"
+        "    def m(self):\n"
+        "        from pyspark.sql import functions as F\n"
+    )
+    assert _unexplained_lazy_imports(source) == [
+        "4 from service.base.keys import Keys",
+        "6 from jobs.base.plan import plan_table",
+        "14 import optimizer.entropy",
+        "15 from .sibling import x",
+    ]
+
+
+def test_every_function_level_import_of_icefloe_says_why() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{hit}"
+        for path in _sources()
+        for hit in _unexplained_lazy_imports(path.read_text())
+    ]
+    assert found == [], "import these at the top, or say why not on the line above"

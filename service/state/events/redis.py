@@ -36,6 +36,7 @@ class RedisEvents:
     @translated("events ensure_group")
     def ensure_group(self, shards: Iterable[int] | None = None) -> None:
         """Create the group of each shard's stream (reading from its start) unless it exists."""
+        # redis-py, slow to import: only when Redis is used
         import redis
 
         for shard in range(self.shards) if shards is None else shards:
@@ -120,6 +121,7 @@ class RedisEvents:
     @translated("events lag")
     def lag(self) -> int:
         """Summed over every shard's stream."""
+        # redis-py, slow to import: only when Redis is used
         import redis
 
         pipe = self.r.pipeline(transaction=False)

@@ -97,6 +97,7 @@ class RollingStats:
     ) -> dict[str, PartitionStats] | None:
         """Apply one snapshot (after the chain ``earlier``) in one transaction. None when
         it was already applied."""
+        # redis-py, slow to import: only when Redis is used
         import redis
 
         state, stats_key = self.k.table_state(table), self.k.stats(table)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer import PartitionStats, merge_stats
 from service.base.partition_key import PartitionKey
-from service.base.tablestats import spec_fields
+from service.base.tablestats import current_partitions, spec_fields
 from service.state.rolling import ApplyResult, GapError, PartitionDelta, StatsStore
 
 if TYPE_CHECKING:
@@ -120,8 +120,6 @@ def snapshot_delta(
 
 def full_stats(table: Table, target: int) -> dict[str, PartitionStats]:
     """Exact stats of every partition from the current file list (the reference)."""
-    from service.base.tablestats import current_partitions
-
     by_key: dict[str, list[PartitionStats]] = defaultdict(list)
     for part in current_partitions(table):
         by_key[part.key].append(part.stats(target))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from service.actor import runners
 from service.actor.loop import Actor
 from service.actor.runners import spark_runner
 from service.base.partition_key import PartitionKey, display_key
@@ -141,8 +142,6 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
 ) -> None:
     """optimize_table reports a commit that kept conflicting as a failed partition: the
     action must come back (nack), not be acked as if its work were done."""
-    import types
-
     from service.actor.runners import spark_runner
 
     class Report:
@@ -154,9 +153,7 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
                 ],
             }
 
-    fake = types.ModuleType("jobs.data.optimize")
-    fake.optimize_table = lambda *a, **k: Report()  # type: ignore[attr-defined]
-    monkeypatch.setitem(__import__("sys").modules, "jobs.data.optimize", fake)
+    monkeypatch.setattr(runners, "optimize_table", lambda *a, **k: Report())
     q = queue_with(1)
     clock = Clock()
     recorded: list[dict[str, Any]] = []
@@ -251,12 +248,8 @@ def test_an_actor_waits_out_a_redis_outage_at_dequeue() -> None:
 def test_an_item_queued_with_an_older_partition_text_is_acked_unrun(monkeypatch: Any) -> None:
     """``day=1`` (icefloe's key before typed partition keys) may name several partitions
     as one: the runner runs nothing for it and acks it; the decider queues it anew."""
-    import types
-
     calls: list[Any] = []
-    fake = types.ModuleType("jobs.data.optimize")
-    fake.optimize_table = lambda *a, **k: calls.append(k)  # type: ignore[attr-defined]
-    monkeypatch.setitem(__import__("sys").modules, "jobs.data.optimize", fake)
+    monkeypatch.setattr(runners, "optimize_table", lambda *a, **k: calls.append(k))
     q = MemoryQueue(max_attempts=3)
     q.enqueue(ActionItem.new("db.t", "p=0", "merge", 1, 100, 1.0, T0), T0)
     q.dispatch("db.t")
