@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from service.state.ledger import stream_order
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
@@ -222,12 +224,7 @@ def read(
     if since is not None:
         cond = ex.And(cond, terms.GreaterThanOrEqual("ended_at", since.isoformat()))
     rows = table.scan(row_filter=cond).to_arrow().to_pylist()
-    return sorted(rows, key=lambda r: _stream_order(r["record_id"]))
-
-
-def _stream_order(record_id: str) -> tuple[int, int]:
-    ms, _, seq = record_id.partition("-")
-    return int(ms), int(seq or 0)
+    return sorted(rows, key=lambda r: stream_order(r["record_id"]))
 
 
 def load(catalog: Catalog, identifier: str) -> Table | None:
