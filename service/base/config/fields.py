@@ -25,6 +25,7 @@ class Action(StrEnum):
 
     MERGE = "merge"
     SORT = "sort"
+    ZORDER = "zorder"
     COMPACT_DELETES = "compact_deletes"
     REWRITE_MANIFESTS = "rewrite_manifests"
     EXPIRE_SNAPSHOTS = "expire_snapshots"
@@ -32,7 +33,7 @@ class Action(StrEnum):
 
 
 # the data-file rewrites `optimize` and `request` take
-ACTIONS = (Action.MERGE.value, Action.SORT.value)
+ACTIONS = (Action.MERGE.value, Action.SORT.value, Action.ZORDER.value)
 # metadata maintenance (jobs.maintenance.procedures), decided per ``maintenance`` policy
 MAINTENANCE_ACTIONS = (
     Action.COMPACT_DELETES.value,
@@ -56,6 +57,8 @@ PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Strict(), Field(gt=0, le=1, allow_inf_nan=False)]
 Flag = Annotated[bool, Strict()]
 NonEmptyStr = Annotated[str, Strict(), Field(min_length=1)]
+# mean clustering depth a sorted partition may reach (optimizer.layout): 1 = fully sorted
+ClusteringDepth = Annotated[float, Strict(), Field(ge=1, allow_inf_nan=False)]
 
 
 def one_of(choices: tuple[str, ...]) -> BeforeValidator:

@@ -22,6 +22,7 @@ from service.base.config.fields import (
     Actions,
     ArchivePath,
     CatalogType,
+    ClusteringDepth,
     Columns,
     Engine,
     Flag,
@@ -112,6 +113,8 @@ class TablePolicy:
     weight: PositiveInt = 1
     actions: Actions = (Action.MERGE,)
     sort_order: Columns = ()
+    zorder: Columns = ()  # z-order columns (the zorder action; two or more)
+    clustering_tolerance: ClusteringDepth = 2.0  # mean depth a sorted partition may reach
     enabled: Flag = True
     engine: Engine = "auto"  # the actors' data engine: auto (Arrow where exact) | spark
     batch_max_items: PositiveInt = 1000  # partitions an actor rewrites and commits at once
@@ -124,6 +127,13 @@ class TablePolicy:
             raise FieldProblem(
                 f"is {[str(a) for a in self.actions]} but sort_order is empty: the decider "
                 "would never act (add merge, or set sort_order)",
+                key="actions",
+            )
+        if Action.ZORDER in self.actions and len(self.zorder) < 2:
+            raise FieldProblem(
+                f"is {[str(a) for a in self.actions]} but zorder names "
+                f"{len(self.zorder)} column(s): z-order interleaves two or more "
+                "(one column is a sort: use sort and sort_order)",
                 key="actions",
             )
         return self

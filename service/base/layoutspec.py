@@ -1,0 +1,176 @@
+"""A table's layout: the columns its files are clustered by, and each file's key bounds.
+
+:class:`LayoutSpec` says how a table is laid out (``sort``: by its declared write order,
+else the policy's ``sort_order``, compared lexicographically; ``zorder``: by the policy's
+``zorder`` columns, interleaved) and turns one data file's manifest metrics (column
+bounds, null and NaN counts, keyed by field id, as manifests and ``inspect.files`` give
+them) into the key interval ``optimizer.layout`` measures clustering depth on. No data is
+read.
+
+Bounds, sort: one value per column, decoded from Iceberg's single-value serialization
+(dates as days, timestamps as microseconds: comparable within a column). A column with
+nulls has no lower bound (nulls sort first), one with NaNs no upper bound, a column
+without metrics neither: the interval then reaches past every key on that side.
+
+Bounds, z-order: a 1-tuple, the interleaved key (``optimizer.zorder``) of the columns'
+lower bounds, and of their upper bounds. Every column's mapping to an unsigned integer
+keeps order (``a <= b`` gives ``ordered(a) <= ordered(b)``), and interleaving is monotone
+in each column, so every row's z-key lies between the two: in z-space a file is an
+interval like any other, and a z-order rewrite writes files that do not overlap there. A
+missing lower (nulls: z-order maps null to 0) is 0, a missing upper all ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from optimizer import ordered_value, zorder_key
+from optimizer.zorder import ZORDER_BITS
+from service.base.config import TablePolicy
+from service.base.errors import UsageError
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+SORT, ZORDER = "sort", "zorder"
+LAYOUT_ACTIONS = (SORT, ZORDER)
+
+# the Iceberg types z-order maps (ZOrderByteUtils); decimals and nested types it does not
+_ZORDER_TYPES = (
+    "boolean",
+    "int",
+    "long",
+    "float",
+    "double",
+    "date",
+    "timestamp",
+    "timestamptz",
+    "timestamp_ns",
+    "timestamptz_ns",
+    "string",
+    "binary",
+    "uuid",
+)
+_ALL_ONES = (1 << ZORDER_BITS) - 1
+
+Bound = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """How a table's partitions are clustered: ``action`` (sort or zorder) over ``columns``
+    (their field ids and Iceberg types beside), with the policy's ``tolerance`` (mean
+    clustering depth)."""
+
+    action: str
+    columns: tuple[str, ...]
+    field_ids: tuple[int, ...]
+    types: tuple[Any, ...]
+    tolerance: float
+
+    @property
+    def zorder(self) -> bool:
+        return self.action == ZORDER
+
+    def bounds(
+        self,
+        lower: Mapping[int, bytes] | Iterable[tuple[int, bytes]] | None,
+        upper: Mapping[int, bytes] | Iterable[tuple[int, bytes]] | None,
+        nulls: Mapping[int, int] | Iterable[tuple[int, int]] | None = None,
+        nans: Mapping[int, int] | Iterable[tuple[int, int]] | None = None,
+    ) -> tuple[Bound | None, Bound | None]:
+        """One file's key interval from its metrics (mappings or ``(field id, value)``
+        pairs, as ``inspect.files`` rows hold them)."""
+        # pyiceberg: decoding bounds is needed only where metadata is read
+        from pyiceberg.conversions import from_bytes
+
+        lo_raw, hi_raw = dict(lower or {}), dict(upper or {})
+        null_counts, nan_counts = dict(nulls or {}), dict(nans or {})
+        los: list[object] = []
+        his: list[object] = []
+        for fid, kind in zip(self.field_ids, self.types, strict=True):
+            lo, hi = lo_raw.get(fid), hi_raw.get(fid)
+            los.append(None if lo is None or null_counts.get(fid) else from_bytes(kind, lo))
+            his.append(None if hi is None or nan_counts.get(fid) else from_bytes(kind, hi))
+        if not self.zorder:
+            return tuple(los), tuple(his)
+        low = zorder_key([0 if v is None else ordered_value(v) for v in los])
+        high = zorder_key([_ALL_ONES if v is None else ordered_value(v) for v in his])
+        return (low,), (high,)
+
+
+def sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
+    """The table's declared write order (its identity fields), else the policy's
+    ``sort_order``; UsageError when neither names a top-level column."""
+    schema = table.schema()
+    cols = tuple(
+        schema.find_column_name(f.source_id) or ""
+        for f in table.sort_order().fields
+        if str(f.transform) == "identity"
+    ) or tuple(policy_sort)
+    if not cols:
+        raise UsageError(
+            f"sort needs a sort order: {_name(table)} has none and the policy's sort_order is empty"
+        )
+    return _checked(table, cols, "sort")
+
+
+def layout_spec(table: Table, policy: TablePolicy, action: str) -> LayoutSpec:
+    """The layout ``action`` (sort or zorder) keeps on ``table`` under ``policy``."""
+    if action == ZORDER:
+        if len(policy.zorder) < 2:
+            raise UsageError(
+                f"zorder needs two or more columns: the policy of {_name(table)} names "
+                f"{len(policy.zorder)} in zorder"
+            )
+        cols = _checked(table, tuple(policy.zorder), "z-order")
+    elif action == SORT:
+        cols = sort_columns(table, tuple(policy.sort_order))
+    else:
+        raise UsageError(f"{action!r} is not a layout action (known: {', '.join(LAYOUT_ACTIONS)})")
+    schema = table.schema()
+    fields = [schema.find_field(c) for c in cols]
+    if action == ZORDER:
+        for f in fields:
+            if str(f.field_type).split("(")[0] not in _ZORDER_TYPES:
+                raise UsageError(
+                    f"z-order column {f.name!r} of {_name(table)} is {f.field_type}: "
+                    f"z-order takes {', '.join(_ZORDER_TYPES)}"
+                )
+    return LayoutSpec(
+        action,
+        cols,
+        tuple(f.field_id for f in fields),
+        tuple(f.field_type for f in fields),
+        policy.clustering_tolerance,
+    )
+
+
+def decided_layout(table: Table, policy: TablePolicy) -> LayoutSpec | None:
+    """The layout the decider keeps on ``table``: z-order when the policy's actions name
+    it, else a sort when they name sort and the table (or the policy) has a sort order;
+    None otherwise (or when the policy is disabled)."""
+    if not policy.enabled:
+        return None
+    if ZORDER in policy.actions:
+        return layout_spec(table, policy, ZORDER)
+    if SORT in policy.actions:
+        try:
+            return layout_spec(table, policy, SORT)
+        except UsageError:
+            return None
+    return None
+
+
+def _checked(table: Table, cols: tuple[str, ...], what: str) -> tuple[str, ...]:
+    known = {f.name for f in table.schema().fields}
+    for col in cols:
+        if col not in known:
+            raise UsageError(f"{what} column {col!r} is not a top-level column of {_name(table)}")
+    return cols
+
+
+def _name(table: Table) -> str:
+    return ".".join(table.name()[-2:])
