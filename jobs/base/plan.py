@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from optimizer import plan_partition, predict_output_sizes, stats_from_sizes
+from jobs.base.layout import Bounds, LayoutGroups, depth_text, key_order, layout_groups
+from optimizer import Depth, FileBounds, plan_partition, predict_output_sizes, stats_from_sizes
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
 from service.base.errors import UsageError
+from service.base.layoutspec import LAYOUT_ACTIONS, LayoutSpec, layout_spec, sort_columns
 from service.base.tablestats import PartitionFiles, current_partitions, split_selector
 
 if TYPE_CHECKING:
@@ -51,6 +53,10 @@ class PartitionPlan:
     predicted_files_after: int
     groups: tuple[FileGroup, ...]
     reason: str  # why nothing is planned ('' when groups)
+    depth_before: Depth | None = None  # clustering depth (a table with a layout)
+    depth_after: Depth | None = None  # predicted
+    layout: bool = False  # the groups re-sort overlapping files (else they merge)
+    files: tuple[FileBounds[str], ...] = ()  # each file's key bounds (layout plans)
 
 
 @dataclass(frozen=True)
@@ -129,21 +135,7 @@ def require_partitions(table: Table, selectors: list[str]) -> list[str]:
 
 def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
     """The table's sort order (identity fields), else the policy's ``sort_order``."""
-    schema = table.schema()
-    cols = tuple(
-        schema.find_column_name(f.source_id) or ""
-        for f in table.sort_order().fields
-        if str(f.transform) == "identity"
-    ) or tuple(policy_sort)
-    if not cols:
-        raise UsageError(
-            f"sort needs a sort order: {_name(table)} has none and the policy's sort_order is empty"
-        )
-    known = {f.name for f in schema.fields}
-    for col in cols:
-        if col not in known:
-            raise UsageError(f"sort column {col!r} is not a top-level column of {_name(table)}")
-    return cols
+    return sort_columns(table, policy_sort)
 
 
 def _name(table: Table) -> str:
@@ -151,13 +143,13 @@ def _name(table: Table) -> str:
 
 
 def _file_details(
-    table: Table, snapshot_id: int, sort_col: str | None
-) -> tuple[dict[str, int], dict[str, Any]]:
-    """Data files named by file-scoped position deletes (with how many name each); lower
-    bounds of ``sort_col``."""
+    table: Table, snapshot_id: int, layout: LayoutSpec | None
+) -> tuple[dict[str, int], dict[str, Bounds]]:
+    """Data files named by file-scoped position deletes (with how many name each); each
+    data file's key bounds under ``layout``."""
     rows = table.inspect.files(snapshot_id=snapshot_id).to_pylist()
     referenced: dict[str, int] = {}
-    bounds: dict[str, Any] = {}
+    bounds: dict[str, Bounds] = {}
     for row in rows:
         if row["content"] == 1:
             lo = dict(row["lower_bounds"] or {}).get(_FILE_PATH_ID)
@@ -165,9 +157,13 @@ def _file_details(
             if lo is not None and lo == hi:
                 path = lo.decode("utf-8")
                 referenced[path] = referenced.get(path, 0) + 1
-        elif row["content"] == 0 and sort_col:
-            metrics = (row.get("readable_metrics") or {}).get(sort_col) or {}
-            bounds[row["file_path"]] = metrics.get("lower_bound")
+        elif row["content"] == 0 and layout is not None:
+            bounds[row["file_path"]] = layout.bounds(
+                row["lower_bounds"],
+                row["upper_bounds"],
+                row["null_value_counts"],
+                row["nan_value_counts"],
+            )
     return referenced, bounds
 
 
@@ -186,25 +182,21 @@ def _plan_partition(
     tolerance: int,
     action: str,
     forced: dict[str, int],
-    bounds: dict[str, Any],
+    bounds: dict[str, Bounds],
     deletes: bool = False,
     min_input_files: int = 2,
+    layout: LayoutSpec | None = None,
 ) -> PartitionPlan:
-    order = list(range(len(pf.paths)))
-    if action == "sort":
-        order.sort(
-            key=lambda i: (
-                bounds.get(pf.paths[i]) is None,
-                str(bounds.get(pf.paths[i])),
-                pf.paths[i],
-            )
-        )
+    order = key_order(pf.paths, bounds) if layout is not None else list(range(len(pf.paths)))
     paths = tuple(pf.paths[i] for i in order)
     sizes = tuple(pf.sizes[i] for i in order)
     stats = stats_from_sizes(sizes, target)
     must = [i for i, p in enumerate(paths) if p in forced]
     if deletes and pf.delete_files > sum(forced.get(p, 0) for p in paths):
         must = list(range(len(paths)))  # deletes not scoped to one file: rewrite them all
+    relayout = None if layout is None else layout_groups(paths, sizes, bounds, layout, target)
+    if relayout is not None and relayout.groups and not must:
+        return _layout_plan(pf, paths, sizes, stats.mse, target, relayout)
     reason = ""
     groups: list[list[int]] = []
     if not stats.needs_work(tolerance) and not must:
@@ -212,7 +204,7 @@ def _plan_partition(
     elif stats.undersized < min_input_files and not fills_target(sizes, target) and not must:
         reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
     else:
-        plan = plan_partition(sizes, target, tolerance, preserve_order=action == "sort")
+        plan = plan_partition(sizes, target, tolerance, preserve_order=layout is not None)
         groups = [list(g) for g in plan.groups]
         grouped = {i for g in groups for i in g}
         extra: list[int] = [i for i in must if i not in grouped]
@@ -220,6 +212,8 @@ def _plan_partition(
             groups.append(extra)
         if not groups:
             reason = "no group lowers the partition's entropy"
+    if reason and relayout is not None and layout is not None:
+        reason += f"; depth {depth_text(relayout.before)} <= {layout.tolerance:g}"
     replaced = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in replaced]
     for g in groups:
@@ -239,6 +233,43 @@ def _plan_partition(
             for g in groups
         ),
         reason=reason,
+        depth_before=None if relayout is None else relayout.before,
+        depth_after=None if relayout is None else relayout.before,
+    )
+
+
+def _layout_plan(
+    pf: Any,
+    paths: tuple[str, ...],
+    sizes: tuple[int, ...],
+    mse: float,
+    target: int,
+    relayout: LayoutGroups,
+) -> PartitionPlan:
+    """A partition whose depth is over tolerance: its overlapping files re-sorted."""
+    size_of = dict(zip(paths, sizes, strict=True))
+    replaced = {p for g in relayout.groups for p in g}
+    after = [s for p, s in size_of.items() if p not in replaced]
+    for g in relayout.groups:
+        after += predict_output_sizes(sum(size_of[p] for p in g), target)
+    predicted = stats_from_sizes(after, target)
+    return PartitionPlan(
+        key=pf.key,
+        spec_id=pf.spec_id,
+        paths=paths,
+        sizes=sizes,
+        delete_files=pf.delete_files,
+        mse_before=mse,
+        predicted_mse_after=predicted.mse,
+        predicted_files_after=predicted.n,
+        groups=tuple(
+            FileGroup(pf.key, pf.spec_id, g, sum(size_of[p] for p in g)) for g in relayout.groups
+        ),
+        reason="",
+        depth_before=relayout.before,
+        depth_after=relayout.after,
+        layout=True,
+        files=relayout.files,
     )
 
 
@@ -248,7 +279,7 @@ def plan_table(
     tolerance: int,
     action: str = "merge",
     selectors: list[str] | None = None,
-    sort_columns: tuple[str, ...] = (),
+    layout: LayoutSpec | None = None,
     only: set[str] | None = None,
     deletes: bool = False,
     min_input_files: int = 2,
@@ -256,7 +287,8 @@ def plan_table(
     """Plan every (selected) partition from the current snapshot's file list. ``deletes``
     (delete compaction): also every data file a delete file may apply to, so that no delete
     file is left applying to the partition. A partition with fewer than ``min_input_files``
-    undersized files is left for later (delete compaction aside)."""
+    undersized files is left for later (delete compaction aside). ``layout`` (a sort or a
+    z-order): partitions deeper than its tolerance are re-sorted (``jobs.base.layout``)."""
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()
     if snapshot is None:
@@ -265,22 +297,23 @@ def plan_table(
     _require_matches(table, wanted, files)
     files = [pf for pf in files if not wanted or any(pf.partition.matches(w) for w in wanted)]
     files = [pf for pf in files if only is None or pf.key in only]
-    needs_details = action == "sort" or any(pf.delete_files for pf in files)
+    needs_details = layout is not None or any(pf.delete_files for pf in files)
     forced, bounds = (
-        _file_details(table, snapshot.snapshot_id, sort_columns[0] if sort_columns else None)
-        if needs_details
-        else ({}, {})
+        _file_details(table, snapshot.snapshot_id, layout) if needs_details else ({}, {})
     )
     current_spec = table.spec().spec_id
     plans = []
     for pf in files:
-        p = _plan_partition(pf, target, tolerance, action, forced, bounds, deletes, min_input_files)
+        p = _plan_partition(
+            pf, target, tolerance, action, forced, bounds, deletes, min_input_files, layout
+        )
         if pf.spec_id != current_spec:
             p = replace(
                 p,
                 groups=(),
                 predicted_mse_after=p.mse_before,
                 predicted_files_after=len(p.paths),
+                layout=False,
                 reason=f"written with older partition spec {pf.spec_id} "
                 f"(current {current_spec}): left as is",
             )
@@ -300,8 +333,16 @@ class Planned:
     deletes: bool
     tolerance: int
     min_input_files: int
-    sort_columns: tuple[str, ...]
+    layout: LayoutSpec | None  # sort and zorder: the order the rows are written in
     plan: TablePlan
+
+    @property
+    def sort_columns(self) -> tuple[str, ...]:
+        return self.layout.columns if self.layout is not None and not self.layout.zorder else ()
+
+    @property
+    def zorder_columns(self) -> tuple[str, ...]:
+        return self.layout.columns if self.layout is not None and self.layout.zorder else ()
 
     @property
     def target(self) -> int:
@@ -312,6 +353,8 @@ def data_action(action: str, policy: TablePolicy) -> str:
     """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
     if action != "compact_deletes":
         return action
+    if "zorder" in policy.actions and policy.zorder:
+        return "zorder"
     return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
 
 
@@ -333,9 +376,7 @@ def load_and_plan(
     inputs = cfg.plan_inputs(name, table.properties, tolerance, min_input_files)
     policy, tol, min_files = inputs.policy, inputs.tolerance, inputs.min_input_files
     deletes, runs = action == "compact_deletes", data_action(action, policy)
-    sort_columns = resolve_sort_columns(table, policy.sort_order) if runs == "sort" else ()
+    layout = layout_spec(table, policy, runs) if runs in LAYOUT_ACTIONS else None
     only = None if keys is None else set(keys)
-    plan = plan_table(
-        table, inputs.target, tol, runs, partitions, sort_columns, only, deletes, min_files
-    )
-    return Planned(table, policy, runs, deletes, tol, min_files, sort_columns, plan)
+    plan = plan_table(table, inputs.target, tol, runs, partitions, layout, only, deletes, min_files)
+    return Planned(table, policy, runs, deletes, tol, min_files, layout, plan)

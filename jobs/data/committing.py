@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from jobs.base.layout import depth_after
 from jobs.base.plan import PartitionPlan
 from jobs.base.report import PartitionReport
 from jobs.rewrite.exact import CommitConflict
 from optimizer import stats_from_sizes
+from service.base.layoutspec import LayoutSpec
 
 if TYPE_CHECKING:
     from jobs.rewrite.exact import ExactRewrite, GroupResult
@@ -79,18 +81,30 @@ class Ready:
 
 
 def ready_to_commit(
-    rewrite: ExactRewrite, p: PartitionPlan, mine: list[GroupResult], target: int
-) -> Ready | None:
-    """The partition's commit, or None (files deleted) when it would not lower its SSE."""
+    rewrite: ExactRewrite,
+    p: PartitionPlan,
+    mine: list[GroupResult],
+    target: int,
+    layout: LayoutSpec | None = None,
+) -> Ready | str:
+    """The partition's commit, or why not (its new files deleted): a merge must lower the
+    partition's SSE, a re-sort (``p.layout``) its mean clustering depth, measured on the
+    new files' written bounds."""
     new_sizes = [s for r in mine for s in r.new_sizes]
     replaced = {path for g in p.groups for path in g.paths}
     kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
     after = stats_from_sizes(kept + new_sizes, target)
-    if not worth_committing(p.sizes, after.sse, target) and not rewrite.dangling_deletes(
-        sorted(replaced)
-    ):
+    dangling = rewrite.dangling_deletes(sorted(replaced))
+    if p.layout and layout is not None and p.depth_before is not None:
+        still = [f for f in p.files if f.id not in replaced]
+        new_files = [f for r in mine for f in r.new_files]
+        depth = depth_after(still, new_files, layout, rewrite.jvm)
+        if depth.mean >= p.depth_before.mean and not dangling:
+            rewrite.discard(mine)
+            return f"depth {depth.mean:.2f}, was {p.depth_before.mean:.2f}"
+    elif not worth_committing(p.sizes, after.sse, target) and not dangling:
         rewrite.discard(mine)
-        return None
+        return "entropy not lowered"
     return Ready(p, mine, new_sizes, after.mse)
 
 

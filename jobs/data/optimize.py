@@ -45,6 +45,7 @@ from jobs.rewrite.exact import ExactRewrite
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import ACTIONS, Config, parse_table_identifier
 from service.base.errors import OperationFailed, UsageError
+from service.base.layoutspec import LayoutSpec
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -98,7 +99,7 @@ def optimize_table(
             spark_table_name(cfg, table),
             plan,
             target,
-            planned.sort_columns,
+            planned.layout,
             reports,
             attempt,
             suite is None,
@@ -119,7 +120,7 @@ def optimize_table(
             planned.tolerance,
             planned.action,
             partitions,
-            planned.sort_columns,
+            planned.layout,
             only={k[1] for k in conflicts},
             deletes=planned.deletes,
             min_input_files=planned.min_input_files,
@@ -184,7 +185,7 @@ def _attempt(
     name: str,
     plan: TablePlan,
     target: int,
-    sort_columns: tuple[str, ...],
+    layout: LayoutSpec | None,
     reports: dict[tuple[int, str], PartitionReport],
     attempt: int,
     run_suite: bool,
@@ -205,12 +206,15 @@ def _attempt(
         rewrite.load_tasks(paths)
         rewrite.check_files_exist(paths)
         timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
+        zorder = layout is not None and layout.zorder
+        order = {"zorder_columns": layout.columns} if layout is not None and zorder else {}
         results = rewrite.run(
             [g for p in work for g in p.groups],
             target,
-            sort_columns,
+            layout.columns if layout is not None and not zorder else (),
             also_check=(lambda written: _suite(rewrite, written)) if run_suite else None,
             arrow=arrow,
+            **order,
         )
         suite = rewrite.check_result
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}
@@ -220,14 +224,17 @@ def _attempt(
         try:
             ready: list[Ready] = []
             for p in work:
-                done = ready_to_commit(rewrite, p, by_partition.get((p.spec_id, p.key), []), target)
-                if done is None:
+                mine = by_partition.get((p.spec_id, p.key), [])
+                done = ready_to_commit(rewrite, p, mine, target, layout)
+                if isinstance(done, str):
+                    why = done
                     untried.discard((p.spec_id, p.key))
                     reports[(p.spec_id, p.key)] = replace(
                         reports[(p.spec_id, p.key)],
                         status="skipped",
                         attempts=attempt,
-                        reason="written files were no better than the inputs; nothing committed",
+                        reason=f"written files were no better than the inputs ({why}); "
+                        "nothing committed",
                     )
                 else:
                     ready.append(done)

@@ -19,6 +19,7 @@ from service.base.catalog import load_catalog, load_table
 from service.base.config import ACTIONS, DeciderSettings, parse_table_identifier
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.base.keys import Keys
+from service.base.layoutspec import LAYOUT_ACTIONS, layout_spec
 from service.base.partition_key import display_key
 from service.base.redact import service_logging
 from service.base.redis_client import connect, connect_retrying, translated
@@ -251,11 +252,8 @@ def request(
 
         keys = list(require_partitions(pt, [selector]))  # one item per partition, exactly
     policy = ctx.cfg.policy_for(table, pt.properties)
-    if action == "sort":  # a sort needs a sort order: say so now, not in an actor later
-        # start-up: the planner only for a sort request
-        from jobs.base.plan import resolve_sort_columns
-
-        resolve_sort_columns(pt, policy.sort_order)
+    if action in LAYOUT_ACTIONS:  # a sort needs an order, a z-order columns: say so now
+        layout_spec(pt, policy, action)
     cls = policy.priority if priority is None else priority
     client = connect(ctx.cfg)
     items = [

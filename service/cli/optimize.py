@@ -53,6 +53,14 @@ def _rmse(mse: float | None) -> str:
     return "-" if mse is None else f"{mse**0.5 / MIB:.3f}"
 
 
+def _depth(depth: Any) -> dict[str, float] | None:
+    return None if depth is None else {"mean": round(depth.mean, 4), "max": depth.max}
+
+
+def _depth_cell(depth: dict[str, float] | None) -> str:
+    return "-" if depth is None else f"{depth['mean']:.2f}/{depth['max']:g}"
+
+
 def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
     planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
@@ -66,6 +74,8 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
         "target_file_size_bytes": target,
         "tolerance_bytes": planned.tolerance,
         "sort_columns": list(planned.sort_columns),
+        "zorder_columns": list(planned.zorder_columns),
+        "clustering_tolerance": None if planned.layout is None else planned.layout.tolerance,
         "partitions": [
             {
                 "partition": display_key(p.key),
@@ -78,6 +88,9 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
                 "predicted_files_after": p.predicted_files_after,
                 "predicted_mse_after": p.predicted_mse_after,
                 "groups": [list(g.paths) for g in p.groups],
+                "depth": _depth(p.depth_before),
+                "predicted_depth_after": _depth(p.depth_after),
+                "relayout": p.layout,
                 "reason": p.reason,
             }
             for p in plan.partitions
@@ -110,6 +123,8 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
             "groups",
             "N after",
             "RMSE after",
+            "depth",
+            "depth after",
             "note",
         ):
             out.add_column(col)
@@ -123,6 +138,8 @@ def plan(ctx: Context, table: str, partitions: tuple[str, ...], action: str, as_
                 " ".join(f"[{len(g)}]" for g in p["groups"]) or "-",
                 str(p["predicted_files_after"]),
                 _rmse(p["predicted_mse_after"]),
+                _depth_cell(p["depth"]),
+                _depth_cell(p["predicted_depth_after"]),
                 p["reason"],
             )
         console.print(out)

@@ -1,0 +1,125 @@
+"""Layout actions end to end on real Spark + Iceberg: a sort re-sorts only the files that
+overlap (the minimum replacement by clustering depth), keeps every row, leaves nothing to
+do after, and commits nothing when a re-sort cannot lower the depth."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+
+from jobs.base.plan import load_and_plan
+from jobs.data.optimize import optimize_table
+from optimizer import FileBounds, clustering_depth
+from tests.integration.test_actors import contents, current_operation, ecfg, engine_of, fq
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+__all__ = ["ecfg"]  # the engine-parametrized config fixture, shared with test_actors
+
+TARGET = 16000
+DAYS = ("d0", "d1", "d2", "d3")
+
+
+def append(spark: Any, ident: str, day: str, lo: int, hi: int, key: str = "id") -> None:
+    """Ids ``lo..hi`` of ``day`` as one new data file."""
+    (
+        spark.range(lo, hi)
+        .selectExpr(f"{key} as id", f"'{day}' as day", "sha2(cast(id as string), 256) as v")
+        .coalesce(1)
+        .writeTo(fq(ident))
+        .append()
+    )
+
+
+def sorted_table(spark: Any, namespace: str, key: str = "id") -> str:
+    """Four partitions of four files each, written in order: ids 0-99, 100-199, ..."""
+    ident = f"{namespace}.events"
+    spark.sql(
+        f"CREATE TABLE {fq(ident)} (id BIGINT, day STRING, v STRING) USING iceberg "
+        f"PARTITIONED BY (day) TBLPROPERTIES ('write.target-file-size-bytes'='{TARGET}', "
+        "'write.distribution-mode'='none')"
+    )
+    spark.sql(f"ALTER TABLE {fq(ident)} WRITE ORDERED BY id")
+    for day in DAYS:
+        for k in range(4):
+            append(spark, ident, day, 100 * k, 100 * k + 100, key)
+    return ident
+
+
+def layout_cfg(cfg: Any, ident: str, tolerance: float = 1.25) -> Any:
+    """Sorts by clustering depth only: the merge's own tolerance never triggers."""
+    policy = replace(
+        cfg.defaults,
+        actions=("merge", "sort"),
+        clustering_tolerance=tolerance,
+        tolerance_bytes=TARGET,
+        target_file_size_bytes=TARGET,
+    )
+    return replace(cfg, tables={ident: policy})
+
+
+def files_of(spark: Any, ident: str, day: str) -> dict[str, tuple[int, int]]:
+    """Each data file of ``day``: its id bounds."""
+    rows = spark.sql(
+        f"SELECT file_path, readable_metrics.id.lower_bound AS lo, "
+        f"readable_metrics.id.upper_bound AS hi FROM {fq(ident)}.files "
+        f"WHERE partition.day = '{day}'"
+    ).collect()
+    return {r.file_path: (r.lo, r.hi) for r in rows}
+
+
+def depth(files: dict[str, tuple[int, int]]) -> float:
+    return clustering_depth(
+        [FileBounds(p, 1, (lo,), (hi,)) for p, (lo, hi) in files.items()]
+    ).mean
+
+
+def test_sort_rewrites_only_the_files_an_out_of_order_append_overlaps(
+    spark, ecfg, catalog, namespace
+):
+    ident = sorted_table(spark, namespace)
+    before_files = files_of(spark, ident, "d2")
+    append(spark, ident, "d2", 150, 250)  # overlaps the files of 100-199 and 200-299
+    cfg = layout_cfg(ecfg, ident)
+    planned = load_and_plan(cfg, catalog, ident, "sort")
+    work = {p.key: p for p in planned.plan.partitions if p.groups}
+    assert len(work) == 1, "only the partition with the out-of-order file is re-sorted"
+    (p,) = work.values()
+    assert p.layout and p.depth_before is not None and p.depth_before.mean == pytest.approx(1.6)
+    chosen = {path for g in p.groups for path in g.paths}
+    overlapped = {path for path, (lo, hi) in before_files.items() if lo <= 249 and hi >= 150}
+    assert len(overlapped) == 2 and chosen - overlapped == set(files_of(spark, ident, "d2")) - set(
+        before_files
+    )
+    kept = set(before_files) - overlapped
+
+    before = contents(spark, ident)
+    report = optimize_table(spark, cfg, ident, action="sort")
+    assert report.partitions_rewritten == 1
+    assert {r.engine for r in report.partitions if r.status == "rewritten"} == {engine_of(ecfg)}
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    assert current_operation(catalog, ident) == "replace"
+    after = files_of(spark, ident, "d2")
+    assert kept <= set(after) and not (chosen & set(after))
+    assert depth(after) == 1.0  # sorted, non-overlapping files
+    assert all(depth(files_of(spark, ident, d)) == 1.0 for d in DAYS)
+
+    again = load_and_plan(cfg, catalog, ident, "sort")
+    assert not again.plan.work, "no churn: a second pass finds nothing to re-sort"
+
+
+def test_a_resort_that_cannot_lower_the_depth_commits_nothing(spark, cfg, catalog, namespace):
+    """Every file holds the one key value: no sort can separate them."""
+    ident = sorted_table(spark, namespace, key="7")
+    layout = layout_cfg(cfg, ident)
+    first = optimize_table(spark, layout, ident, action="sort")  # fewer files: shallower
+    assert first.partitions_rewritten == len(DAYS)
+    snapshot = catalog.load_table(ident).current_snapshot().snapshot_id
+    report = optimize_table(spark, layout, ident, action="sort")
+    assert report.partitions_rewritten == 0
+    skipped = [p for p in report.partitions if p.status == "skipped"]
+    assert skipped and all("depth" in p.reason for p in skipped)
+    assert catalog.load_table(ident).current_snapshot().snapshot_id == snapshot
