@@ -50,7 +50,7 @@ from service.base.config import Config
 DEFAULT_AGING_SECONDS = 3600.0
 LEASE_EXPIRED = "lease expired"  # the error a reaped item carries
 REQUESTED = "ad-hoc request"  # the reason of an item a person queued (``icefloe request``)
-BATCHED_ACTIONS = frozenset({"merge", "sort", "compact_deletes"})
+BATCHED_ACTIONS = frozenset({"merge", "sort", "zorder", "compact_deletes"})
 
 
 @dataclass(frozen=True)

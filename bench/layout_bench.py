@@ -1,0 +1,457 @@
+"""Benchmark (issue #32): keeping a sorted (or z-ordered) layout, icefloe against Iceberg.
+
+    .venv/bin/python bench/layout_bench.py [--cases sort,zorder] [--rounds 6]
+                                           [--partitions 6] [--rows 40000]
+                                           [--late 0.25] [--tolerance 1.25]
+                                           [--target-kb 1024] [--icefloe loop|optimize]
+                                           [--redis redis://127.0.0.1:6379/9] [--quick]
+
+A table partitioned by ``day`` receives rounds of appends (PyIceberg, one file per
+partition per round). Each round brings every partition a batch of new keys, after the
+keys seen so far (``sort``: ``ts`` grows; ``zorder``: ``x`` moves on, ``y`` anywhere),
+and half of the partitions, in turn, a late batch (``--late`` of a round's rows) whose
+keys fall among the previous round's: the sort key arrives partly out of order. The same
+rows go to three copies, and after each round:
+
+* ``icefloe``: the decider (one pass, ``sort``/``zorder`` policy, ``--tolerance`` as
+  ``clustering_tolerance``) and an actor until the queue is empty, in this process
+  (``--icefloe optimize``: ``optimize_table`` with the layout action instead);
+* ``iceberg``: ``CALL lake.system.rewrite_data_files(strategy => 'sort' | 'zorder',
+  options => map('rewrite-all', 'true'), where => <the partitions that got late rows>)``:
+  the full re-sort a user runs to restore a layout (Iceberg's default selection rewrites
+  only small files and would leave the overlap);
+* ``none``: nothing.
+
+Per copy, per round and in total: bytes rewritten (``removed-files-size`` of the round's
+``replace`` snapshots), data files after, mean clustering depth (the file-weighted mean of
+the partitions' depths from manifest bounds; z-order: in z-key space), snapshots and
+manifests in the current snapshot, Parquet bytes (the data files' total size), and for a
+fixed set of point and range queries on the layout columns: the data files a reader opens
+after Iceberg's pruning (PyIceberg ``plan_files``; summed over the queries) and the
+queries' wall time in Spark (median of 3). Every round checks every copy's rows against
+the rows written (count and an order-free checksum). Issue #32's acceptance, over the
+rounds: files opened <= 1.1x Iceberg's sorted copy, bytes rewritten <= 0.5x Iceberg's,
+every row kept. The last line is a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan  # noqa: E402
+from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
+from pyiceberg.schema import Schema  # noqa: E402
+from pyiceberg.table.sorting import SortField, SortOrder  # noqa: E402
+from pyiceberg.transforms import IdentityTransform  # noqa: E402
+from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
+from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
+
+from optimizer import FileBounds, clustering_depth  # noqa: E402
+from service.base.catalog import load_catalog  # noqa: E402
+from service.base.config import Config, build_config  # noqa: E402
+from service.base.layoutspec import layout_spec  # noqa: E402
+
+COPIES = ("icefloe", "iceberg", "none")
+SCHEMA = Schema(
+    NestedField(1, "day", StringType(), required=False),
+    NestedField(2, "ts", LongType(), required=False),
+    NestedField(3, "x", LongType(), required=False),
+    NestedField(4, "y", LongType(), required=False),
+    NestedField(5, "kind", StringType(), required=False),
+    NestedField(6, "payload", StringType(), required=False),
+)
+SPEC = PartitionSpec(PartitionField(1, 1000, IdentityTransform(), "day"))
+SPAN = 1 << 20  # keys a round's batch covers (ts; zorder: x)
+
+
+# --- data ------------------------------------------------------------------------------
+
+
+def round_rows(case: str, rnd: int, partitions: int, rows: int, late: float, seed: int) -> pa.Table:
+    """One round's rows for every partition: the new batch, and late rows for half."""
+    rng = np.random.default_rng(seed * 1000 + rnd)
+    parts = []
+    for p in range(partitions):
+        keys = rng.integers(rnd * SPAN, (rnd + 1) * SPAN, rows)
+        if rnd > 0 and (p + rnd) % 2 == 0:  # late rows, among the previous round's keys
+            keys = np.concatenate(
+                [keys, rng.integers((rnd - 1) * SPAN, rnd * SPAN, int(rows * late))]
+            )
+        n = len(keys)
+        other = rng.integers(0, 8 * SPAN, n)
+        ts, x, y = (
+            (keys, other, rng.integers(0, 8 * SPAN, n))
+            if case == "sort"
+            else (rng.integers(0, 8 * SPAN, n), keys, other)
+        )
+        parts.append(
+            pa.table(
+                {
+                    "day": pa.array([f"d{p}"] * n),
+                    "ts": pa.array(ts, pa.int64()),
+                    "x": pa.array(x, pa.int64()),
+                    "y": pa.array(y, pa.int64()),
+                    "kind": pa.array([f"k{int(k) >> 16}" for k in keys]),  # follows the key
+                    "payload": pa.array(rng.integers(0, 1 << 40, n).astype(str)),
+                }
+            )
+        )
+    return pa.concat_tables(parts).cast(SCHEMA.as_arrow())
+
+
+def queries(case: str, rounds: int, seed: int) -> list[tuple[str, Any]]:
+    """(Spark SQL predicate, PyIceberg filter) pairs: points and ranges on the layout."""
+    rng = np.random.default_rng(seed)
+    top = rounds * SPAN
+    out: list[tuple[str, Any]] = []
+    col = "ts" if case == "sort" else "x"
+    for _ in range(4):  # points
+        v = int(rng.integers(0, top))
+        if case == "sort":
+            out.append((f"ts = {v}", EqualTo("ts", v)))
+        else:
+            w = int(rng.integers(0, 8 * SPAN))
+            out.append((f"x = {v} AND y = {w}", And(EqualTo("x", v), EqualTo("y", w))))
+    for width in (SPAN // 64, SPAN // 4, SPAN):  # ranges on the (leading) key
+        lo = int(rng.integers(0, top - width))
+        out.append(
+            (
+                f"{col} >= {lo} AND {col} < {lo + width}",
+                And(GreaterThanOrEqual(col, lo), LessThan(col, lo + width)),
+            )
+        )
+    if case == "zorder":  # the second column alone: where z-order beats a sort
+        lo = int(rng.integers(0, 7 * SPAN))
+        out.append(
+            (
+                f"y >= {lo} AND y < {lo + SPAN // 4}",
+                And(GreaterThanOrEqual("y", lo), LessThan("y", lo + SPAN // 4)),
+            )
+        )
+    return out
+
+
+def checksum_sql(name: str) -> str:
+    return f"SELECT count(*) AS n, sum(xxhash64(day, ts, x, y, kind, payload) % 1000000007) AS h FROM {name}"
+
+
+# --- measures --------------------------------------------------------------------------
+
+
+def depth(table: Any, cfg: Config, ident: str, action: str) -> float:
+    """File-weighted mean of the partitions' clustering depths (manifest bounds only)."""
+    spec = layout_spec(table, cfg.policy_for(ident), action)
+    by_part: dict[str, list[FileBounds[str]]] = {}
+    for row in table.inspect.files().to_pylist():
+        if row["content"] != 0:
+            continue
+        lo, hi = spec.bounds(
+            row["lower_bounds"],
+            row["upper_bounds"],
+            row["null_value_counts"],
+            row["nan_value_counts"],
+        )
+        by_part.setdefault(str(row["partition"]), []).append(
+            FileBounds(row["file_path"], row["file_size_in_bytes"], lo, hi)
+        )
+    depths = [clustering_depth(f) for f in by_part.values()]
+    files = sum(d.files for d in depths)
+    return sum(d.mean * d.files for d in depths) / files if files else 0.0
+
+
+def state(table: Any) -> dict[str, int]:
+    snap = table.current_snapshot()
+    files = table.inspect.files().to_pylist()
+    return {
+        "files": sum(1 for f in files if f["content"] == 0),
+        "parquet_bytes": sum(f["file_size_in_bytes"] for f in files if f["content"] == 0),
+        "snapshots": len(table.metadata.snapshots),
+        "manifests": len(snap.manifests(table.io)) if snap else 0,
+    }
+
+
+def rewritten_since(table: Any, seen: set[int]) -> int:
+    """Bytes the ``replace`` snapshots not in ``seen`` removed (``seen`` is updated)."""
+    total = 0
+    for s in table.metadata.snapshots:
+        if s.snapshot_id in seen:
+            continue
+        seen.add(s.snapshot_id)
+        summary = s.summary
+        if summary is not None and summary.operation.value == "replace":
+            total += int(summary.additional_properties.get("removed-files-size", 0))
+    return total
+
+
+def reads(spark: Any, table: Any, name: str, qs: list[tuple[str, Any]]) -> tuple[int, float]:
+    """Files opened over the queries (after pruning), and their Spark wall (median of 3)."""
+    opened = sum(len(list(table.scan(row_filter=f).plan_files())) for _, f in qs)
+    for sql, _ in qs:  # warm: the first run of a query pays for planning code paths
+        spark.sql(f"SELECT count(*), sum(x) FROM {name} WHERE {sql}").collect()
+    walls = []
+    for _ in range(3):
+        t = time.perf_counter()
+        for sql, _ in qs:
+            spark.sql(f"SELECT count(*), sum(x) FROM {name} WHERE {sql}").collect()
+        walls.append(time.perf_counter() - t)
+    return opened, statistics.median(walls)
+
+
+# --- arms ------------------------------------------------------------------------------
+
+
+def run_icefloe(spark: Any, cfg: Config, catalog: Any, ident: str, mode: str, action: str) -> None:
+    if mode == "optimize":
+        from jobs.data.optimize import optimize_table  # the actors' job
+
+        optimize_table(spark, cfg, ident, action=action)
+        return
+    from service.actor.loop import run_actor  # the loops: only in this arm
+    from service.decider.wiring import open_decider
+
+    decider = open_decider(cfg, catalog)
+    try:
+        decider.run(once=True)
+    finally:  # the next round's decider leads at once
+        decider.leader.release()
+        decider.shards.release()
+    run_actor(cfg, None, idle_exit=0, spark=spark)
+
+
+def run_iceberg(spark: Any, ident: str, case: str, days: list[str]) -> None:
+    if not days:
+        return
+    order = "ts ASC NULLS FIRST" if case == "sort" else "zorder(x, y)"
+    where = " OR ".join(f'day = "{d}"' for d in days)
+    spark.sql(
+        f"CALL lake.system.rewrite_data_files(table => 'lake.{ident}', strategy => 'sort', "
+        f"sort_order => '{order}', options => map('rewrite-all', 'true'), where => '{where}')"
+    ).collect()
+
+
+# --- the case --------------------------------------------------------------------------
+
+
+def make_config(
+    home: Path, redis_url: str, prefix: str, ident: str, args: Any, case: str
+) -> Config:
+    policy: dict[str, Any] = {
+        "actions": ["merge", case],
+        "clustering_tolerance": args.tolerance,
+    }
+    if case == "zorder":
+        policy["zorder"] = ["x", "y"]
+    raw = {
+        "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
+        "redis": {"url": redis_url, "key_prefix": prefix},
+        "spark": {
+            "master": "local[2]",
+            "conf": {
+                "spark.sql.shuffle.partitions": "4",
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "3g",
+            },
+        },
+        "defaults": {"target_file_size_bytes": args.target_kb * 1024},
+        "managed": {"tables": [ident]},
+        "tables": {ident: policy},
+        "history": {"enabled": False},
+    }
+    return build_config(raw, source="<layout bench>", home=home)
+
+
+def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str, Any]:
+    catalog = load_catalog(cfg)
+    names = {c: f"{ns}.{case}_{c}" for c in COPIES}
+    order = (
+        SortOrder(SortField(source_id=2, transform=IdentityTransform()))
+        if case == "sort"
+        else SortOrder()
+    )
+    props = {
+        "write.target-file-size-bytes": str(args.target_kb * 1024),
+        "write.distribution-mode": "none",
+    }
+    for ident in names.values():
+        catalog.create_table(ident, SCHEMA, partition_spec=SPEC, sort_order=order, properties=props)
+    qs = queries(case, args.rounds, args.seed)
+    seen: dict[str, set[int]] = {c: set() for c in COPIES}
+    totals = {
+        c: {"bytes_rewritten": 0, "files_opened": 0, "query_s": 0.0, "seconds": 0.0} for c in COPIES
+    }
+    rounds = []
+    written = None
+    for rnd in range(args.rounds):
+        data = round_rows(case, rnd, args.partitions, args.rows, args.late, args.seed)
+        late_days = [f"d{p}" for p in range(args.partitions) if rnd > 0 and (p + rnd) % 2 == 0]
+        for c in COPIES:
+            catalog.load_table(names[c]).append(data)
+            rewritten_since(catalog.load_table(names[c]), seen[c])  # the appends
+        row: dict[str, Any] = {"round": rnd}
+        t = time.perf_counter()
+        run_icefloe(spark, cfg, catalog, names["icefloe"], args.icefloe, case)
+        totals["icefloe"]["seconds"] += time.perf_counter() - t
+        t = time.perf_counter()
+        run_iceberg(spark, names["iceberg"], case, late_days)
+        totals["iceberg"]["seconds"] += time.perf_counter() - t
+        written = spark.sql(checksum_sql(f"lake.{names['none']}")).collect()[0]
+        for c in COPIES:
+            table = catalog.load_table(names[c])
+            got = spark.sql(checksum_sql(f"lake.{names[c]}")).collect()[0]
+            opened, wall = reads(spark, table, f"lake.{names[c]}", qs)
+            m = {
+                "bytes_rewritten": rewritten_since(table, seen[c]),
+                "depth": round(depth(table, cfg, names["icefloe"], case), 3),
+                "files_opened": opened,
+                "query_s": round(wall, 3),
+                "rows_ok": (got.n, got.h) == (written.n, written.h),
+                **state(table),
+            }
+            totals[c]["bytes_rewritten"] += m["bytes_rewritten"]
+            totals[c]["files_opened"] += opened
+            totals[c]["query_s"] += wall
+            row[c] = m
+        rounds.append(row)
+        print_round(case, row)
+    last = rounds[-1]
+    result = {
+        "case": case,
+        "rounds": rounds,
+        "totals": totals,
+        "rows": int(written.n) if written is not None else 0,
+        "rows_ok": all(r[c]["rows_ok"] for r in rounds for c in COPIES),
+    }
+    for c in COPIES:
+        totals[c].update(
+            {k: last[c][k] for k in ("files", "parquet_bytes", "snapshots", "manifests", "depth")}
+        )
+    print_totals(result)
+    return result
+
+
+def print_round(case: str, row: dict[str, Any]) -> None:
+    print(f"[{case}] round {row['round']}")
+    print(
+        f"  {'copy':<8} {'MiB rewr':>9} {'files':>6} {'depth':>6} {'opened':>7} "
+        f"{'query s':>8} {'MiB':>7} {'snaps':>6} {'mfsts':>6} rows"
+    )
+    for c in COPIES:
+        m = row[c]
+        print(
+            f"  {c:<8} {m['bytes_rewritten'] / 2**20:>9.2f} {m['files']:>6} {m['depth']:>6.2f} "
+            f"{m['files_opened']:>7} {m['query_s']:>8.3f} {m['parquet_bytes'] / 2**20:>7.2f} "
+            f"{m['snapshots']:>6} {m['manifests']:>6} {'ok' if m['rows_ok'] else 'LOST'}"
+        )
+
+
+def ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+def print_totals(result: dict[str, Any]) -> None:
+    t, case = result["totals"], result["case"]
+    print(f"[{case}] over {len(result['rounds'])} rounds ({result['rows']} rows)")
+    print(
+        f"  {'copy':<8} {'MiB rewr':>9} {'opened':>7} {'query s':>8} {'arm s':>7} "
+        f"{'files':>6} {'depth':>6} {'MiB':>7} {'snaps':>6} {'mfsts':>6}"
+    )
+    for c in COPIES:
+        m = t[c]
+        print(
+            f"  {c:<8} {m['bytes_rewritten'] / 2**20:>9.2f} {m['files_opened']:>7} "
+            f"{m['query_s']:>8.3f} {m['seconds']:>7.1f} {m['files']:>6} {m['depth']:>6.2f} "
+            f"{m['parquet_bytes'] / 2**20:>7.2f} {m['snapshots']:>6} {m['manifests']:>6}"
+        )
+    ice, berg = t["icefloe"], t["iceberg"]
+    result["ratios"] = {
+        "bytes_rewritten": ratio(ice["bytes_rewritten"], berg["bytes_rewritten"]),
+        "files_opened": ratio(ice["files_opened"], berg["files_opened"]),
+        "query_s": ratio(ice["query_s"], berg["query_s"]),
+        "parquet_bytes": ratio(ice["parquet_bytes"], berg["parquet_bytes"]),
+        "files_opened_vs_none": ratio(ice["files_opened"], t["none"]["files_opened"]),
+    }
+    print(
+        f"  icefloe / iceberg: {json.dumps(result['ratios'])}; every row kept: {result['rows_ok']}"
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="sort,zorder")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--rows", type=int, default=40000, help="new rows per partition per round")
+    p.add_argument("--late", type=float, default=0.25, help="late rows, of a round's")
+    p.add_argument("--tolerance", type=float, default=1.25, help="clustering_tolerance")
+    p.add_argument("--target-kb", type=int, default=1024)
+    p.add_argument("--icefloe", choices=("loop", "optimize"), default="loop")
+    p.add_argument("--redis", default="redis://127.0.0.1:6379/9")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--quick", action="store_true", help="3 rounds, 4 partitions, 10k rows")
+    args = p.parse_args()
+    if args.quick:
+        args.rounds, args.partitions, args.rows = 3, 4, 10000
+    args.case_list = [c for c in ("sort", "zorder") if c in args.cases.split(",")]
+    if not args.case_list or set(args.cases.split(",")) - {"sort", "zorder"}:
+        p.error(f"--cases: sort and/or zorder, got {args.cases!r}")
+    if args.rounds < 2 or args.partitions < 1 or args.rows < 1 or args.tolerance < 1:
+        p.error("need --rounds >= 2, --partitions >= 1, --rows >= 1, --tolerance >= 1")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    from service.base.spark import build_spark  # after the arguments: a JVM takes seconds
+
+    with tempfile.TemporaryDirectory(prefix="icefloe-layout-") as tmp:
+        home = Path(tmp)
+        proc = None
+        url = args.redis
+        if not _answers(url):
+            proc, url = private_redis(home)
+        prefix = f"icefloe-layout-{uuid.uuid4().hex[:8]}"
+        results = []
+        try:
+            spark = None
+            for case in args.case_list:
+                ns = "bench"
+                cfg = make_config(home, url, prefix, f"{ns}.{case}_icefloe", args, case)
+                if spark is None:
+                    load_catalog(cfg).create_namespace(ns)
+                    spark = build_spark(cfg, app_name="icefloe-layout-bench")
+                results.append(run_case(spark, cfg, args, case, ns))
+        finally:
+            drop_keys(url, prefix)
+            if proc is not None:
+                proc.kill()
+    print(
+        json.dumps(
+            {
+                "bench": "layout",
+                "args": {k: v for k, v in vars(args).items() if k != "case_list"},
+                "cases": [
+                    {k: r[k] for k in ("case", "ratios", "rows", "rows_ok")}
+                    | {"totals": r["totals"]}
+                    for r in results
+                ],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
