@@ -96,7 +96,7 @@ def ordered(column: Column) -> Any:
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     kind = array.type
-    if pa.types.is_null(kind) or len(array) == 0:
+    if pa.types.is_null(kind):
         return np.zeros(len(array), np.uint64)
     if pa.types.is_floating(kind):
         raw = _numbers(array.cast(pa.float64()), 0.0).view(np.uint64)
@@ -147,6 +147,8 @@ def _prefixes(array: pa.Array) -> Any:
     """A ``large_binary`` array's first 8 bytes per value, zero-padded, as big-endian
     ``uint64`` (read from its offsets and data buffers)."""
     n = len(array)
+    if n == 0:
+        return np.zeros(0, np.uint64)
     _, offsets_buffer, data_buffer = array.buffers()
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[array.offset : array.offset + n + 1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer else np.zeros(0, np.uint8)

@@ -109,8 +109,12 @@ def test_types_without_a_mapping_and_no_columns_are_refused() -> None:
     decimals = pa.table({"d": pa.array([Decimal("1.5")]), "i": pa.array([1])})
     with pytest.raises(TypeError, match="no z-order mapping"):
         zorder_keys(decimals, ["d", "i"])
+    with pytest.raises(TypeError, match="no z-order mapping"):
+        zorder_keys(decimals.slice(0, 0), ["d", "i"])  # not even with no rows
     with pytest.raises(ValueError, match="at least one column"):
         zorder_keys(decimals, [])
+    nulls = pa.table({"n": pa.nulls(2), "i": pa.array([1, None])})
+    assert zorder_keys(nulls, ["n", "i"]).to_pylist() == reference(nulls, ["n", "i"])
 
 
 def test_without_zorder_columns_rows_sort_by_the_sort_columns_nulls_first() -> None:
