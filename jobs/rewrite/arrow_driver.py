@@ -84,7 +84,8 @@ class ArrowDriver:
         return spark_only_reason(metadata.properties, int(metadata.format_version))
 
     def eligible(self, group: FileGroup, target: int, sorting: bool) -> bool:
-        """Can the Arrow engine write ``group`` exactly (:func:`arrow_engine.eligible`)?"""
+        """Can the Arrow engine write ``group`` exactly (:func:`arrow_engine.eligible`)?
+        ``sorting``: the group is sorted or z-ordered, so held in memory whole."""
         held = group.bytes if sorting else min(group.bytes, target)
         unreadable = any(self.scan.parquet_position_deletes(p) is None for p in group.paths)
         return eligible(self.file_format, group.paths, unreadable, held)
@@ -95,10 +96,12 @@ class ArrowDriver:
         arrow: ArrowTable,
         target: int,
         sort_columns: Sequence[str],
+        zorder_columns: Sequence[str] = (),
     ) -> None:
         """Write ``results`` with the Arrow engine (:meth:`_run`), each file verified as it
         is written, and their Java ``DataFile`` objects built as each group finishes (in
-        the driver) or after the job (on a cluster)."""
+        the driver) or after the job (on a cluster). ``zorder_columns``: rows in z-order,
+        not by ``sort_columns`` (:class:`ArrowGroup`)."""
 
         def place(r: GroupResult) -> tuple[Any, Any, list[str]]:
             """Spec, partition and output locations: a few py4j round trips a group."""
@@ -123,6 +126,7 @@ class ArrowDriver:
                     tuple(outputs),
                     tuple(sort_columns),
                     deletes if any(deletes) else (),
+                    tuple(zorder_columns),
                 )
             )
         # recorded before a byte is written: a killed attempt's files are found by name

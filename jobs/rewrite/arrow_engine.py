@@ -11,8 +11,8 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
 1. read the group's files in the table's current schema: a file that holds exactly
    its columns (names, field ids, types) as it is, any other through PyIceberg's
    ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
-   Iceberg reads them); optionally sort the rows (the sort action, by the sort columns,
-   nulls first, as Spark's ``sortWithinPartitions``);
+   Iceberg reads them); optionally order the rows (by the sort columns, nulls first, as
+   ``sortWithinPartitions``, or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
 2. split the rows evenly into the planned number of output files
    (``optimizer.predict_output_sizes``) and write each with pyarrow's Parquet writer and
    PyIceberg's options for it (the table's codec, level, page settings; row groups by
@@ -113,6 +113,7 @@ class ArrowGroup:
     outputs: tuple[str, ...]  # one per planned output file, in order
     sort_columns: tuple[str, ...] = ()
     deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
+    zorder_columns: tuple[str, ...] = ()  # when given: z-order, not the sort columns
 
 
 @dataclass
@@ -168,7 +169,7 @@ def rewrite_groups(table: ArrowTable, groups: Sequence[ArrowGroup]) -> list[Arro
 
 
 def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
-    """Read, (sort), write and verify one group. Raises on any mismatch."""
+    """Read, (sort or z-order), write and verify one group. Raises on any mismatch."""
     from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
     io = load_file_io(table.io_properties, table.metadata.location)
@@ -203,24 +204,24 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
 
 
 def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Iterator[Any]:
-    """The group's live rows: each input's rows without its deleted positions."""
-    # pyarrow: only when files are read or written
+    """The group's live rows (without deleted positions), in the group's order if any."""
+    # pyarrow (and numpy, in zorder_rows): only when files are read or written
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from jobs.rewrite.zorder_rows import row_order
 
     batches = (
         batch
         for path, rows in group.inputs
         for batch in drop_positions(_read_file(table, io, group.spec_id, path, rows), deleted[path])
     )
-    if not group.sort_columns:
+    if not (group.sort_columns or group.zorder_columns):
         yield from batches
         return
     parts = [pa.Table.from_batches([b]) for b in batches]
     if parts:
         whole = pa.concat_tables(parts, promote_options="permissive")
-        keys = [(c, "ascending", "at_start") for c in group.sort_columns]
-        order = pc.sort_indices(whole, sort_keys=keys)
+        order = row_order(whole, group.sort_columns, group.zorder_columns)
         yield from whole.take(order).to_batches()
 
 

@@ -57,7 +57,11 @@ if TYPE_CHECKING:
 
 __all__ = ["REWRITE_ID_PROPERTY", "Collaborators", "CommitConflict", "ExactRewrite", "GroupResult"]
 
-WriteArrow = Callable[[ArrowDriver, Sequence[GroupResult], ArrowTable, int, Sequence[str]], None]
+WriteArrow = Callable[
+    [ArrowDriver, Sequence[GroupResult], ArrowTable, int, Sequence[str], Sequence[str]], None
+]
+"""Writes the Arrow engine's groups: the driver, the results, the table, the target size,
+the sort columns and the z-order columns (:meth:`ArrowDriver.write`)."""
 BeforeCommit = Callable[["ExactRewrite", Sequence[GroupResult]], None]
 RunSuite = Callable[[Checksum, int, list[str]], SuiteResult]
 
@@ -178,10 +182,13 @@ class ExactRewrite:
         parallelism: int = 4,
         also_check: Callable[[list[GroupResult]], Any] | None = None,
         arrow: ArrowTable | None = None,
+        zorder_columns: Sequence[str] = (),
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
         ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
+        ``zorder_columns``: each group's rows in z-order over these columns
+        (:mod:`jobs.rewrite.zorder_rows`), instead of by ``sort_columns``.
 
         ``also_check(results)`` (the data checks) runs once every group's output is
         measured (``GroupResult.output``); its result is kept in ``self.check_result``.
@@ -195,7 +202,8 @@ class ExactRewrite:
         try:
             if self.spark_prefix is not None:  # Spark's writer may write under it
                 self.collaborators.guard.before_write([], [self.spark_prefix])
-            self._write_all(results, target, sort_columns, parallelism, arrow)
+            order = (tuple(sort_columns), tuple(zorder_columns))
+            self._write_all(results, target, order, parallelism, arrow)
             clock = self._tick("write", clock)
             self._verify(results, also_check)
             self._tick("verify", clock)
@@ -214,7 +222,7 @@ class ExactRewrite:
         self,
         results: list[GroupResult],
         target: int,
-        sort_columns: Sequence[str],
+        order: tuple[tuple[str, ...], tuple[str, ...]],
         parallelism: int,
         arrow: ArrowTable | None,
     ) -> None:
@@ -222,23 +230,27 @@ class ExactRewrite:
         Spark's writer, at the same time; Arrow groups whose job fails go through Spark
         after all (their partial files deleted first), the reason kept in ``fallback``.
         A table whose write properties the Arrow engine does not honour goes all through
-        Spark, the reason kept in ``spark_only``."""
+        Spark, the reason kept in ``spark_only``. ``order``: the sort and z-order columns."""
+        sort_columns, zorder_columns = order
         self.spark_only = "" if arrow is None else self.arrow.refusal(arrow)
+        sorting = bool(sort_columns or zorder_columns)
         fast = (
             []
             if arrow is None or self.spark_only
-            else [r for r in results if self.arrow.eligible(r.group, target, bool(sort_columns))]
+            else [r for r in results if self.arrow.eligible(r.group, target, sorting)]
         )
         chosen = {id(r) for r in fast}
         slow = [r for r in results if id(r) not in chosen]
 
         def spark_write(r: GroupResult) -> None:
-            self.spark_engine.write(r, target, sort_columns)
+            self.spark_engine.write(r, target, sort_columns, zorder_columns)
 
         with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
             write_arrow = self.collaborators.write_arrow
             arrow_job = (
-                pool.submit(write_arrow, self.arrow, fast, arrow, target, sort_columns)
+                pool.submit(
+                    write_arrow, self.arrow, fast, arrow, target, sort_columns, zorder_columns
+                )
                 if fast and arrow is not None
                 else None
             )

@@ -3,7 +3,9 @@ Iceberg's own Spark rewrite runners (``ScanTaskSetManager``, ``FileRewriteCoordi
 
 Per group that Spark writes: stage the group's scan tasks under its id, read the id as one
 Spark task (split size >= group bytes, so a group is one rolling writer and yields
-``optimizer.predict_output_sizes`` files), optionally sorted, and write with
+``optimizer.predict_output_sizes`` files), optionally sorted (by the sort columns, or by
+a z-order key that an Arrow UDF computes as the Arrow engine does,
+:mod:`jobs.rewrite.zorder_rows`, and drops before the write), and write with
 ``distribution-mode=none`` into the group's own partition spec. The input's checksum is
 observed on the rows the writer consumes (no extra pass); the output's comes from one
 plain read of every new file (:meth:`SparkEngine.output_checksums`).
@@ -62,6 +64,28 @@ def _plain_schema(schema: Any) -> Any:
     from pyspark.sql.types import StructField, StructType
 
     return StructType([StructField(f.name, f.dataType, f.nullable) for f in schema.fields])
+
+
+ZORDER_KEY = "__icefloe_zorder_key"
+"""The temporary column a z-order write sorts by (dropped before the write)."""
+
+
+def zordered(df: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """``df``'s rows sorted within each Spark partition by their z-order key over
+    ``columns``: the key a vectorized Arrow UDF computes with the Arrow engine's code
+    (:func:`jobs.rewrite.zorder_rows.spark_keys`), a temporary column, dropped again."""
+    # pyspark: only where Spark runs (the module loads without it)
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.functions import arrow_udf
+    from pyspark.sql.types import BinaryType
+
+    # pyarrow and numpy at its top: loaded only where Spark z-orders
+    from jobs.rewrite.zorder_rows import spark_keys
+
+    # a scalar Arrow UDF by its type hints (PySpark's stubs know only the functionType form)
+    key = arrow_udf(spark_keys, BinaryType())  # type: ignore[call-overload]
+    keyed = df.withColumn(ZORDER_KEY, key(*[F.col(quoted(c)) for c in columns]))
+    return keyed.sortWithinPartitions(ZORDER_KEY).drop(ZORDER_KEY)
 
 
 def write_target(group_bytes: int, target: int) -> int:
@@ -143,8 +167,16 @@ class SparkEngine:
             .load(result.group_id)
         )
 
-    def write(self, result: GroupResult, target: int, sort_columns: Sequence[str]) -> None:
-        """Write one group; its input checksum is observed on the rows the writer consumes."""
+    def write(
+        self,
+        result: GroupResult,
+        target: int,
+        sort_columns: Sequence[str],
+        zorder_columns: Sequence[str] = (),
+    ) -> None:
+        """Write one group; its input checksum is observed on the rows the writer consumes
+        (the table's columns only). ``zorder_columns``: rows in z-order (:func:`zordered`),
+        not by ``sort_columns``."""
         # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import Observation
 
@@ -152,7 +184,9 @@ class SparkEngine:
         columns = list(df.columns)
         seen = Observation(f"icefloe_input_{result.group_id.replace('-', '')}")
         df = df.observe(seen, *checksum_exprs(df, columns))
-        if sort_columns:
+        if zorder_columns:
+            df = zordered(df, zorder_columns)
+        elif sort_columns:
             df = df.sortWithinPartitions(*[quoted(c) for c in sort_columns])
         (
             df.write.format("iceberg")
