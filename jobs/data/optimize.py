@@ -207,14 +207,13 @@ def _attempt(
         rewrite.check_files_exist(paths)
         timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
         zorder = layout is not None and layout.zorder
-        order = {"zorder_columns": layout.columns} if layout is not None and zorder else {}
         results = rewrite.run(
             [g for p in work for g in p.groups],
             target,
             layout.columns if layout is not None and not zorder else (),
             also_check=(lambda written: _suite(rewrite, written)) if run_suite else None,
             arrow=arrow,
-            **order,
+            zorder_columns=layout.columns if layout is not None and zorder else (),
         )
         suite = rewrite.check_result
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}

@@ -33,8 +33,8 @@ from packaging.utils import canonicalize_name
 
 from service.base.errors import UsageError
 
-ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]",)
-"""What ``jobs.rewrite.arrow_engine`` imports on the executors (besides icefloe itself)."""
+ROOTS = ("pyiceberg[pyarrow,pyiceberg-core]", "numpy")
+"""What ``jobs.rewrite`` imports on the executors (besides icefloe itself; numpy: z-order keys)."""
 
 PROVIDED = frozenset({"pyspark", "pyspark-client", "py4j"})
 """Distributions the executors already have: Spark ships them."""
