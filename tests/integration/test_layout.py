@@ -72,9 +72,7 @@ def files_of(spark: Any, ident: str, day: str) -> dict[str, tuple[int, int]]:
 
 
 def depth(files: dict[str, tuple[int, int]]) -> float:
-    return clustering_depth(
-        [FileBounds(p, 1, (lo,), (hi,)) for p, (lo, hi) in files.items()]
-    ).mean
+    return clustering_depth([FileBounds(p, 1, (lo,), (hi,)) for p, (lo, hi) in files.items()]).mean
 
 
 def test_sort_rewrites_only_the_files_an_out_of_order_append_overlaps(
