@@ -121,3 +121,56 @@ def test_a_resort_that_cannot_lower_the_depth_commits_nothing(spark, cfg, catalo
     skipped = [p for p in report.partitions if p.status == "skipped"]
     assert skipped and all("depth" in p.reason for p in skipped)
     assert catalog.load_table(ident).current_snapshot().snapshot_id == snapshot
+
+
+def zorder_table(spark: Any, namespace: str) -> str:
+    """Two partitions of four files, each file one block of z-space (x in its own aligned
+    window of 1024, y under 1024), written in order."""
+    ident = f"{namespace}.points"
+    spark.sql(
+        f"CREATE TABLE {fq(ident)} (x BIGINT, y BIGINT, day STRING, v STRING) USING iceberg "
+        f"PARTITIONED BY (day) TBLPROPERTIES ('write.target-file-size-bytes'='{TARGET}', "
+        "'write.distribution-mode'='none')"
+    )
+    for day in DAYS[:2]:
+        for k in range(4):
+            zappend(spark, ident, day, k)
+    return ident
+
+
+def zappend(spark: Any, ident: str, day: str, window: int, seed: int = 0) -> None:
+    (
+        spark.range(0, 150)
+        .selectExpr(
+            f"{window * 1024} + (id * 7 + {seed}) % 1024 AS x",
+            f"(id * 13 + {seed}) % 1024 AS y",
+            f"'{day}' AS day",
+            "sha2(cast(id AS string), 256) AS v",
+        )
+        .coalesce(1)
+        .writeTo(fq(ident))
+        .append()
+    )
+
+
+def test_zorder_rewrites_the_block_a_late_file_lands_in(spark, ecfg, catalog, namespace):
+    ident = zorder_table(spark, namespace)
+    zappend(spark, ident, "d1", 1, seed=5)  # late rows in the second block of d1
+    policy = replace(
+        layout_cfg(ecfg, ident).tables[ident], actions=("merge", "zorder"), zorder=("x", "y")
+    )
+    cfg = replace(ecfg, tables={ident: policy})
+    planned = load_and_plan(cfg, catalog, ident, "zorder")
+    work = [p for p in planned.plan.partitions if p.groups]
+    assert len(work) == 1 and work[0].layout and planned.zorder_columns == ("x", "y")
+    assert sum(len(g.paths) for g in work[0].groups) == 2  # the late file and its block's
+    before = contents(spark, ident)
+    report = optimize_table(spark, cfg, ident, action="zorder")
+    assert report.partitions_rewritten == 1
+    assert {r.engine for r in report.partitions if r.status == "rewritten"} == {engine_of(ecfg)}
+    assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
+    after = load_and_plan(cfg, catalog, ident, "zorder")
+    assert not after.plan.work, "no churn: the z-ordered files no longer overlap"
+    assert all(
+        p.depth_before is not None and p.depth_before.mean == 1.0 for p in after.plan.partitions
+    )
