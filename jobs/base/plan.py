@@ -142,14 +142,10 @@ def _name(table: Table) -> str:
     return ".".join(table.name()[-2:])
 
 
-def _file_details(
-    table: Table, snapshot_id: int, layout: LayoutSpec | None
-) -> tuple[dict[str, int], dict[str, Bounds]]:
-    """Data files named by file-scoped position deletes (with how many name each); each
-    data file's key bounds under ``layout``."""
+def _referenced(table: Table, snapshot_id: int) -> dict[str, int]:
+    """Data files named by file-scoped position deletes, with how many name each."""
     rows = table.inspect.files(snapshot_id=snapshot_id).to_pylist()
     referenced: dict[str, int] = {}
-    bounds: dict[str, Bounds] = {}
     for row in rows:
         if row["content"] == 1:
             lo = dict(row["lower_bounds"] or {}).get(_FILE_PATH_ID)
@@ -157,14 +153,7 @@ def _file_details(
             if lo is not None and lo == hi:
                 path = lo.decode("utf-8")
                 referenced[path] = referenced.get(path, 0) + 1
-        elif row["content"] == 0 and layout is not None:
-            bounds[row["file_path"]] = layout.bounds(
-                row["lower_bounds"],
-                row["upper_bounds"],
-                row["null_value_counts"],
-                row["nan_value_counts"],
-            )
-    return referenced, bounds
+    return referenced
 
 
 _FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path
@@ -293,14 +282,14 @@ def plan_table(
     snapshot = table.current_snapshot()
     if snapshot is None:
         return TablePlan(None, [])
-    files = current_partitions(table, snapshot.snapshot_id)
+    files = current_partitions(table, snapshot.snapshot_id, layout)
     _require_matches(table, wanted, files)
     files = [pf for pf in files if not wanted or any(pf.partition.matches(w) for w in wanted)]
     files = [pf for pf in files if only is None or pf.key in only]
-    needs_details = layout is not None or any(pf.delete_files for pf in files)
-    forced, bounds = (
-        _file_details(table, snapshot.snapshot_id, layout) if needs_details else ({}, {})
+    forced = (
+        _referenced(table, snapshot.snapshot_id) if any(pf.delete_files for pf in files) else {}
     )
+    bounds = {path: b for pf in files for path, b in zip(pf.paths, pf.bounds, strict=False)}
     current_spec = table.spec().spec_id
     plans = []
     for pf in files:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from optimizer import PartitionStats, stats_from_sizes
 from optimizer.health_score import HealthInputs, Score, health_score
 from optimizer.maintenance_rules import MetadataHealth
+from service.base.layoutspec import Bound, LayoutSpec
 from service.base.partition_key import FieldSpec, PartitionKey
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class PartitionFiles:
     delete_bytes: int = 0
     deleted_rows: int = 0  # the delete files' rows: positions, or equality rows
     partition: PartitionKey = PartitionKey(0)
+    bounds: tuple[tuple[Bound | None, Bound | None], ...] = ()  # with a layout, per path
 
     def stats(self, target: int) -> PartitionStats:
         rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
@@ -71,18 +73,18 @@ def split_selector(selector: str) -> list[tuple[str, str]]:
     return [(c, v) for c, v in pairs]
 
 
-def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:
-    """Data files grouped by (spec, partition), with the count of delete files beside them."""
+def current_partitions(
+    table: Table, snapshot_id: int | None = None, layout: LayoutSpec | None = None
+) -> list[PartitionFiles]:
+    """Data files grouped by (spec, partition), with the count of delete files beside them;
+    with ``layout``, each data file's key bounds too (one read of the manifests)."""
     snap = snapshot_id if snapshot_id is not None else _current_snapshot_id(table)
     if snap is None:
         return []
-    rows = (
-        table.inspect.files(snapshot_id=snap)
-        .select(
-            ["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"]
-        )
-        .to_pylist()
-    )
+    columns = ["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"]
+    if layout is not None:
+        columns += ["lower_bounds", "upper_bounds", "null_value_counts", "nan_value_counts"]
+    rows = table.inspect.files(snapshot_id=snap).select(columns).to_pylist()
     fields = spec_fields(table)
     data: dict[PartitionKey, list[dict[str, Any]]] = defaultdict(list)
     deletes: dict[PartitionKey, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -111,6 +113,17 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
                 delete_bytes=counts[1],
                 deleted_rows=counts[2],
                 partition=partition,
+                bounds=()
+                if layout is None
+                else tuple(
+                    layout.bounds(
+                        r["lower_bounds"],
+                        r["upper_bounds"],
+                        r["null_value_counts"],
+                        r["nan_value_counts"],
+                    )
+                    for r in files
+                ),
             )
         )
     return out

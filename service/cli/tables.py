@@ -19,6 +19,15 @@ MIB = 1 << 20
 console = make_console()
 
 
+def _depth_cell(c: dict[str, Any] | None) -> str:
+    """Mean clustering depth against the tolerance (``-`` without a layout)."""
+    if c is None:
+        return "-"
+    over = c["mean_depth"] > c["tolerance"] or c["partitions_over"]
+    text = f"{c['mean_depth']:.2f}/{c['tolerance']:g}"
+    return f"[yellow]{text}[/]" if over else text
+
+
 def render_partitions(summary: dict[str, Any]) -> None:
     out = RichTable(
         title=(
@@ -26,7 +35,8 @@ def render_partitions(summary: dict[str, Any]) -> None:
             f"tolerance {summary['tolerance_bytes'] / MIB:g} MiB)"
         )
     )
-    for col in ("partition", "files", "MiB", "MSE (MiB²)", "RMSE/target", "state"):
+    cols = ("partition", "files", "MiB", "MSE (MiB²)", "RMSE/target", "depth", "state")
+    for col in cols:
         out.add_column(col, justify="left" if col in ("partition", "state") else "right")
     for p in summary["partitions"]:
         out.add_row(
@@ -35,6 +45,7 @@ def render_partitions(summary: dict[str, Any]) -> None:
             f"{p['bytes'] / MIB:.2f}",
             f"{p['mse'] / MIB**2:.3f}",
             f"{p['rmse_fraction']:.2f}",
+            f"{p['depth']:.2f}/{p['depth_max']}" if "depth" in p else "-",
             "[yellow]needs work[/]" if p["needs_work"] else "[green]healthy[/]",
         )
     console.print(out)
@@ -67,6 +78,7 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
             {k: s[k] for k in ("table", "health", "files", "bytes", "snapshot_id", "manifests")}
             | {"snapshots": s["snapshots"]}
             | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
+            | {"clustering": s["clustering"]}
             | {
                 "partitions": len(s["partitions"]),
                 "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
@@ -80,7 +92,7 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
         out = RichTable(title="managed tables" + (" (worst first)" if worst else ""))
         cols: tuple[str, ...] = ("table", "score", "worst part", "files", "MiB", "partitions")
         cols += ("need work",)
-        cols += ("manifests", "snapshots", "deleted")
+        cols += ("manifests", "snapshots", "deleted", "depth")
         for col in (*cols, "snapshot"):
             out.add_column(col)
         for r in rows:
@@ -98,6 +110,7 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
                 str(r["manifests"]),
                 str(r["snapshots"]),
                 f"{r['delete_ratio']:.1%}",
+                _depth_cell(r["clustering"]),
                 str(r["snapshot_id"]),
             )
         if not rows:

@@ -8,10 +8,12 @@ import statistics
 import time
 from typing import Any
 
+from optimizer import FileBounds, clustering_depth
 from optimizer.health_score import removable_mse
 from service.base.catalog import load_table
 from service.base.config import Config
-from service.base.tablestats import current_partitions, table_score
+from service.base.layoutspec import LayoutSpec, decided_layout
+from service.base.tablestats import PartitionFiles, current_partitions, table_score
 from service.state.health import read_health
 
 
@@ -25,7 +27,8 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
     health = read_health(table, m.manifest_target(table.properties), m.retain_last)
     parts = []
     pooled = []
-    for p in current_partitions(table):
+    layout = decided_layout(table, policy)
+    for p in current_partitions(table, layout=layout):
         s = p.stats(target)
         pooled.append(s)
         parts.append(
@@ -39,6 +42,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 # over tolerance with enough small files to merge (min_input_files)
                 "needs_work": s.needs_work(inputs.tolerance)
                 and s.undersized >= inputs.min_input_files,
+                **_depth(p, layout),
             }
         )
     score = table_score(policy, removable_mse(pooled, target), health, time.time())
@@ -57,6 +61,36 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
         "metadata_bytes": health.metadata_bytes,
         "delete_files": health.delete_files,
         "delete_ratio": health.delete_ratio,
+        "clustering": clustering(parts, layout),
+    }
+
+
+def _depth(p: PartitionFiles, layout: LayoutSpec | None) -> dict[str, Any]:
+    """A partition's clustering depth (a table with a layout), from its files' bounds."""
+    if layout is None:
+        return {}
+    files = [
+        FileBounds(path, size, *b) for path, size, b in zip(p.paths, p.sizes, p.bounds, strict=True)
+    ]
+    d = clustering_depth(files)
+    return {"depth": round(d.mean, 4), "depth_max": d.max}
+
+
+def clustering(parts: list[dict[str, Any]], layout: LayoutSpec | None) -> dict[str, Any] | None:
+    """The table's clustering: its layout, the file-weighted mean depth of its partitions,
+    the deepest point and how many partitions are over ``clustering_tolerance``."""
+    if layout is None:
+        return None
+    files = sum(p["files"] for p in parts)
+    return {
+        "action": layout.action,
+        "columns": list(layout.columns),
+        "tolerance": layout.tolerance,
+        "mean_depth": round(sum(p["depth"] * p["files"] for p in parts) / files, 4)
+        if files
+        else 0.0,
+        "max_depth": max((p["depth_max"] for p in parts), default=0),
+        "partitions_over": sum(p["depth"] > layout.tolerance for p in parts),
     }
 
 

@@ -4,15 +4,20 @@ do after, and commits nothing when a re-sort cannot lower the depth."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 import pytest
+import yaml
 from chispa import assert_df_equality
+from click.testing import CliRunner
 
 from jobs.base.plan import load_and_plan
 from jobs.data.optimize import optimize_table
 from optimizer import FileBounds, clustering_depth
+from service.cli import cli
+from service.cli import main as cli_main
 from tests.integration.test_actors import contents, current_operation, ecfg, engine_of, fq
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -174,3 +179,41 @@ def test_zorder_rewrites_the_block_a_late_file_lands_in(spark, ecfg, catalog, na
     assert all(
         p.depth_before is not None and p.depth_before.mean == 1.0 for p in after.plan.partitions
     )
+
+
+def test_plan_and_tables_show_clustering_depth_from_a_users_config(
+    spark, cfg, catalog, namespace, tmp_path, capsys
+):
+    """What a user writes: the sort action and a clustering tolerance for one table."""
+    ident = sorted_table(spark, namespace)
+    append(spark, ident, "d2", 150, 250)
+    conf = tmp_path / "icefloe.yaml"
+    policy = {"actions": ["merge", "sort"], "clustering_tolerance": 1.25}
+    conf.write_text(
+        yaml.safe_dump(
+            {
+                "catalog": {"uri": cfg.catalog.uri, "warehouse": cfg.catalog.warehouse},
+                "managed": {"tables": [ident]},
+                "tables": {ident: policy},
+            }
+        )
+    )
+    plan = invoke(conf, "plan", ident, "--action", "sort", "--json")
+    assert plan["sort_columns"] == ["id"] and plan["clustering_tolerance"] == 1.25
+    by_day = {p["partition"]: p for p in plan["partitions"]}
+    assert by_day["day=d2"]["depth"] == {"mean": 1.6, "max": 2}
+    assert by_day["day=d2"]["relayout"] and by_day["day=d2"]["predicted_depth_after"]["mean"] == 1
+    assert [d for d, p in by_day.items() if p["relayout"]] == ["day=d2"]  # the rest merge
+    (row,) = invoke(conf, "tables", "--json")
+    assert row["clustering"]["partitions_over"] == 1 and row["clustering"]["max_depth"] == 2
+    assert row["clustering"]["columns"] == ["id"] and row["clustering"]["action"] == "sort"
+    with pytest.raises(SystemExit) as bad:
+        cli_main(["--config", str(conf), "plan", ident, "--action", "zorder"])
+    err = capsys.readouterr().err
+    assert bad.value.code == 2 and err.count("\n") == 1 and "zorder needs two or more" in err
+
+
+def invoke(conf: Any, *args: str) -> Any:
+    result = CliRunner().invoke(cli, ["--config", str(conf), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
