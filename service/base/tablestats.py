@@ -8,7 +8,8 @@ itself is the pure core's (:func:`optimizer.stats_from_sizes`).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from optimizer import PartitionStats, stats_from_sizes
@@ -38,6 +39,8 @@ class PartitionFiles:
     delete_bytes: int = 0
     deleted_rows: int = 0  # the delete files' rows: positions, or equality rows
     partition: PartitionKey = PartitionKey(0)
+    # per data file (in ``paths`` order), the ``extra`` columns asked of current_partitions
+    extra: tuple[dict[str, Any], ...] = field(default=(), compare=False)
 
     def stats(self, target: int) -> PartitionStats:
         rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
@@ -71,16 +74,19 @@ def split_selector(selector: str) -> list[tuple[str, str]]:
     return [(c, v) for c, v in pairs]
 
 
-def current_partitions(table: Table, snapshot_id: int | None = None) -> list[PartitionFiles]:
-    """Data files grouped by (spec, partition), with the count of delete files beside them."""
+def current_partitions(
+    table: Table, snapshot_id: int | None = None, extra: Sequence[str] = ()
+) -> list[PartitionFiles]:
+    """Data files grouped by (spec, partition), with the count of delete files beside them.
+    ``extra``: more ``inspect.files`` columns to keep of each data file (``lower_bounds``,
+    ...: :attr:`PartitionFiles.extra`)."""
     snap = snapshot_id if snapshot_id is not None else _current_snapshot_id(table)
     if snap is None:
         return []
+    columns = ["content", "file_path", "spec_id", "partition", "record_count"]
     rows = (
         table.inspect.files(snapshot_id=snap)
-        .select(
-            ["content", "file_path", "spec_id", "partition", "record_count", "file_size_in_bytes"]
-        )
+        .select([*columns, "file_size_in_bytes", *extra])
         .to_pylist()
     )
     fields = spec_fields(table)
@@ -111,6 +117,7 @@ def current_partitions(table: Table, snapshot_id: int | None = None) -> list[Par
                 delete_bytes=counts[1],
                 deleted_rows=counts[2],
                 partition=partition,
+                extra=tuple({c: r[c] for c in extra} for r in files) if extra else (),
             )
         )
     return out
