@@ -19,9 +19,9 @@ from redis.cluster import key_slot
 
 import service.state
 from optimizer import stats_from_sizes
+from optimizer.layout import FileBounds
 from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
-from optimizer.layout import FileBounds
 from service.state.intents.redis import RedisIntents
 from service.state.layout import LayoutDelta
 from service.state.layout.redis import RedisLayouts
