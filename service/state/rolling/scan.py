@@ -172,9 +172,16 @@ class _Layout:
 
     @classmethod
     def of(cls, spec: LayoutSpec | None, store: LayoutStore | None, name: str) -> _Layout | None:
-        if spec is None or store is None:
+        """None without a layout; a layout kept before (the policy changed) is dropped,
+        else it would miss the snapshots from now on."""
+        if store is None:
             return None
-        return cls(spec, store, store.signature(name) != signature(spec))
+        stored = store.signature(name)
+        if spec is None:
+            if stored is not None:
+                store.forget(name)
+            return None
+        return cls(spec, store, stored != signature(spec))
 
     def update(self, name: str, deltas: dict[str, LayoutDelta]) -> None:
         """Apply one chunk's deltas (before the rolling stats' transaction of the chunk: a

@@ -1,0 +1,97 @@
+"""What a table's layout needs: one sort or z-order item per partition clustered too deep.
+
+A table with a layout (:func:`service.base.layoutspec.decided_layout`: the policy's
+``zorder``, else ``sort`` with a sort order) has its partitions' data files' key bounds
+kept by the decider (:mod:`service.state.layout`, brought up to date with the rolling
+stats by :func:`service.state.rolling.scan.catch_up`). Each partition whose layout a
+catch-up changed is planned with :func:`optimizer.layoutplan.plan_layout` (the least
+rewrite that brings its mean clustering depth within ``clustering_tolerance``); one whose
+mean depth is over the tolerance, and that a rewrite helps, becomes one item of the
+layout's action, valued by the mean depth removed times the files per byte
+rewritten. Its id is the action's lane (``sort:<table>:<partition>``), so it coalesces
+with the partition's merge when the policy's data action is a sort too. Beside the merges
+of :mod:`service.decider.needs`, not instead of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from optimizer.layout import FileBounds
+from optimizer.layoutplan import plan_layout
+from service.base.config import TablePolicy
+from service.base.errors import UsageError
+from service.base.layoutspec import LayoutSpec, decided_layout
+from service.state.layout import LayoutStore
+from service.state.queue import ActionItem, PriorityQueue
+
+log = logging.getLogger("icefloe.decider")
+
+
+def table_layout(name: str, table: Any, policy: TablePolicy) -> LayoutSpec | None:
+    """The layout the decider keeps on the table; None (logged) when the policy's columns
+    do not fit the table: its merges and maintenance go on."""
+    try:
+        return decided_layout(table, policy)
+    except UsageError as e:
+        log.warning("%s: no layout kept: %s", name, e)
+        return None
+
+
+def layout_items(
+    name: str,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
+    target: int,
+    now: float,
+) -> list[ActionItem]:
+    """One item per partition whose mean clustering depth is over the tolerance and that
+    a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed)."""
+    items = []
+    for key, files in sorted(files_by_partition.items()):
+        plan = plan_layout(files, spec.tolerance, target)
+        before, after = plan.before, plan.after
+        if before.mean <= spec.tolerance or plan.is_empty:
+            continue
+        benefit = (before.mean - after.mean) * before.files
+        reason = (
+            f"depth {before.mean:.3g} > {spec.tolerance:g} (max {before.max}) "
+            f"over {before.files} files"
+        )
+        items.append(
+            ActionItem.new(
+                name,
+                key or None,
+                spec.action,
+                policy.priority,
+                plan.bytes_rewritten,
+                benefit,
+                now,
+                reason=reason,
+                lane=spec.action,
+            )
+        )
+    return items
+
+
+def enqueue_layout(
+    queue: PriorityQueue,
+    layouts: LayoutStore,
+    name: str,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    keys: Sequence[str] | None,
+    target: int,
+    now: float,
+) -> list[int]:
+    """The layout items of ``keys`` (None: every partition) of ``name``, in one pipelined
+    enqueue; the outcomes (1 new, 0 coalesced)."""
+    if keys is not None and not keys:
+        return []
+    items = layout_items(name, policy, spec, layouts.files(name, keys), target, now)
+    for item in items:
+        log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
+    return list(queue.enqueue_many(items, now)) if items else []
