@@ -24,20 +24,28 @@ from optimizer.layoutplan import plan_layout
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout
-from service.state.layout import LayoutStore
+from service.base.tablestats import current_partitions
+from service.state.layout import LayoutStore, signature
+from service.state.layout.scan import BOUND_COLUMNS, rebuild
 from service.state.queue import ActionItem, PriorityQueue
 
 log = logging.getLogger("icefloe.decider")
 
 
-def table_layout(name: str, table: Any, policy: TablePolicy) -> LayoutSpec | None:
+def table_layout(
+    name: str, table: Any, policy: TablePolicy, seen: dict[str, str]
+) -> LayoutSpec | None:
     """The layout the decider keeps on the table; None (logged) when the policy's columns
-    do not fit the table: its merges and maintenance go on."""
+    do not fit the table: its merges and maintenance go on. ``seen``: :func:`new_layout`'s,
+    forgets the table without a layout."""
     try:
-        return decided_layout(table, policy)
+        spec = decided_layout(table, policy)
     except UsageError as e:
         log.warning("%s: no layout kept: %s", name, e)
-        return None
+        spec = None
+    if spec is None:
+        seen.pop(name, None)
+    return spec
 
 
 def layout_items(
@@ -95,3 +103,28 @@ def enqueue_layout(
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
     return list(queue.enqueue_many(items, now)) if items else []
+
+
+def new_layout(
+    queue: PriorityQueue,
+    layouts: LayoutStore,
+    name: str,
+    table: Any,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    target: int,
+    now: float,
+    seen: dict[str, str],
+) -> list[int]:
+    """A table whose stats are current but whose stored layout is not of ``spec`` (its
+    policy changed, and no snapshot came since) has it rebuilt from its current files, and
+    its partitions decided; the enqueue outcomes. ``seen``: the signatures this process
+    knows stored (no read then: one poll of an unchanged table costs nothing here)."""
+    sig = signature(spec)
+    if seen.get(name) != sig and layouts.signature(name) != sig:
+        log.info("%s: layout %s built from the current files", name, sig)
+        keys = rebuild(layouts, name, spec, current_partitions(table, extra=BOUND_COLUMNS))
+        seen[name] = sig
+        return enqueue_layout(queue, layouts, name, policy, spec, sorted(keys), target, now)
+    seen[name] = sig
+    return []

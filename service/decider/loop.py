@@ -55,7 +55,7 @@ from service.base.keys import shard_of
 from service.base.layoutspec import LayoutSpec
 from service.decider.duties import LeaderDuties
 from service.decider.history import flush
-from service.decider.layout import enqueue_layout, table_layout
+from service.decider.layout import enqueue_layout, new_layout, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
 from service.decider.report import StepReport
@@ -142,6 +142,7 @@ class Decider:
             else None,
         )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
+        self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -251,7 +252,7 @@ class Decider:
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
-        layout = table_layout(name, table, policy)
+        layout = table_layout(name, table, policy, self.layouts_seen)
         if current_id == last and self.stats.decided(name) != last:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
@@ -268,6 +269,9 @@ class Decider:
         elif current_id != last:
             self._catch_up(waits, table, policy, layout, target, now, report)
             self.stats.mark_decided(name, current_id)
+        elif layout is not None:  # a layout new to the table, with no snapshot to catch up
+            fresh = (self.queue, self.layouts, name, table, policy, layout, target, now)
+            report.count(new_layout(*fresh, self.layouts_seen))
         report.count(enqueue_overdue(self.queue, waits, policy, target, now))
         self.scores.update(name, policy, self.healths[name], now)
 

@@ -48,17 +48,19 @@ def in_order(table: Any, rounds: range) -> None:
         table.append(rows({reg: range(i * 100, i * 100 + 100) for reg in REGIONS}))
 
 
+POLICY = {
+    "target_file_size_bytes": 1 << 20,
+    "tolerance_bytes": 1 << 20,  # no merge is due: only the layout decides
+    "min_input_files": 2,
+    "actions": ["sort"],
+    "sort_order": ["id"],
+    "clustering_tolerance": 1.5,
+}
+
+
 @pytest.fixture
 def setup(lake_home: Path, catalog: Any, namespace: str, redis_client: Any) -> Any:
-    policy = {
-        "target_file_size_bytes": 1 << 20,
-        "tolerance_bytes": 1 << 20,  # no merge is due: only the layout decides
-        "min_input_files": 2,
-        "actions": ["sort"],
-        "sort_order": ["id"],
-        "clustering_tolerance": 1.5,
-    }
-    cfg = make_config(lake_home, managed={"namespaces": [namespace]}, defaults=policy)
+    cfg = make_config(lake_home, managed={"namespaces": [namespace]}, defaults=POLICY)
     tables = {
         name: catalog.create_table(f"{namespace}.{name}", schema=SCHEMA, partition_spec=SPEC)
         for name in ("events", "ordered")
@@ -133,3 +135,26 @@ def test_a_new_layout_rebuilds_and_no_layout_forgets(catalog: Any, namespace: st
     in_order(table, range(3, 4))
     assert catch_up(stats, name, table, 1 << 20, T0, None, layouts).layout_touched == set()
     assert layouts.signature(name) is None and layouts.files(name) == {}
+
+
+def test_a_layout_new_to_a_quiet_table_is_built_and_decided(
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    """The policy turns to sort with no snapshot since the last pass: the next pass builds
+    the layout from the current files and queues the partition clustered too deep."""
+    table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
+    in_order(table, range(3))
+    table.append(rows({"r1": range(5, 295, 10)}))
+    managed = {"namespaces": [namespace]}
+    merging = make_config(lake_home, managed=managed, defaults={**POLICY, "actions": ["merge"]})
+    settings = DeciderSettings(ready_depth=0)
+    kw: dict[str, Any] = {"settings": settings, "clock": lambda: T0, "consumer": "d1"}
+    first = open_decider(merging, catalog, redis_client, **kw)
+    assert first.step().enqueued == 0
+    assert first.layouts.signature(f"{namespace}.events") is None
+    cfg = make_config(lake_home, managed=managed, defaults=POLICY)
+    decider = open_decider(cfg, catalog, redis_client, **kw)  # the same one, restarted
+    report = decider.step()
+    assert report.applied == [] and report.enqueued == 1
+    assert decider.queue.get(f"sort:{namespace}.events:{part(region='r1')}") is not None
+    assert decider.step().enqueued == 0  # built once

@@ -13,7 +13,10 @@ The store (:class:`LayoutStore`) keeps, per (table, partition key: the rolling s
 encoded :class:`~service.base.partition_key.PartitionKey`), each file's
 ``FileBounds[str]`` (id: the file path). ``update`` has SET semantics: added files are put,
 deleted ones removed, so re-applying a delta changes nothing (a decider that crashes
-between the layout update and the rolling stats' transaction replays it harmlessly).
+between the layout update and the rolling stats' transaction replays it harmlessly). Two
+deciders racing on one table are kept apart by the stats' compare-and-set: one that
+applied a chunk's bounds after another went past that chunk finds the stats moved on
+(:class:`~service.state.rolling.GapError`) and rebuilds both from the current files.
 Implementations: :class:`service.state.layout.redis.RedisLayouts` (one hash per partition
 in the table's slot) and :class:`service.state.layout.memory.MemoryLayouts`; one contract
 suite (``tests/support/contracts/layout.py``) runs on both.
