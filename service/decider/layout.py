@@ -115,16 +115,20 @@ def new_layout(
     target: int,
     now: float,
     seen: dict[str, str],
+    everything: bool = False,
 ) -> list[int]:
-    """A table whose stats are current but whose stored layout is not of ``spec`` (its
-    policy changed, and no snapshot came since) has it rebuilt from its current files, and
-    its partitions decided; the enqueue outcomes. ``seen``: the signatures this process
-    knows stored (no read then: one poll of an unchanged table costs nothing here)."""
+    """For a table whose stats are current: when its stored layout is not of ``spec`` (its
+    policy changed with no snapshot since, or a pass stopped before rebuilding it), rebuild
+    it from the current files and decide its partitions; the enqueue outcomes.
+    ``everything``: decide every partition anyway (the pass that applied the last snapshot
+    stopped before enqueueing). ``seen``: the signatures this process knows stored (no read
+    then: a poll of an unchanged table costs nothing here)."""
     sig = signature(spec)
+    keys: list[str] | None = None  # every partition
     if seen.get(name) != sig and layouts.signature(name) != sig:
         log.info("%s: layout %s built from the current files", name, sig)
-        keys = rebuild(layouts, name, spec, current_partitions(table, extra=BOUND_COLUMNS))
-        seen[name] = sig
-        return enqueue_layout(queue, layouts, name, policy, spec, sorted(keys), target, now)
+        keys = sorted(rebuild(layouts, name, spec, current_partitions(table, extra=BOUND_COLUMNS)))
+    elif not everything:
+        keys = []
     seen[name] = sig
-    return []
+    return enqueue_layout(queue, layouts, name, policy, spec, keys, target, now)

@@ -253,7 +253,8 @@ class Decider:
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
         layout = table_layout(name, table, policy, self.layouts_seen)
-        if current_id == last and self.stats.decided(name) != last:
+        again = current_id == last and self.stats.decided(name) != last
+        if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
             log.info(
@@ -262,16 +263,14 @@ class Decider:
             )
             touched = self.stats.partitions(name)
             report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
-            if layout is not None:
-                lay = (self.queue, self.layouts, name, policy, layout, None, target, now)
-                report.count(enqueue_layout(*lay))
-            self.stats.mark_decided(name, current_id)
         elif current_id != last:
             self._catch_up(waits, table, policy, layout, target, now, report)
             self.stats.mark_decided(name, current_id)
-        elif layout is not None:  # a layout new to the table, with no snapshot to catch up
+        if current_id == last and layout is not None:  # deciding again, or a new layout
             fresh = (self.queue, self.layouts, name, table, policy, layout, target, now)
-            report.count(new_layout(*fresh, self.layouts_seen))
+            report.count(new_layout(*fresh, self.layouts_seen, everything=again))
+        if again:
+            self.stats.mark_decided(name, current_id)
         report.count(enqueue_overdue(self.queue, waits, policy, target, now))
         self.scores.update(name, policy, self.healths[name], now)
 
