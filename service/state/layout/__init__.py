@@ -67,14 +67,14 @@ def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:
     only deleted, one deleted then added (same path) only added."""
     for key, d in later.items():
         acc = into.setdefault(key, LayoutDelta())
+        deleted = dict.fromkeys(acc.deleted)  # ordered, and O(1) to look up
         for path in d.deleted:
             acc.added.pop(path, None)
-            if path not in acc.deleted:
-                acc.deleted.append(path)
+            deleted[path] = None
         for path, bounds in d.added.items():
             acc.added[path] = bounds
-            if path in acc.deleted:
-                acc.deleted.remove(path)
+            deleted.pop(path, None)
+        acc.deleted = list(deleted)
 
 
 def depths(files_by_partition: Mapping[str, Sequence[FileBounds[str]]]) -> dict[str, Depth]:
