@@ -15,8 +15,9 @@ tag                       keys                                          touched 
 ========================  ============================================  ====================
 ``{q}``  the queue        item hashes, per-table pending sets, tables,  every queue script
                           ready, seq, in-flight, leases, intents, dead  (``service/state/queue``)
-``{t:<table>}`` a table   its partition stats, state and health hashes  the WATCH/MULTI of
-                                                                        ``service.state.rolling``
+``{t:<table>}`` a table   its partition stats, state and health         the WATCH/MULTI of
+                          hashes, its partitions' file bounds           ``service.state.rolling``
+                          (layout)                                      and ``.layout``
 ``{d}``  the decider      event streams, leader lease, deciders,        ``record_action``'s
                           shard leases, scheduler, counters, recent,    MULTI, the shard
                           actors, launch guard, known tables            script, XREADGROUP
@@ -137,6 +138,19 @@ class Keys:
         """hash of one table's metadata health (``service.state.health``: manifests, snapshots,
         metadata bytes) and ``run:<action>`` → when each maintenance action last ran."""
         return self._key(f"t:{table}", "health")
+
+    def layout(self, table: str, partition: str) -> str:
+        """hash of one partition's live data files: path → ``[size, lower, upper]``
+        (``service.state.layout.encode_file``: their key bounds, for clustering depth)."""
+        return self._key(f"t:{table}", f"layout:{partition}")
+
+    def layout_parts(self, table: str) -> str:
+        """set: the partitions of the table with a :meth:`layout` hash."""
+        return self._key(f"t:{table}", "layout-parts")
+
+    def layout_state(self, table: str) -> str:
+        """hash: ``signature`` (action and columns) the table's layout hashes were built for."""
+        return self._key(f"t:{table}", "layout-state")
 
     # ---- decider: one slot ----------------------------------------------------------------
     def events(self, shard: int) -> str:

@@ -10,7 +10,9 @@
   ``service.decider.needs``) becomes one action item (coalesced by id in the queue); then the fair
   scheduler (fixed priority across classes, DWRR in bytes across tables, from
   ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
-  one noisy table never starves the others.
+  one noisy table never starves the others. A table with a layout (sort or z-order) also
+  gets one item per touched partition clustered deeper than its ``clustering_tolerance``
+  (``service.decider.layout``).
 
 Several deciders may run against one Redis and share the warehouse. The tables are split
 into ``decider.shards`` shards, and each live decider holds leases on its fair share of
@@ -50,50 +52,28 @@ from service.base.catalog import load_table, managed_tables
 from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
+from service.base.layoutspec import LayoutSpec
 from service.decider.duties import LeaderDuties
 from service.decider.history import flush
+from service.decider.layout import enqueue_layout, new_layout, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
+from service.decider.report import StepReport
 from service.decider.scores import Scores
 from service.state.events import CommitEvent, CommitEvents
 from service.state.health import HealthStore
 from service.state.intents import Intent, Intents
+from service.state.layout import LayoutStore
+from service.state.layout.memory import MemoryLayouts
 from service.state.leader import Leader
 from service.state.ledger import Ledger
 from service.state.ledger.memory import MemoryLedger
 from service.state.queue import PriorityQueue
-from service.state.rolling import ApplyResult, StatsStore
+from service.state.rolling import StatsStore
 from service.state.rolling.scan import catch_up
 from service.state.shards import Claim, Shards
 
 log = logging.getLogger("icefloe.decider")
-
-
-@dataclass
-class StepReport:
-    leader: bool = False
-    tables: int = 0
-    events: int = 0
-    rejected: list[str] = field(default_factory=list)
-    applied: list[ApplyResult] = field(default_factory=list)
-    enqueued: int = 0
-    coalesced: int = 0
-    dispatched: int = 0
-    reaped: int = 0
-    orphans_deleted: int = 0  # files of abandoned attempts (service.state.intents)
-    desired_actors: int = 0
-    history: int = 0  # action records appended to the history table
-    holder: str | None = None  # who holds the leader lease, when it is not this decider
-    shards: list[int] = field(default_factory=list)  # the shards this decider observes
-    polled: bool = False  # every table of its shards was polled (not only evented ones)
-    next_lapse: float | None = None  # seconds until another decider's shard lease lapses
-    failed: dict[str, str] = field(default_factory=dict)  # tables skipped: why (one line)
-
-    def count(self, outcomes: list[int]) -> int:
-        """Count enqueue outcomes (1 new, 0 coalesced); their number."""
-        self.enqueued += outcomes.count(1)
-        self.coalesced += outcomes.count(0)
-        return len(outcomes)
 
 
 @dataclass(frozen=True)
@@ -112,6 +92,7 @@ class Adapters:
     intents: Intents | None = None
     # counters, heartbeats, the scheduler's state, the launch guard (unit tests: in memory)
     ledger: Ledger = field(default_factory=MemoryLedger)
+    layouts: LayoutStore = field(default_factory=MemoryLayouts)  # partitions' file bounds
 
 
 class Decider:
@@ -138,7 +119,7 @@ class Decider:
         self.catalog = catalog
         self.queue, self.stats, self.events = adapters.queue, adapters.stats, adapters.events
         self.leader, self.shards, self.health = adapters.leader, adapters.shards, adapters.health
-        self.ledger = adapters.ledger
+        self.ledger, self.layouts = adapters.ledger, adapters.layouts
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
@@ -161,6 +142,7 @@ class Decider:
             else None,
         )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
+        self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -270,7 +252,9 @@ class Decider:
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
-        if current_id == last and self.stats.decided(name) != last:
+        layout = table_layout(name, table, policy, self.layouts_seen)
+        again = current_id == last and self.stats.decided(name) != last
+        if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
             log.info(
@@ -279,9 +263,13 @@ class Decider:
             )
             touched = self.stats.partitions(name)
             report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
-            self.stats.mark_decided(name, current_id)
         elif current_id != last:
-            self._catch_up(waits, table, policy, target, now, report)
+            self._catch_up(waits, table, policy, layout, target, now, report)
+            self.stats.mark_decided(name, current_id)
+        if current_id == last and layout is not None:  # deciding again, or a new layout
+            fresh = (self.queue, self.layouts, name, table, policy, layout, target, now)
+            report.count(new_layout(*fresh, self.layouts_seen, everything=again))
+        if again:
             self.stats.mark_decided(name, current_id)
         report.count(enqueue_overdue(self.queue, waits, policy, target, now))
         self.scores.update(name, policy, self.healths[name], now)
@@ -291,13 +279,15 @@ class Decider:
         waits: Waits,
         table: Any,
         policy: TablePolicy,
+        layout: LayoutSpec | None,
         target: int,
         now: float,
         report: StepReport,
     ) -> None:
-        """Apply the table's new snapshots to its stats; enqueue what they touched needs."""
+        """Apply the table's new snapshots to its stats (and its layout's file bounds);
+        enqueue what they touched needs."""
         name = waits.table
-        result = catch_up(self.stats, name, table, target, now)
+        result = catch_up(self.stats, name, table, target, now, layout, self.layouts)
         report.applied.append(result)
         if result.full_scan:
             log.info(
@@ -306,6 +296,10 @@ class Decider:
         candidates = report.count(
             enqueue_touched(self.queue, waits, policy, result.touched, target, now)
         )
+        if layout is not None:
+            keys = sorted(result.layout_touched)
+            lay = (self.queue, self.layouts, name, policy, layout, keys, target, now)
+            report.count(enqueue_layout(*lay))
         if not result.full_scan:
             self.ledger.count(
                 {

@@ -23,6 +23,7 @@ from service.decider.pool import Launcher
 from service.state.events.redis import RedisEvents
 from service.state.health.redis import RedisHealth
 from service.state.intents.redis import RedisIntents
+from service.state.layout.redis import RedisLayouts
 from service.state.leader.redis import RedisLeader
 from service.state.ledger.redis import RedisLedger
 from service.state.queue.redis import RedisQueue
@@ -47,6 +48,7 @@ def redis_adapters(
         health=RedisHealth(client, keys),
         intents=RedisIntents(client, keys),
         ledger=RedisLedger(client, keys),
+        layouts=RedisLayouts(client, keys),
     )
 
 

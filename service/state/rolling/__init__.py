@@ -70,6 +70,8 @@ class ApplyResult:
     file_events: int
     touched: dict[str, PartitionStats]  # partition → stats after the update
     reason: str = ""
+    # partitions whose file bounds changed (a table with a layout: service.state.layout)
+    layout_touched: frozenset[str] = frozenset()
 
 
 class GapError(Exception):

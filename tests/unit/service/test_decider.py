@@ -19,6 +19,7 @@ from service.decider.pool import desired_actors
 from service.decider.wiring import open_decider
 from service.state.events.memory import MemoryEvents, MemoryStream
 from service.state.health.memory import MemoryHealth
+from service.state.layout.memory import MemoryLayouts
 from service.state.leader.memory import LeaderBoard, MemoryLeader
 from service.state.ledger.memory import MemoryLedger
 from service.state.queue import ActionItem
@@ -193,6 +194,7 @@ def _decider(
         leader=MemoryLeader(board or LeaderBoard(), s.leader_ttl_seconds, token),
         shards=MemoryShards(None, s.shards, s.leader_ttl_seconds, token),  # a lone decider
         health=MemoryHealth(),
+        layouts=MemoryLayouts(),
     )
     return Decider(cfg, None, adapters, s, launcher=launcher, tables=lambda: [], clock=lambda: T0)
 

@@ -19,9 +19,12 @@ from redis.cluster import key_slot
 
 import service.state
 from optimizer import stats_from_sizes
+from optimizer.layout import FileBounds
 from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
 from service.state.intents.redis import RedisIntents
+from service.state.layout import LayoutDelta
+from service.state.layout.redis import RedisLayouts
 from service.state.leader.redis import RedisLeader
 from service.state.ledger.redis import RedisLedger
 from service.state.queue import ActionItem, Budget
@@ -37,6 +40,7 @@ STATE = Path(service.state.__file__).parent  # each adapter's scripts beside its
 SCRIPTS = {p.read_text(): p.stem for p in sorted(STATE.glob("*/*.lua"))}
 PREFIXES = ["icefloe", "team-a:prod.v2"]
 TABLES = ["db.t", "ns.other_table", "a.b"]
+SIGNATURE = "sort:id"
 PARTITIONS = [None, "day=2026-11-02", "p={x}:y"]  # braces in data never move a key
 
 
@@ -87,10 +91,17 @@ class FakePipeline:
         self.replies.append({b"json": item.to_json().encode(), b"enq": b"0", b"attempts": b"0"})
         return self
 
-    def hget(self, key: str, name: str) -> FakePipeline:
+    def hget(self, key: str, name: str) -> Any:
         self.keys.append(key)
+        if name == "signature":  # the layout store's check, WATCHed: an immediate reply
+            return SIGNATURE.encode()
         self.replies.append(table_of(key) if name == "table" else None)
         return self
+
+    def smembers(self, key: str) -> list[bytes]:
+        """The layout store's partitions, read under WATCH by ``replace``."""
+        self.keys.append(key)
+        return [b"p=1", b"p={x}"]
 
     def __getattr__(self, command: str) -> Any:
         def queue(key: str, *args: Any, **kwargs: Any) -> FakePipeline:
@@ -165,6 +176,12 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
     for table in {item.table for item in items}:
         store.replace(table, 1, 1000, {"p=1": stats_from_sizes([1, 2], 1000)}, T0)
         store.apply(table, 1, 2, 1000, {"p=1": PartitionDelta(added=[3])}, T0)
+    layouts = RedisLayouts(client, keys)
+    for table in {item.table for item in items}:
+        layouts.replace(table, SIGNATURE, {"p=1": [FileBounds("a", 1, (1,), (2,))]})
+        layouts.update(
+            table, SIGNATURE, {"p=1": LayoutDelta({"b": FileBounds("b", 1, None, None)})}
+        )
     entry = {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2}
     RedisLedger(client, keys).record_action(entry, history=True)
 
@@ -184,8 +201,8 @@ def test_every_script_call_touches_one_slot(recorded: FakeRedis) -> None:
 
 
 def test_every_transaction_touches_one_slot(recorded: FakeRedis) -> None:
-    # apply and replace per table, and record_action
-    assert len(recorded.transactions) == 2 * len(TABLES) + 1
+    # apply and replace per table, the layout's replace and update, and record_action
+    assert len(recorded.transactions) == 4 * len(TABLES) + 1
     assert [keys for keys in recorded.transactions if len(slots(keys)) != 1] == []
 
 
@@ -197,6 +214,12 @@ def test_the_slot_groups_of_the_key_layout() -> None:
     decider += [k.actors, k.launch_guard, k.known_tables, k.deciders, k.shard_leases]
     assert len(slots(queue)) == 1 and len(slots(decider)) == 1
     assert all(len(slots([k.stats(t), k.table_state(t)])) == 1 for t in TABLES)
+    layout = [
+        [k.layout(t, p or ""), k.layout_parts(t), k.layout_state(t), k.stats(t)]
+        for t in TABLES
+        for p in PARTITIONS
+    ]
+    assert all(len(slots(keys)) == 1 for keys in layout)  # with the table's stats
     # each table its own slot: tables spread over the masters
     assert len(slots([k.stats(f"db.t{i}") for i in range(20)])) == 20
     assert k.ready == "icefloe:{q}:ready" and k.stats("db.t") == "icefloe:{t:db.t}:stats"

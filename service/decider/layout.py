@@ -1,0 +1,136 @@
+"""What a table's layout needs: one sort or z-order item per partition clustered too deep.
+
+A table with a layout (:func:`service.base.layoutspec.decided_layout`: the policy's
+``zorder``, else ``sort`` with a sort order) has its partitions' data files' key bounds
+kept by the decider (:mod:`service.state.layout`, brought up to date with the rolling
+stats by :func:`service.state.rolling.scan.catch_up`). Each partition whose layout a
+catch-up changed is planned with :func:`optimizer.layoutplan.plan_layout` (the least
+rewrite that brings its mean clustering depth within ``clustering_tolerance``); one whose
+mean depth is over the tolerance, and that a rewrite helps, becomes one item of the
+layout's action, valued by the mean depth removed times the files per byte
+rewritten. Its id is the action's lane (``sort:<table>:<partition>``), so it coalesces
+with the partition's merge when the policy's data action is a sort too. Beside the merges
+of :mod:`service.decider.needs`, not instead of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from optimizer.layout import FileBounds
+from optimizer.layoutplan import plan_layout
+from service.base.config import TablePolicy
+from service.base.errors import UsageError
+from service.base.layoutspec import LayoutSpec, decided_layout
+from service.base.tablestats import current_partitions
+from service.state.layout import LayoutStore, signature
+from service.state.layout.scan import rebuild
+from service.state.queue import ActionItem, PriorityQueue
+
+log = logging.getLogger("icefloe.decider")
+
+
+def table_layout(
+    name: str, table: Any, policy: TablePolicy, seen: dict[str, str]
+) -> LayoutSpec | None:
+    """The layout the decider keeps on the table; None (logged) when the policy's columns
+    do not fit the table: its merges and maintenance go on. ``seen``: :func:`new_layout`'s,
+    forgets the table without a layout."""
+    try:
+        spec = decided_layout(table, policy)
+    except UsageError as e:
+        log.warning("%s: no layout kept: %s", name, e)
+        spec = None
+    if spec is None:
+        seen.pop(name, None)
+    return spec
+
+
+def layout_items(
+    name: str,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
+    target: int,
+    now: float,
+) -> list[ActionItem]:
+    """One item per partition whose mean clustering depth is over the tolerance and that
+    a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed)."""
+    items = []
+    for key, files in sorted(files_by_partition.items()):
+        plan = plan_layout(files, spec.tolerance, target)
+        before, after = plan.before, plan.after
+        if before.mean <= spec.tolerance or plan.is_empty:
+            continue
+        benefit = (before.mean - after.mean) * before.files
+        reason = (
+            f"depth {before.mean:.3g} > {spec.tolerance:g} (max {before.max}) "
+            f"over {before.files} files"
+        )
+        items.append(
+            ActionItem.new(
+                name,
+                key or None,
+                spec.action,
+                policy.priority,
+                plan.bytes_rewritten,
+                benefit,
+                now,
+                reason=reason,
+                lane=spec.action,
+                # the same item as the partition's sorted merge: its floor too
+                min_input_files=policy.min_input_files,
+            )
+        )
+    return items
+
+
+def enqueue_layout(
+    queue: PriorityQueue,
+    layouts: LayoutStore,
+    name: str,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    keys: Sequence[str] | None,
+    target: int,
+    now: float,
+) -> list[int]:
+    """The layout items of ``keys`` (None: every partition) of ``name``, in one pipelined
+    enqueue; the outcomes (1 new, 0 coalesced)."""
+    if keys is not None and not keys:
+        return []
+    items = layout_items(name, policy, spec, layouts.files(name, keys), target, now)
+    for item in items:
+        log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
+    return list(queue.enqueue_many(items, now)) if items else []
+
+
+def new_layout(
+    queue: PriorityQueue,
+    layouts: LayoutStore,
+    name: str,
+    table: Any,
+    policy: TablePolicy,
+    spec: LayoutSpec,
+    target: int,
+    now: float,
+    seen: dict[str, str],
+    everything: bool = False,
+) -> list[int]:
+    """For a table whose stats are current: when its stored layout is not of ``spec`` (its
+    policy changed with no snapshot since, or a pass stopped before rebuilding it), rebuild
+    it from the current files and decide its partitions; the enqueue outcomes.
+    ``everything``: decide every partition anyway (the pass that applied the last snapshot
+    stopped before enqueueing). ``seen``: the signatures this process knows stored (no read
+    then: a poll of an unchanged table costs nothing here)."""
+    sig = signature(spec)
+    keys: list[str] | None = None  # every partition
+    if seen.get(name) != sig and layouts.signature(name) != sig:
+        log.info("%s: layout %s built from the current files", name, sig)
+        keys = sorted(rebuild(layouts, name, spec, current_partitions(table, layout=spec)))
+    elif not everything:
+        keys = []
+    seen[name] = sig
+    return enqueue_layout(queue, layouts, name, policy, spec, keys, target, now)

@@ -1,0 +1,35 @@
+"""What one pass of the decider did (:meth:`service.decider.loop.Decider.step`): read by
+``icefloe decide``'s output, the tests and the benchmarks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from service.state.rolling import ApplyResult
+
+
+@dataclass
+class StepReport:
+    leader: bool = False
+    tables: int = 0
+    events: int = 0
+    rejected: list[str] = field(default_factory=list)
+    applied: list[ApplyResult] = field(default_factory=list)
+    enqueued: int = 0
+    coalesced: int = 0
+    dispatched: int = 0
+    reaped: int = 0
+    orphans_deleted: int = 0  # files of abandoned attempts (service.state.intents)
+    desired_actors: int = 0
+    history: int = 0  # action records appended to the history table
+    holder: str | None = None  # who holds the leader lease, when it is not this decider
+    shards: list[int] = field(default_factory=list)  # the shards this decider observes
+    polled: bool = False  # every table of its shards was polled (not only evented ones)
+    next_lapse: float | None = None  # seconds until another decider's shard lease lapses
+    failed: dict[str, str] = field(default_factory=dict)  # tables skipped: why (one line)
+
+    def count(self, outcomes: list[int]) -> int:
+        """Count enqueue outcomes (1 new, 0 coalesced); their number."""
+        self.enqueued += outcomes.count(1)
+        self.coalesced += outcomes.count(0)
+        return len(outcomes)

@@ -1,0 +1,58 @@
+"""The in-memory layout store: the same semantics as
+:class:`service.state.layout.redis.RedisLayouts` (one contract suite,
+``tests/support/contracts/layout.py``), for unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from optimizer.layout import FileBounds
+from service.state.layout import LayoutDelta, LayoutMismatch
+
+
+class MemoryLayouts:
+    """Plain dicts; one call is one step, so every method is trivially atomic."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[str, dict[str, FileBounds[str]]]] = {}
+        self._signature: dict[str, str] = {}
+
+    def signature(self, table: str) -> str | None:
+        return self._signature.get(table)
+
+    def update(self, table: str, signature: str, deltas: Mapping[str, LayoutDelta]) -> None:
+        if self._signature.get(table) != signature:
+            raise LayoutMismatch(f"layout of {table} is not of {signature}")
+        parts = self._files.setdefault(table, {})
+        for key, d in deltas.items():
+            files = parts.setdefault(key, {})
+            for path in d.deleted:
+                files.pop(path, None)
+            files.update(d.added)
+            if not files:
+                del parts[key]
+
+    def replace(
+        self,
+        table: str,
+        signature: str,
+        files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
+    ) -> None:
+        self._files[table] = {
+            k: {f.id: f for f in files} for k, files in files_by_partition.items() if files
+        }
+        self._signature[table] = signature
+
+    def partitions(self, table: str) -> list[str]:
+        return sorted(self._files.get(table, {}))
+
+    def files(
+        self, table: str, keys: Sequence[str] | None = None
+    ) -> dict[str, list[FileBounds[str]]]:
+        parts = self._files.get(table, {})
+        wanted = sorted(parts) if keys is None else keys
+        return {k: sorted(parts[k].values(), key=lambda f: f.id) for k in wanted if parts.get(k)}
+
+    def forget(self, table: str) -> None:
+        self._files.pop(table, None)
+        self._signature.pop(table, None)

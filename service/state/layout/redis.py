@@ -1,0 +1,145 @@
+"""The layout store on Redis: one hash per (table, partition), path → encoded bounds.
+
+All of a table's layout keys share its hash tag (``service.base.keys``: the partition
+hashes, the set naming them, the state hash with the signature), so every transaction runs
+on a Redis Cluster too. ``update`` is one MULTI/EXEC under WATCH of the state (three round
+trips: WATCH, the signature, the writes), HDEL and HSET per partition: SET semantics, no
+round trip per file. A partition left empty is dropped from the set by a second,
+WATCHed transaction (skipped when a concurrent write refilled it). Every public method is
+an adapter boundary: Redis library errors leave it as
+:class:`service.base.errors.ServiceUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from optimizer.layout import FileBounds
+from service.base.keys import Keys
+from service.base.redis_client import text, translated
+from service.state.layout import LayoutDelta, LayoutMismatch, decode_file, encode_file
+
+
+class RedisLayouts:
+    """Per-partition file bounds in the table's slot: ``<prefix>:{t:<table>}:layout:<key>``."""
+
+    def __init__(self, client: Any, keys: Keys):
+        self.r = client
+        self.k = keys
+
+    @translated("layout signature")
+    def signature(self, table: str) -> str | None:
+        raw = self.r.hget(self.k.layout_state(table), "signature")
+        return None if raw is None else text(raw)
+
+    @translated("layout update")
+    def update(self, table: str, signature: str, deltas: Mapping[str, LayoutDelta]) -> None:
+        # redis-py, slow to import: only when Redis is used
+        import redis
+
+        todo = {k: d for k, d in sorted(deltas.items()) if not d.empty}
+        state, parts = self.k.layout_state(table), self.k.layout_parts(table)
+        with self.r.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(state)
+                    stored = pipe.hget(state, "signature")
+                    if stored is None or text(stored) != signature:
+                        pipe.reset()
+                        raise LayoutMismatch(f"layout of {table} is not of {signature}")
+                    pipe.multi()
+                    shrunk = []
+                    for key, d in todo.items():
+                        name = self.k.layout(table, key)
+                        if d.deleted:
+                            pipe.hdel(name, *d.deleted)
+                            shrunk.append(key)
+                        if d.added:
+                            pipe.hset(name, mapping={p: encode_file(f) for p, f in d.added.items()})
+                            pipe.sadd(parts, key)
+                    for key in shrunk:
+                        pipe.exists(self.k.layout(table, key))
+                    replies = pipe.execute()
+                    found = replies[len(replies) - len(shrunk) :]
+                    break
+                except redis.WatchError:
+                    continue
+        self._drop_empty(table, [k for k, n in zip(shrunk, found, strict=True) if not n])
+
+    def _drop_empty(self, table: str, keys: list[str]) -> None:
+        """Take the partitions left without files out of the set, unless a write refilled
+        one since (WATCH: then this one loses, harmlessly)."""
+        import redis  # redis-py, slow to import: only when Redis is used
+
+        if not keys:
+            return
+        names = [self.k.layout(table, k) for k in keys]
+        with self.r.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(*names)
+                empty = [k for k, name in zip(keys, names, strict=True) if not pipe.exists(name)]
+                if not empty:
+                    pipe.reset()
+                    return
+                pipe.multi()
+                pipe.srem(self.k.layout_parts(table), *empty)
+                pipe.execute()
+            except redis.WatchError:
+                return
+
+    @translated("layout replace")
+    def replace(
+        self,
+        table: str,
+        signature: str,
+        files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
+    ) -> None:
+        import redis  # redis-py, slow to import: only when Redis is used
+
+        state, parts = self.k.layout_state(table), self.k.layout_parts(table)
+        kept = {k: files for k, files in sorted(files_by_partition.items()) if files}
+        with self.r.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(parts)
+                    old = [self.k.layout(table, text(k)) for k in pipe.smembers(parts)]
+                    pipe.multi()
+                    pipe.delete(parts, *old)
+                    for key, files in kept.items():
+                        mapping = {f.id: encode_file(f) for f in files}
+                        pipe.hset(self.k.layout(table, key), mapping=mapping)
+                    if kept:
+                        pipe.sadd(parts, *kept)
+                    pipe.hset(state, "signature", signature)
+                    pipe.execute()
+                    return
+                except redis.WatchError:
+                    continue
+
+    @translated("layout partitions")
+    def partitions(self, table: str) -> list[str]:
+        return sorted(text(k) for k in self.r.smembers(self.k.layout_parts(table)))
+
+    @translated("layout files")
+    def files(
+        self, table: str, keys: Sequence[str] | None = None
+    ) -> dict[str, list[FileBounds[str]]]:
+        wanted = self.partitions(table) if keys is None else list(keys)
+        if not wanted:
+            return {}
+        pipe = self.r.pipeline(transaction=False)
+        for key in wanted:
+            pipe.hgetall(self.k.layout(table, key))
+        out = {}
+        for key, raw in zip(wanted, pipe.execute(), strict=True):
+            if raw:
+                files = [decode_file(text(p), v) for p, v in raw.items()]
+                out[key] = sorted(files, key=lambda f: f.id)
+        return out
+
+    @translated("layout forget")
+    def forget(self, table: str) -> None:
+        parts = self.k.layout_parts(table)
+        old = [self.k.layout(table, text(k)) for k in self.r.smembers(parts)]
+        self.r.delete(parts, self.k.layout_state(table), *old)

@@ -1,0 +1,63 @@
+"""The decider's layout decision on an in-memory layout store: one sort (or z-order) item
+per partition clustered deeper than the tolerance, none for one in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyiceberg.types import LongType
+
+from optimizer.layout import FileBounds
+from service.base.layoutspec import LayoutSpec
+from service.decider.layout import enqueue_layout, layout_items
+from service.state.layout import depths, signature
+from service.state.layout.memory import MemoryLayouts
+from service.state.queue.memory import MemoryQueue
+from tests.support.config import make_config
+
+pytestmark = [pytest.mark.unit]
+
+T0 = 1_790_000_000.0
+TARGET = 1000
+SORT = LayoutSpec("sort", ("id",), (1,), (LongType(),), 1.5)
+
+
+def span(path: str, lo: int, hi: int, size: int = 400) -> FileBounds[str]:
+    return FileBounds(path, size, (lo,), (hi,))
+
+
+IN_ORDER = [span("a1", 0, 99), span("a2", 100, 199), span("a3", 200, 299)]
+OUT_OF_ORDER = [span("b1", 0, 99), span("b2", 100, 199), span("b3", 200, 299), span("b4", 5, 290)]
+
+
+def store() -> MemoryLayouts:
+    s = MemoryLayouts()
+    s.replace("db.t", signature(SORT), {"p=a": IN_ORDER, "p=b": OUT_OF_ORDER, "p=c": []})
+    return s
+
+
+def test_only_the_partition_clustered_too_deep_gets_an_item(tmp_path: Path) -> None:
+    policy = make_config(tmp_path).policy_for("db.t")
+    files = store().files("db.t")
+    assert depths(files)["p=a"].mean == 1.0 and depths(files)["p=b"].mean == 2.0
+    (item,) = layout_items("db.t", policy, SORT, files, TARGET, T0)
+    assert item.id == "sort:db.t:p=b" and item.action == "sort" and item.partition == "p=b"
+    assert item.cost_bytes == 1600  # every file overlaps the out-of-order one
+    assert item.benefit == pytest.approx((2.0 - 1.0) * 4)
+    assert item.reason == "depth 2 > 1.5 (max 2) over 4 files"
+    # within tolerance: nothing
+    loose = LayoutSpec("sort", ("id",), (1,), (LongType(),), 2.0)
+    assert layout_items("db.t", policy, loose, files, TARGET, T0) == []
+
+
+def test_enqueued_once_on_the_action_s_lane(tmp_path: Path) -> None:
+    policy = make_config(tmp_path).policy_for("db.t")
+    queue, layouts = MemoryQueue(), store()
+    zorder = LayoutSpec("zorder", ("a", "b"), (1, 2), (LongType(), LongType()), 1.5)
+    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=a"], TARGET, T0) == []
+    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, [], TARGET, T0) == []
+    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, None, TARGET, T0) == [1]
+    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=b"], TARGET, T0) == [0]
+    assert enqueue_layout(queue, layouts, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
+    assert queue.get("zorder:db.t:p=b") is not None and queue.get("sort:db.t:p=b") is not None

@@ -1,0 +1,101 @@
+"""The layout store: its contract suite in memory (``tests/support/contracts/layout.py``;
+``tests/redis/test_layout_redis.py`` runs it on Redis), the bounds codec (a property:
+every value round-trips exactly) and the netting of a chain's deltas."""
+
+from __future__ import annotations
+
+import math
+import struct
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optimizer.layout import FileBounds
+from service.state.layout import (
+    LayoutDelta,
+    LayoutStore,
+    decode_file,
+    depths,
+    encode_file,
+    net,
+)
+from service.state.layout.memory import MemoryLayouts
+from tests.support.contracts.layout import LayoutContract, fb
+
+pytestmark = [pytest.mark.unit]
+
+
+class TestMemoryLayouts(LayoutContract):
+    __test__ = True
+
+    def make_store(self) -> LayoutStore:
+        return MemoryLayouts()
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(2**200), max_value=2**200),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+    st.binary(),
+    st.decimals(allow_nan=True, allow_infinity=True),
+    st.uuids(),
+)
+VALUES = st.recursive(
+    SCALARS, lambda inner: st.tuples(inner, inner) | st.tuples(inner), max_leaves=6
+)
+BOUNDS = st.none() | st.lists(VALUES, max_size=4).map(tuple)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, exactly: of one type, floats bit for bit, Decimals digit for digit."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return struct.pack(">d", a) == struct.pack(">d", b)
+    if isinstance(a, Decimal):
+        return str(a) == str(b)
+    return bool(a == b)
+
+
+@given(
+    path=st.text(min_size=1), size=st.integers(min_value=0, max_value=2**63), lo=BOUNDS, hi=BOUNDS
+)
+def test_the_codec_round_trips_every_bound_exactly(
+    path: str, size: int, lo: tuple[Any, ...] | None, hi: tuple[Any, ...] | None
+) -> None:
+    got = decode_file(path, encode_file(FileBounds(path, size, lo, hi)).encode())
+    assert got.id == path and got.size == size
+    assert same(got.lower, lo) and same(got.upper, hi)
+
+
+def test_the_codec_rejects_what_it_cannot_keep() -> None:
+    with pytest.raises(TypeError, match="bound value of type"):
+        encode_file(FileBounds("p", 1, (object(),), None))
+    assert same(
+        decode_file("p", encode_file(fb("p", math.nan, uuid.UUID(int=5)))).lower, (math.nan,)
+    )
+
+
+def test_a_chain_nets_to_its_effect() -> None:
+    chain: dict[str, LayoutDelta] = {}
+    net(chain, {"p": LayoutDelta(added={"a": fb("a", 1, 2), "b": fb("b", 3, 4)})})
+    net(chain, {"p": LayoutDelta(added={"c": fb("c", 1, 9)}, deleted=["a", "old"])})
+    net(chain, {"p": LayoutDelta(added={"old": fb("old", 0, 0)})})  # same path again
+    assert chain["p"].added == {"b": fb("b", 3, 4), "c": fb("c", 1, 9), "old": fb("old", 0, 0)}
+    assert chain["p"].deleted == ["a"]
+    store = MemoryLayouts()
+    store.replace("db.t", "sort:id", {"p": [fb("old", 5, 6)]})
+    store.update("db.t", "sort:id", chain)
+    store.update("db.t", "sort:id", chain)
+    assert [f.id for f in store.files("db.t")["p"]] == ["b", "c", "old"]
+    d = depths(store.files("db.t"))["p"]
+    assert (d.files, d.max) == (3, 2)
