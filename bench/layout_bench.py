@@ -9,8 +9,11 @@
 A table partitioned by ``day`` receives rounds of appends (PyIceberg, one file per
 partition per round). Each round brings every partition a batch of new keys, after the
 keys seen so far (``sort``: ``ts`` grows; ``zorder``: ``x`` moves on, ``y`` anywhere),
-and half of the partitions, in turn, a late batch (``--late`` of a round's rows) whose
-keys fall among the previous round's: the sort key arrives partly out of order. The same
+and half of the partitions, in turn, late rows (``--late`` of a round's rows) whose keys
+fall among the previous round's: the sort key arrives partly out of order. Each
+partition's rows are written in the table's order (sorted by ``ts``, or by the z-key of
+``x, y``), as a writer honouring the write order does, so one round's files do not overlap
+each other; the late rows' file overlaps the previous round's. The same
 rows go to three copies, and after each round:
 
 * ``icefloe``: the decider (one pass, ``sort``/``zorder`` policy, ``--tolerance`` as
@@ -52,6 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
 from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan  # noqa: E402
 from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from pyiceberg.schema import Schema  # noqa: E402
@@ -60,6 +64,7 @@ from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
+from jobs.rewrite.zorder_rows import zorder_sort_indices  # noqa: E402
 from optimizer import FileBounds, clustering_depth  # noqa: E402
 from service.base.catalog import load_catalog  # noqa: E402
 from service.base.config import Config, build_config  # noqa: E402
@@ -98,19 +103,26 @@ def round_rows(case: str, rnd: int, partitions: int, rows: int, late: float, see
             if case == "sort"
             else (rng.integers(0, 8 * SPAN, n), keys, other)
         )
-        parts.append(
-            pa.table(
-                {
-                    "day": pa.array([f"d{p}"] * n),
-                    "ts": pa.array(ts, pa.int64()),
-                    "x": pa.array(x, pa.int64()),
-                    "y": pa.array(y, pa.int64()),
-                    "kind": pa.array([f"k{int(k) >> 16}" for k in keys]),  # follows the key
-                    "payload": pa.array(rng.integers(0, 1 << 40, n).astype(str)),
-                }
-            )
+        batch = pa.table(
+            {
+                "day": pa.array([f"d{p}"] * n),
+                "ts": pa.array(ts, pa.int64()),
+                "x": pa.array(x, pa.int64()),
+                "y": pa.array(y, pa.int64()),
+                "kind": pa.array([f"k{int(k) >> 16}" for k in keys]),  # follows the key
+                "payload": pa.array(rng.integers(0, 1 << 40, n).astype(str)),
+            }
         )
+        parts.append(batch.take(writer_order(batch, case)))
     return pa.concat_tables(parts).cast(SCHEMA.as_arrow())
+
+
+def writer_order(batch: pa.Table, case: str) -> pa.Array:
+    """The order a writer that honours the table's order writes a batch in (Spark sorts
+    each task's rows by the write order): files of one batch then do not overlap."""
+    if case == "sort":
+        return pc.sort_indices(batch, sort_keys=[("ts", "ascending")])
+    return zorder_sort_indices(batch, ["x", "y"])
 
 
 def queries(case: str, rounds: int, seed: int) -> list[tuple[str, Any]]:

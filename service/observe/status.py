@@ -26,6 +26,8 @@ from service.base.redis_client import connect
 from service.base.tablestats import table_score
 from service.state.health import HealthStore, from_summary
 from service.state.health.redis import RedisHealth
+from service.state.layout import LayoutStore, depths
+from service.state.layout.redis import RedisLayouts
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
 from service.state.ledger import Ledger
@@ -69,6 +71,7 @@ class Sources:
     ledger: Ledger
     leader: Leader
     shards: Shards
+    layouts: LayoutStore | None = None  # each sorted table's file bounds
 
 
 def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
@@ -81,6 +84,7 @@ def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
         RedisLedger(client, keys),
         RedisLeader(client, keys, ttl_seconds=1),  # read only: its holder
         RedisShards(client, keys, cfg.decider.shards, 1),  # read only: their holders
+        RedisLayouts(client, keys),
     )
 
 
@@ -128,6 +132,30 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         "partitions": len(parts),
         "over_tolerance": over,
         "held": src.health.holds(name),  # action → why the decider does not run it
+        "clustering": _clustering(src, name, inputs.policy.clustering_tolerance),
+    }
+
+
+def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | None:
+    """The layout the decider keeps of ``name`` (None without one): its mean depth (over
+    files), the deepest point and the partitions deeper than ``clustering_tolerance``."""
+    layout = None if src.layouts is None else src.layouts.signature(name)
+    if src.layouts is None or layout is None:
+        return None
+    by_part = depths(src.layouts.files(name))
+    files = sum(d.files for d in by_part.values())
+    return {
+        "layout": layout,
+        "tolerance": tolerance,
+        "mean_depth": round(sum(d.mean * d.files for d in by_part.values()) / files, 4)
+        if files
+        else 0.0,
+        "max_depth": max((d.max for d in by_part.values()), default=0),
+        "over_tolerance": [
+            {"partition": display_key(k), "key": k, "depth": round(d.mean, 4), "max": d.max}
+            for k, d in sorted(by_part.items())
+            if d.mean > tolerance
+        ],
     }
 
 
@@ -172,6 +200,12 @@ def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
     }
 
 
+def _depth_cell(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    return f"{c['mean_depth']:.2f}/{c['tolerance']:g} ({len(c['over_tolerance'])})"
+
+
 def render(data: dict[str, Any], console: Any = None) -> None:
     """Print ``data`` to ``console`` (a rich Console; the CLI's never cuts lines)."""
     console = console or Console()
@@ -183,7 +217,7 @@ def render(data: dict[str, Any], console: Any = None) -> None:
     t = Table(title="tables")
     for col in ("table", "score", "snapshot", "partitions", "over tolerance", "worst MSE"):
         t.add_column(col)
-    for col in ("manifests (small)", "snapshots", "delete files"):
+    for col in ("manifests (small)", "snapshots", "delete files", "depth (over)"):
         t.add_column(col)
     for name, info in data["tables"].items():
         worst = max((p["mse"] for p in info["over_tolerance"]), default=0.0)
@@ -201,6 +235,7 @@ def render(data: dict[str, Any], console: Any = None) -> None:
             manifests,
             "-" if info["snapshots"] is None else str(info["snapshots"]),
             "-" if info["delete_files"] is None else str(info["delete_files"]),
+            _depth_cell(info.get("clustering")),
         )
     console.print(t)
     for name, info in data["tables"].items():

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import stats_from_sizes
+from optimizer import FileBounds, stats_from_sizes
 from optimizer.maintenance_rules import MetadataHealth
 from service.decider.scores import Scores
 from service.observe.status import Sources, collect
 from service.state.health.memory import MemoryHealth
+from service.state.layout.memory import MemoryLayouts
 from service.state.leader.memory import LeaderBoard, MemoryLeader
 from service.state.ledger.memory import MemoryLedger
 from service.state.queue import ActionItem
@@ -63,3 +64,29 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     policy = cfg.policy_for("db.t", {"write.target-file-size-bytes": "1000"})
     assert table["health"] == scores.update("db.t", policy, meta, T0 + 10).to_dict()
     assert table["health"]["score"] < 100 and table["health"]["penalties"]["deletes"] > 0
+
+
+def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, defaults={"clustering_tolerance": 1.5})
+    stats = MemoryStats()
+    stats.replace("db.t", 7, 1000, {"day=1": stats_from_sizes([10, 20], 1000)}, T0)
+    layouts = MemoryLayouts()
+    sorted_files = [FileBounds("a", 1, (0,), (9,)), FileBounds("b", 1, (10,), (19,))]
+    overlapping = [FileBounds("c", 1, (0,), (9,)), FileBounds("d", 1, (5,), (15,))]
+    layouts.replace("db.t", "sort:ts", {"day=1": sorted_files, "day=2": overlapping})
+    board = ShardBoard()
+    src = Sources(
+        MemoryQueue(),
+        stats,
+        MemoryHealth(),
+        MemoryLedger(),
+        MemoryLeader(LeaderBoard(), 30, "d1"),
+        MemoryShards(board, 4, 30, "d1"),
+        layouts,
+    )
+    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    assert c["layout"] == "sort:ts" and c["tolerance"] == 1.5
+    assert c["mean_depth"] == 1.5 and c["max_depth"] == 2  # (1 + 1 + 2 + 2) / 4 files
+    assert [(p["key"], p["depth"]) for p in c["over_tolerance"]] == [("day=2", 2.0)]
+    layouts.forget("db.t")
+    assert collect(cfg, src, T0)["tables"]["db.t"]["clustering"] is None
