@@ -1,6 +1,6 @@
 """Benchmark (issue #32): keeping a sorted (or z-ordered) layout, icefloe against Iceberg.
 
-    .venv/bin/python bench/layout_bench.py [--cases sort,zorder] [--rounds 6]
+    .venv/bin/python bench/layout_bench.py [--cases sort,zorder] [--rounds 8]
                                            [--partitions 6] [--rows 40000]
                                            [--late 0.25] [--tolerance 1.25]
                                            [--target-kb 1024] [--icefloe loop|optimize]
@@ -166,8 +166,9 @@ def checksum_sql(name: str) -> str:
 # --- measures --------------------------------------------------------------------------
 
 
-def depth(table: Any, cfg: Config, ident: str, action: str) -> float:
-    """File-weighted mean of the partitions' clustering depths (manifest bounds only)."""
+def depth(table: Any, cfg: Config, ident: str, action: str) -> tuple[float, int]:
+    """File-weighted mean of the partitions' clustering depths (manifest bounds only), and
+    the partitions deeper than the tolerance."""
     spec = layout_spec(table, cfg.policy_for(ident), action)
     by_part: dict[str, list[FileBounds[str]]] = {}
     for row in table.inspect.files().to_pylist():
@@ -184,7 +185,8 @@ def depth(table: Any, cfg: Config, ident: str, action: str) -> float:
         )
     depths = [clustering_depth(f) for f in by_part.values()]
     files = sum(d.files for d in depths)
-    return sum(d.mean * d.files for d in depths) / files if files else 0.0
+    over = sum(d.mean > spec.tolerance for d in depths)
+    return (sum(d.mean * d.files for d in depths) / files if files else 0.0), over
 
 
 def state(table: Any) -> dict[str, int]:
@@ -246,14 +248,15 @@ def run_icefloe(spark: Any, cfg: Config, catalog: Any, ident: str, mode: str, ac
     run_actor(cfg, None, idle_exit=0, spark=spark)
 
 
-def run_iceberg(spark: Any, ident: str, case: str, days: list[str]) -> None:
+def run_iceberg(spark: Any, ident: str, case: str, days: list[str], target: int) -> None:
     if not days:
         return
     order = "ts ASC NULLS FIRST" if case == "sort" else "zorder(x, y)"
     where = " OR ".join(f'day = "{d}"' for d in days)
     spark.sql(
         f"CALL lake.system.rewrite_data_files(table => 'lake.{ident}', strategy => 'sort', "
-        f"sort_order => '{order}', options => map('rewrite-all', 'true'), where => '{where}')"
+        f"sort_order => '{order}', where => '{where}', options => map('rewrite-all', 'true', "
+        f"'target-file-size-bytes', '{target}'))"
     ).collect()
 
 
@@ -266,6 +269,7 @@ def make_config(
     policy: dict[str, Any] = {
         "actions": ["merge", case],
         "clustering_tolerance": args.tolerance,
+        "target_file_size_bytes": args.target_kb * 1024,  # not the appends' property
     }
     if case == "zorder":
         policy["zorder"] = ["x", "y"]
@@ -280,7 +284,7 @@ def make_config(
                 "spark.driver.memory": "3g",
             },
         },
-        "defaults": {"target_file_size_bytes": args.target_kb * 1024},
+        "defaults": {"target_file_size_bytes": args.target_kb * 1024},  # over the property
         "managed": {"tables": [ident]},
         "tables": {ident: policy},
         "history": {"enabled": False},
@@ -297,7 +301,8 @@ def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str
         else SortOrder()
     )
     props = {
-        "write.target-file-size-bytes": str(args.target_kb * 1024),
+        # what the appends roll at: PyIceberg counts bytes in memory, about 4x the Parquet
+        "write.target-file-size-bytes": str(args.writer_kb * 1024),
         "write.distribution-mode": "none",
     }
     for ident in names.values():
@@ -320,7 +325,7 @@ def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str
         run_icefloe(spark, cfg, catalog, names["icefloe"], args.icefloe, case)
         totals["icefloe"]["seconds"] += time.perf_counter() - t
         t = time.perf_counter()
-        run_iceberg(spark, names["iceberg"], case, late_days)
+        run_iceberg(spark, names["iceberg"], case, late_days, args.target_kb * 1024)
         totals["iceberg"]["seconds"] += time.perf_counter() - t
         written = spark.sql(checksum_sql(f"lake.{names['none']}")).collect()[0]
         for c in COPIES:
@@ -329,7 +334,9 @@ def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str
             opened, wall = reads(spark, table, f"lake.{names[c]}", qs)
             m = {
                 "bytes_rewritten": rewritten_since(table, seen[c]),
-                "depth": round(depth(table, cfg, names["icefloe"], case), 3),
+                **dict(
+                    zip(("depth", "over"), depth(table, cfg, names["icefloe"], case), strict=True)
+                ),
                 "files_opened": opened,
                 "query_s": round(wall, 3),
                 "rows_ok": (got.n, got.h) == (written.n, written.h),
@@ -361,14 +368,15 @@ def print_round(case: str, row: dict[str, Any]) -> None:
     print(f"[{case}] round {row['round']}")
     print(
         f"  {'copy':<8} {'MiB rewr':>9} {'files':>6} {'depth':>6} {'opened':>7} "
-        f"{'query s':>8} {'MiB':>7} {'snaps':>6} {'mfsts':>6} rows"
+        f"{'query s':>8} {'MiB':>7} {'snaps':>6} {'mfsts':>6} {'over':>5} rows"
     )
     for c in COPIES:
         m = row[c]
         print(
             f"  {c:<8} {m['bytes_rewritten'] / 2**20:>9.2f} {m['files']:>6} {m['depth']:>6.2f} "
             f"{m['files_opened']:>7} {m['query_s']:>8.3f} {m['parquet_bytes'] / 2**20:>7.2f} "
-            f"{m['snapshots']:>6} {m['manifests']:>6} {'ok' if m['rows_ok'] else 'LOST'}"
+            f"{m['snapshots']:>6} {m['manifests']:>6} {m['over']:>5} "
+            f"{'ok' if m['rows_ok'] else 'LOST'}"
         )
 
 
@@ -406,12 +414,13 @@ def print_totals(result: dict[str, Any]) -> None:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="sort,zorder")
-    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--rows", type=int, default=40000, help="new rows per partition per round")
     p.add_argument("--late", type=float, default=0.25, help="late rows, of a round's")
     p.add_argument("--tolerance", type=float, default=1.25, help="clustering_tolerance")
     p.add_argument("--target-kb", type=int, default=1024)
+    p.add_argument("--writer-kb", type=int, default=4096, help="the appends' roll size (in memory)")
     p.add_argument("--icefloe", choices=("loop", "optimize"), default="loop")
     p.add_argument("--redis", default="redis://127.0.0.1:6379/9")
     p.add_argument("--seed", type=int, default=7)

@@ -56,7 +56,7 @@ class PartitionPlan:
     depth_before: Depth | None = None  # clustering depth (a table with a layout)
     depth_after: Depth | None = None  # predicted
     layout: bool = False  # the groups re-sort overlapping files (else they merge)
-    files: tuple[FileBounds[str], ...] = ()  # each file's key bounds (layout plans)
+    files: tuple[FileBounds[str], ...] = ()  # each file's key bounds (a table with a layout)
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,7 @@ def _plan_partition(
         reason=reason,
         depth_before=None if relayout is None else relayout.before,
         depth_after=None if relayout is None else relayout.before,
+        files=() if relayout is None else relayout.files,
     )
 
 

@@ -89,20 +89,24 @@ def ready_to_commit(
 ) -> Ready | str:
     """The partition's commit, or why not (its new files deleted): a merge must lower the
     partition's SSE, a re-sort (``p.layout``) its mean clustering depth, measured on the
-    new files' written bounds."""
+    new files' written bounds; on a table with a layout, a merge must not take the depth
+    past the tolerance either."""
     new_sizes = [s for r in mine for s in r.new_sizes]
     replaced = {path for g in p.groups for path in g.paths}
     kept = [s for path, s in zip(p.paths, p.sizes, strict=True) if path not in replaced]
     after = stats_from_sizes(kept + new_sizes, target)
     dangling = rewrite.dangling_deletes(sorted(replaced))
-    if p.layout and layout is not None and p.depth_before is not None:
+    if layout is not None and p.files and p.depth_before is not None and not dangling:
+        # a re-sort must lower the depth; a merge in key order must not raise it past the
+        # tolerance (a merged group's outputs span its hull)
         still = [f for f in p.files if f.id not in replaced]
         new_files = [f for r in mine for f in r.new_files]
         depth = depth_after(still, new_files, layout, rewrite.jvm)
-        if depth.mean >= p.depth_before.mean and not dangling:
+        bound = p.depth_before.mean if p.layout else max(p.depth_before.mean, layout.tolerance)
+        if depth.mean >= bound if p.layout else depth.mean > bound:
             rewrite.discard(mine)
             return f"depth {depth.mean:.2f}, was {p.depth_before.mean:.2f}"
-    elif not worth_committing(p.sizes, after.sse, target) and not dangling:
+    if not p.layout and not worth_committing(p.sizes, after.sse, target) and not dangling:
         rewrite.discard(mine)
         return "entropy not lowered"
     return Ready(p, mine, new_sizes, after.mse)
