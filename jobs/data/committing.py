@@ -102,8 +102,9 @@ def ready_to_commit(
         still = [f for f in p.files if f.id not in replaced]
         new_files = [f for r in mine for f in r.new_files]
         depth = depth_after(still, new_files, layout, rewrite.jvm)
-        bound = p.depth_before.mean if p.layout else max(p.depth_before.mean, layout.tolerance)
-        if depth.mean >= bound if p.layout else depth.mean > bound:
+        before = p.depth_before.mean
+        worse = depth.mean >= before if p.layout else depth.mean > max(before, layout.tolerance)
+        if worse:
             rewrite.discard(mine)
             return f"depth {depth.mean:.2f}, was {p.depth_before.mean:.2f}"
     if not p.layout and not worth_committing(p.sizes, after.sse, target) and not dangling:
