@@ -67,6 +67,13 @@ def layout_groups(
     return LayoutGroups(plan.groups, plan.before, plan.after, tuple(files))
 
 
+def depth_allows(before: float, after: float, tolerance: float, relayout: bool) -> bool:
+    """Whether a rewrite's real depth ``after`` may be committed: a re-sort must lower the
+    mean depth; a merge in key order must not take it past the tolerance (its outputs span
+    each group's hull, which may reach over files it left alone)."""
+    return after < before if relayout else after <= max(before, tolerance)
+
+
 def depth_text(depth: Depth) -> str:
     return f"{depth.mean:.2f} (max {depth.max})"
 

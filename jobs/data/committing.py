@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from jobs.base.layout import depth_after
+from jobs.base.layout import depth_after, depth_allows
 from jobs.base.plan import PartitionPlan
 from jobs.base.report import PartitionReport
 from jobs.rewrite.exact import CommitConflict
@@ -102,9 +102,7 @@ def ready_to_commit(
         still = [f for f in p.files if f.id not in replaced]
         new_files = [f for r in mine for f in r.new_files]
         depth = depth_after(still, new_files, layout, rewrite.jvm)
-        before = p.depth_before.mean
-        worse = depth.mean >= before if p.layout else depth.mean > max(before, layout.tolerance)
-        if worse:
+        if not depth_allows(p.depth_before.mean, depth.mean, layout.tolerance, p.layout):
             rewrite.discard(mine)
             return f"depth {depth.mean:.2f}, was {p.depth_before.mean:.2f}"
     if not p.layout and not worth_committing(p.sizes, after.sse, target) and not dangling:
