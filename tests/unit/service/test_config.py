@@ -462,3 +462,29 @@ def test_a_redis_url_with_a_bad_port_is_a_config_error(url: str) -> None:
     """Issue 28 item 9: port 99999 was a ValueError at connect time (exit 1, traceback)."""
     with pytest.raises(ConfigError, match="'redis.url' has a bad port"):
         load_config(env={"ICEFLOE_REDIS__URL": url})
+
+
+@pytest.mark.parametrize(
+    ("policy", "match"),
+    [
+        ({"actions": ["merge", "zorder"], "zorder": ["x"]}, "'tables.db.t.actions' .*two or more"),
+        ({"actions": ["zorder"]}, "zorder names 0 column"),
+        ({"clustering_tolerance": 0.5}, "'tables.db.t.clustering_tolerance'.*0.5"),
+        ({"clustering_tolerance": "deep"}, "'tables.db.t.clustering_tolerance'"),
+        ({"zorder": ["a b"]}, "'tables.db.t.zorder'"),
+    ],
+)
+def test_bad_layout_values_are_one_line_naming_the_key(policy: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as err:
+        build_config({"tables": {"db.t": policy}})
+    assert "\n" not in str(err.value)
+
+
+def test_layout_keys_take_their_defaults_and_overrides() -> None:
+    cfg = build_config({"tables": {"db.t": {"actions": ["merge", "zorder"], "zorder": ["x", "y"]}}})
+    policy = cfg.policy_for("db.t")
+    assert policy.zorder == ("x", "y") and policy.clustering_tolerance == 2.0
+    assert cfg.defaults.clustering_tolerance == 2.0 and "zorder" in policy.actions
+    assert (
+        build_config({"defaults": {"clustering_tolerance": 1}}).defaults.clustering_tolerance == 1
+    )
