@@ -185,9 +185,11 @@ def _plan_partition(
         must = list(range(len(paths)))  # deletes not scoped to one file: rewrite them all
     relayout = None if layout is None else layout_groups(paths, sizes, bounds, layout, target)
     if relayout is not None and relayout.groups and not must:
-        return _layout_plan(pf, paths, sizes, stats.mse, target, relayout)
+        at = {p: i for i, p in enumerate(paths)}
+        groups = [[at[p] for p in g] for g in relayout.groups]
+        return _partition_plan(pf, paths, sizes, stats.mse, target, groups, "", relayout, True)
     reason = ""
-    groups: list[list[int]] = []
+    groups = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
     elif stats.undersized < min_input_files and not fills_target(sizes, target) and not must:
@@ -203,6 +205,22 @@ def _plan_partition(
             reason = "no group lowers the partition's entropy"
     if reason and relayout is not None and layout is not None:
         reason += f"; depth {depth_text(relayout.before)} <= {layout.tolerance:g}"
+    return _partition_plan(pf, paths, sizes, stats.mse, target, groups, reason, relayout, False)
+
+
+def _partition_plan(
+    pf: Any,
+    paths: tuple[str, ...],
+    sizes: tuple[int, ...],
+    mse: float,
+    target: int,
+    groups: list[list[int]],
+    reason: str,
+    relayout: LayoutGroups | None,
+    resort: bool,
+) -> PartitionPlan:
+    """The plan of one partition's ``groups`` (indexes into ``paths``), with its predicted
+    file sizes after; ``resort``: the groups are ``relayout``'s re-sort (else merges)."""
     replaced = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in replaced]
     for g in groups:
@@ -214,7 +232,7 @@ def _plan_partition(
         paths=paths,
         sizes=sizes,
         delete_files=pf.delete_files,
-        mse_before=stats.mse,
+        mse_before=mse,
         predicted_mse_after=predicted.mse,
         predicted_files_after=predicted.n,
         groups=tuple(
@@ -223,43 +241,9 @@ def _plan_partition(
         ),
         reason=reason,
         depth_before=None if relayout is None else relayout.before,
-        depth_after=None if relayout is None else relayout.before,
+        depth_after=None if relayout is None else relayout.after if resort else relayout.before,
+        layout=resort,
         files=() if relayout is None else relayout.files,
-    )
-
-
-def _layout_plan(
-    pf: Any,
-    paths: tuple[str, ...],
-    sizes: tuple[int, ...],
-    mse: float,
-    target: int,
-    relayout: LayoutGroups,
-) -> PartitionPlan:
-    """A partition whose depth is over tolerance: its overlapping files re-sorted."""
-    size_of = dict(zip(paths, sizes, strict=True))
-    replaced = {p for g in relayout.groups for p in g}
-    after = [s for p, s in size_of.items() if p not in replaced]
-    for g in relayout.groups:
-        after += predict_output_sizes(sum(size_of[p] for p in g), target)
-    predicted = stats_from_sizes(after, target)
-    return PartitionPlan(
-        key=pf.key,
-        spec_id=pf.spec_id,
-        paths=paths,
-        sizes=sizes,
-        delete_files=pf.delete_files,
-        mse_before=mse,
-        predicted_mse_after=predicted.mse,
-        predicted_files_after=predicted.n,
-        groups=tuple(
-            FileGroup(pf.key, pf.spec_id, g, sum(size_of[p] for p in g)) for g in relayout.groups
-        ),
-        reason="",
-        depth_before=relayout.before,
-        depth_after=relayout.after,
-        layout=True,
-        files=relayout.files,
     )
 
 
