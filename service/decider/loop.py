@@ -40,6 +40,7 @@ their own (:class:`service.decider.duties.LeaderDuties`), called by :meth:`Decid
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -251,8 +252,11 @@ class Decider:
         report.count(outcomes)
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
-        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
         layout = table_layout(name, table, policy, self.layouts_seen)
+        if layout is not None and layout.action == "sort" and not policy.sort_order:
+            # sorted by the table's own write order: its merges keep that order too
+            policy = dataclasses.replace(policy, sort_order=layout.columns)
+        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
         again = current_id == last and self.stats.decided(name) != last
         if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again

@@ -195,6 +195,10 @@ def waiting(
 
 
 def _data_action(policy: TablePolicy) -> str:
+    """The rewrite a partition's small files get: in the table's layout's order (a sort or
+    a z-order merges neighbours in key order) when it has one, else a plain merge."""
+    if "zorder" in policy.actions and policy.zorder:
+        return "zorder"
     return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
 
 
