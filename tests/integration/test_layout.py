@@ -28,12 +28,17 @@ TARGET = 16000
 DAYS = ("d0", "d1", "d2", "d3")
 
 
-def append(spark: Any, ident: str, day: str, lo: int, hi: int, key: str = "id") -> None:
-    """Ids ``lo..hi`` of ``day`` as one new data file."""
+def append(
+    spark: Any, ident: str, days: str | tuple[str, ...], lo: int, hi: int, key: str = "id"
+) -> None:
+    """Ids ``lo..hi`` of each of ``days``: one commit, one new data file per day."""
+    days = (days,) if isinstance(days, str) else days
     (
         spark.range(lo, hi)
-        .selectExpr(f"{key} as id", f"'{day}' as day", "sha2(cast(id as string), 256) as v")
+        .crossJoin(spark.createDataFrame([(d,) for d in days], "day string"))
+        .selectExpr(f"{key} as id", "day", "sha2(cast(id as string), 256) as v")
         .coalesce(1)
+        .sortWithinPartitions("day")  # one task writes each day's file in turn
         .writeTo(fq(ident))
         .append()
     )
@@ -48,9 +53,8 @@ def sorted_table(spark: Any, namespace: str, key: str = "id") -> str:
         "'write.distribution-mode'='none')"
     )
     spark.sql(f"ALTER TABLE {fq(ident)} WRITE ORDERED BY id")
-    for day in DAYS:
-        for k in range(4):
-            append(spark, ident, day, 100 * k, 100 * k + 100, key)
+    for k in range(4):
+        append(spark, ident, DAYS, 100 * k, 100 * k + 100, key)
     return ident
 
 
@@ -137,22 +141,26 @@ def zorder_table(spark: Any, namespace: str) -> str:
         f"PARTITIONED BY (day) TBLPROPERTIES ('write.target-file-size-bytes'='{TARGET}', "
         "'write.distribution-mode'='none')"
     )
-    for day in DAYS[:2]:
-        for k in range(4):
-            zappend(spark, ident, day, k)
+    for k in range(4):
+        zappend(spark, ident, DAYS[:2], k)
     return ident
 
 
-def zappend(spark: Any, ident: str, day: str, window: int, seed: int = 0) -> None:
+def zappend(
+    spark: Any, ident: str, days: str | tuple[str, ...], window: int, seed: int = 0
+) -> None:
+    days = (days,) if isinstance(days, str) else days
     (
         spark.range(0, 150)
+        .crossJoin(spark.createDataFrame([(d,) for d in days], "day string"))
         .selectExpr(
             f"{window * 1024} + (id * 7 + {seed}) % 1024 AS x",
             f"(id * 13 + {seed}) % 1024 AS y",
-            f"'{day}' AS day",
+            "day",
             "sha2(cast(id AS string), 256) AS v",
         )
         .coalesce(1)
+        .sortWithinPartitions("day")
         .writeTo(fq(ident))
         .append()
     )
