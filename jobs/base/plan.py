@@ -21,7 +21,14 @@ from optimizer import Depth, FileBounds, plan_partition, predict_output_sizes, s
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
 from service.base.errors import UsageError
-from service.base.layoutspec import LAYOUT_ACTIONS, LayoutSpec, layout_spec, sort_columns
+from service.base.layoutspec import (
+    LAYOUT_ACTIONS,
+    LayoutSpec,
+    declared_order,
+    layout_spec,
+    rewrite_action,
+    sort_columns,
+)
 from service.base.tablestats import PartitionFiles, current_partitions, split_selector
 
 if TYPE_CHECKING:
@@ -323,13 +330,12 @@ class Planned:
         return self.policy.target
 
 
-def data_action(action: str, policy: TablePolicy) -> str:
-    """The rewrite an action runs: delete compaction runs the table's merge (or sort)."""
+def data_action(action: str, policy: TablePolicy, table: Table) -> str:
+    """The rewrite an action runs: delete compaction runs the table's merge (a sort or a
+    z-order when its layout has one: ``rewrite_action``)."""
     if action != "compact_deletes":
         return action
-    if "zorder" in policy.actions and policy.zorder:
-        return "zorder"
-    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
+    return rewrite_action(policy, declared_order(table))
 
 
 def load_and_plan(
@@ -349,7 +355,7 @@ def load_and_plan(
     table = load_table(catalog, name)
     inputs = cfg.plan_inputs(name, table.properties, tolerance, min_input_files)
     policy, tol, min_files = inputs.policy, inputs.tolerance, inputs.min_input_files
-    deletes, runs = action == "compact_deletes", data_action(action, policy)
+    deletes, runs = action == "compact_deletes", data_action(action, policy, table)
     layout = layout_spec(table, policy, runs) if runs in LAYOUT_ACTIONS else None
     only = None if keys is None else set(keys)
     plan = plan_table(table, inputs.target, tol, runs, partitions, layout, only, deletes, min_files)

@@ -101,15 +101,30 @@ class LayoutSpec:
         return (low,), (high,)
 
 
-def sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
-    """The table's declared write order (its identity fields), else the policy's
-    ``sort_order``; UsageError when neither names a top-level column."""
+def rewrite_action(policy: TablePolicy, declared: tuple[str, ...] = ()) -> str:
+    """The rewrite a partition's small files get, the one rule for the decider and the
+    actors: ``zorder`` when the policy z-orders (its ``zorder`` columns), ``sort`` when it
+    sorts and the table has a ``declared`` write order or the policy a ``sort_order`` (a
+    merge in key order keeps the layout), else ``merge``."""
+    if ZORDER in policy.actions and policy.zorder:
+        return ZORDER
+    return SORT if SORT in policy.actions and (declared or policy.sort_order) else "merge"
+
+
+def declared_order(table: Table) -> tuple[str, ...]:
+    """The columns of the table's declared write order (its identity fields), in order."""
     schema = table.schema()
-    cols = tuple(
+    return tuple(
         schema.find_column_name(f.source_id) or ""
         for f in table.sort_order().fields
         if str(f.transform) == "identity"
-    ) or tuple(policy_sort)
+    )
+
+
+def sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
+    """The table's declared write order (its identity fields), else the policy's
+    ``sort_order``; UsageError when neither names a top-level column."""
+    cols = declared_order(table) or tuple(policy_sort)
     if not cols:
         raise UsageError(
             f"sort needs a sort order: {_name(table)} has none and the policy's sort_order is empty"

@@ -254,7 +254,7 @@ class Decider:
         current_id = current.snapshot_id if current is not None else None
         layout = table_layout(name, table, policy, self.layouts_seen)
         if layout is not None and layout.action == "sort" and not policy.sort_order:
-            # sorted by the table's own write order: its merges keep that order too
+            # sorted by its own write order: its merges keep it too (``rewrite_action``)
             policy = dataclasses.replace(policy, sort_order=layout.columns)
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
         again = current_id == last and self.stats.decided(name) != last

@@ -42,6 +42,7 @@ from optimizer.maintenance_rules import (
     table_needs,
 )
 from service.base.config import TablePolicy
+from service.base.layoutspec import rewrite_action
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.rolling import StatsStore
@@ -83,7 +84,7 @@ def partition_items(
     deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
     its small files too, under the id of its merge. ``min_input_files``: None = the
     policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`)."""
-    action = _data_action(policy)
+    action = rewrite_action(policy)
     floor = policy.min_input_files if min_input_files is None else min_input_files
     items = []
     for key, stats in sorted(touched.items()):
@@ -128,7 +129,7 @@ class Waits:
     @classmethod
     def read(cls, stats: StatsStore, table: str, policy: TablePolicy) -> Waits:
         """Read unless the policy never merges (then nothing of the table waits)."""
-        merges = policy.enabled and _data_action(policy) in policy.actions
+        merges = policy.enabled and rewrite_action(policy) in policy.actions
         return cls(stats, table, stats.waiting(table) if merges else {})
 
     def update(self, held: Sequence[str], released: Sequence[str], now: float) -> None:
@@ -194,14 +195,6 @@ def waiting(
     return held, sorted(k for k in touched if k not in chosen)
 
 
-def _data_action(policy: TablePolicy) -> str:
-    """The rewrite a partition's small files get: in the table's layout's order (a sort or
-    a z-order merges neighbours in key order) when it has one, else a plain merge."""
-    if "zorder" in policy.actions and policy.zorder:
-        return "zorder"
-    return "sort" if "sort" in policy.actions and policy.sort_order else "merge"
-
-
 def _verdict(
     policy: TablePolicy, stats: PartitionStats, target: int, floor: int
 ) -> Need | str | None:
@@ -213,7 +206,7 @@ def _verdict(
         need = deletes_due(stats, policy.maintenance.delete_ratio)
         if need is not None:
             return need
-    if _data_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
+    if rewrite_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
         return None
     small_bytes, gain = estimate(stats, target)
     if gain <= 0:  # fewer than two small files, or nothing gained

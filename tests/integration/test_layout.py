@@ -132,6 +132,26 @@ def test_a_resort_that_cannot_lower_the_depth_commits_nothing(spark, cfg, catalo
     assert catalog.load_table(ident).current_snapshot().snapshot_id == snapshot
 
 
+def test_delete_compaction_keeps_the_declared_write_order(spark, cfg, catalog, namespace):
+    """A table sorted by its own write order (none in the policy) compacts its deletes with
+    a sort, in key order, as the decider's merges do (one rule: ``rewrite_action``)."""
+    ident = sorted_table(spark, namespace)
+    layout = layout_cfg(cfg, ident)
+    policy = replace(
+        layout.tables[ident], actions=("merge", "sort", "compact_deletes"), sort_order=()
+    )
+    planned = load_and_plan(
+        replace(layout, tables={ident: policy}), catalog, ident, "compact_deletes"
+    )
+    assert (planned.action, planned.deletes) == ("sort", True)
+    assert planned.layout is not None and planned.layout.columns == ("id",)
+    merged = replace(policy, actions=("merge", "compact_deletes"))
+    plain = load_and_plan(
+        replace(layout, tables={ident: merged}), catalog, ident, "compact_deletes"
+    )
+    assert (plain.action, plain.layout) == ("merge", None)
+
+
 def zorder_table(spark: Any, namespace: str) -> str:
     """Two partitions of four files, each file one block of z-space (x in its own aligned
     window of 1024, y under 1024), written in order."""

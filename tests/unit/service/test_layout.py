@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import struct
 import uuid
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer.layout import FileBounds
+from service.base.config import TablePolicy
+from service.base.layoutspec import rewrite_action
 from service.state.layout import (
     LayoutDelta,
     LayoutStore,
@@ -99,3 +102,16 @@ def test_a_chain_nets_to_its_effect() -> None:
     assert [f.id for f in store.files("db.t")["p"]] == ["b", "c", "old"]
     d = depths(store.files("db.t"))["p"]
     assert (d.files, d.max) == (3, 2)
+
+
+def test_one_rule_picks_the_rewrite_of_small_files() -> None:
+    """zorder over sort over merge, each only when its columns exist."""
+    base = TablePolicy()
+    assert rewrite_action(base) == "merge"
+    sorts = replace(base, actions=("merge", "sort"))
+    assert rewrite_action(sorts) == "merge"  # no order anywhere: a plain merge
+    assert rewrite_action(sorts, declared=("ts",)) == "sort"
+    assert rewrite_action(replace(sorts, sort_order=("ts",))) == "sort"
+    zorders = replace(base, actions=("zorder", "sort"), zorder=("x", "y"), sort_order=("ts",))
+    assert rewrite_action(zorders) == "zorder"
+    assert rewrite_action(replace(zorders, actions=("merge", "sort"))) == "sort"
