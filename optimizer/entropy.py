@@ -219,3 +219,18 @@ def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
     n_after = stats.n - k + max(1, -(-under_bytes // target))
     mse_after = output_sse(under_bytes, target) / n_after
     return under_bytes, max(0.0, stats.mse - mse_after)
+
+
+def merge_need(stats: PartitionStats, target: int, tolerance: float, floor: int) -> str | None:
+    """What merging a partition's small files is worth, from its rolling stats: ``"merge"``
+    (over tolerance², and its small files gain from a merge: ``floor`` of them at least, or
+    together a target file by :func:`estimate`, Iceberg's rule), ``"wait"`` (fewer than
+    ``floor``: for more, or for the wait limit) or None (within tolerance, or nothing to
+    gain: one small file, or a merge that lowers nothing, e.g. a partition under one target
+    already in one file)."""
+    if not stats.needs_work(tolerance):
+        return None
+    small_bytes, gain = estimate(stats, target)
+    if gain <= 0:
+        return None
+    return "wait" if stats.undersized < floor and small_bytes < target else "merge"

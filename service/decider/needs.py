@@ -33,7 +33,7 @@ from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, estimate
+from optimizer import PartitionStats, estimate, merge_need
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
     MetadataHealth,
@@ -206,13 +206,9 @@ def _verdict(
         need = deletes_due(stats, policy.maintenance.delete_ratio)
         if need is not None:
             return need
-    if rewrite_action(policy) not in policy.actions or not stats.needs_work(policy.tolerance_bytes):
+    if rewrite_action(policy) not in policy.actions:
         return None
-    small_bytes, gain = estimate(stats, target)
-    if gain <= 0:  # fewer than two small files, or nothing gained
-        return None
-    # Iceberg's rule: small files that together fill a target file are merged at once
-    return "wait" if stats.undersized < floor and small_bytes < target else "merge"
+    return merge_need(stats, target, policy.tolerance_bytes, floor)
 
 
 def current_health(

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from optimizer import merge_need
 from optimizer.health_score import removable_mse
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
@@ -110,6 +111,9 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
             "mse": s.mse,
             "files": s.n,
             "undersized": s.undersized,
+            # what the decider makes of it: merge, wait (for min_input_files), or None:
+            # nothing a merge can lower (one small file, or under one target in one file)
+            "merge": merge_need(s, inputs.target, tol, inputs.policy.min_input_files),
         }
         for k, s in sorted(parts.items())
         if s.needs_work(tol)
@@ -215,12 +219,16 @@ def render(data: dict[str, Any], console: Any = None) -> None:
         f"scans avoided {data['scans_avoided_pct']}%"
     )
     t = Table(title="tables")
-    for col in ("table", "score", "snapshot", "partitions", "over tolerance", "worst MSE"):
+    for col in ("table", "score", "snapshot", "partitions", "over tolerance (to merge)"):
         t.add_column(col)
+    t.add_column("worst MSE")
     for col in ("manifests (small)", "snapshots", "delete files", "depth (over)"):
         t.add_column(col)
     for name, info in data["tables"].items():
-        worst = max((p["mse"] for p in info["over_tolerance"]), default=0.0)
+        over = info["over_tolerance"]
+        worst = max((p["mse"] for p in over), default=0.0)
+        target = info["target_file_size_bytes"]
+        mergeable = sum(p.get("merge") is not None for p in over)
         manifests = (
             "-" if info["manifests"] is None else f"{info['manifests']} ({info['small_manifests']})"
         )
@@ -230,8 +238,8 @@ def render(data: dict[str, Any], console: Any = None) -> None:
             "-" if score is None else f"{score['score']:.1f}",
             str(info["last_snapshot"]),
             str(info["partitions"]),
-            str(len(info["over_tolerance"])),
-            f"{worst:.4g}",
+            f"{len(over)} ({mergeable})",
+            f"{worst / target**2:.3f}·T²" if target else f"{worst:.4g}",
             manifests,
             "-" if info["snapshots"] is None else str(info["snapshots"]),
             "-" if info["delete_files"] is None else str(info["delete_files"]),

@@ -13,6 +13,7 @@ from optimizer import (
     PartitionStats,
     apply_delta,
     file_error,
+    merge_need,
     merge_stats,
     output_sse,
     predict_output_sizes,
@@ -193,3 +194,19 @@ def test_rolling_updates_over_long_random_histories(seed: int) -> None:
         deletes += add_d - rm_d
         stats = apply_delta(stats, target, added, deleted, add_d, rm_d)
         assert stats == stats_from_sizes(present, target, deletes)
+
+
+def test_merge_need_by_hand() -> None:
+    """The decider's verdict from rolling stats (T = 100 MB, tolerance 33 MB, floor 5)."""
+    t, tol = 100 * MB, 33 * MB
+
+    def need(*sizes_mb: int) -> str | None:
+        return merge_need(stats_from_sizes([s * MB for s in sizes_mb], t), t, tol, 5)
+
+    assert need(100, 99, 90) is None  # within tolerance
+    assert need(10) is None  # one small file: nothing to merge it with
+    assert need(100, 10) is None  # ... beside a full one
+    assert need(10, 10) == "wait"  # two small ones: wait for five
+    assert need(10, 10, 10, 10, 10) == "merge"
+    assert need(30, 30, 30, 20) == "merge"  # four, together a target file: at once
+    assert need(60, 60) is None  # 100 + 20 would be no better (Iceberg would rewrite them)

@@ -30,7 +30,13 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 1000})
     ledger = MemoryLedger()
     stats, health = MemoryStats(ledger), MemoryHealth()
-    stats.replace("db.t", 7, 1000, {"day=1": stats_from_sizes([10] * 10, 1000)}, T0)
+    parts = {
+        "day=1": stats_from_sizes([10] * 10, 1000),  # ten small files: merge them
+        "day=2": stats_from_sizes([10, 10], 1000),  # two: wait for min_input_files (5)
+        "day=3": stats_from_sizes([10], 1000),  # one: over tolerance, nothing to merge
+        "day=4": stats_from_sizes([1000, 990], 1000),  # within tolerance
+    }
+    stats.replace("db.t", 7, 1000, parts, T0)
     meta = MetadataHealth.of(7, [100, 50], 1000, [1, 2], 4096, 1, deletes=(100, 1, 20))
     health.save("db.t", meta)
     health.mark_hold("db.t", "remove_orphan_files", "shared location")
@@ -52,8 +58,9 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
 
     assert data["leader"] == "d1" and data["deciders"] == {"d1": 4}
     table = data["tables"]["db.t"]
-    assert table["last_snapshot"] == 7 and table["partitions"] == 1
-    assert [p["key"] for p in table["over_tolerance"]] == ["day=1"]
+    assert table["last_snapshot"] == 7 and table["partitions"] == 4
+    over = [(p["key"], p["merge"]) for p in table["over_tolerance"]]
+    assert over == [("day=1", "merge"), ("day=2", "wait"), ("day=3", None)]
     assert table["manifests"] == 2 and table["held"] == {"remove_orphan_files": "shared location"}
     assert data["inflight"][0]["id"] == lease.item.id and data["inflight"][0]["lease_age_s"] == 10
     assert data["recent"] == [{"id": "x", "ok": True, "bytes_rewritten": 5}]
