@@ -41,6 +41,7 @@ from service.state.shards import Shards
 from service.state.shards.redis import RedisShards
 
 RECENT_SHOWN = 20
+MIB = 1 << 20
 
 
 def scans_avoided_pct(c: dict[str, int]) -> float:
@@ -263,18 +264,38 @@ def render(data: dict[str, Any], console: Any = None) -> None:
             f"  dead {dead['id']} after {dead['attempts']} attempts: {dead['last_error']}"
         )
     for r in data["recent"]:
-        b = r.get("batch")
-        batch = (
-            f" batch of {b.get('items')}: {b.get('partitions_rewritten')} partitions in "
-            f"{b.get('commits')} commit(s), {b.get('seconds_per_partition')} s/partition"
-            if b
-            else ""
+        console.print(f"  {recent_line(r)}", soft_wrap=True)
+
+
+def recent_line(r: dict[str, Any]) -> str:
+    """One action record as a line: what ran on which table and partitions, its outcome,
+    files and bytes, the partitions' RMSE (RMS shortfall from the target) before and after,
+    and the batch it was part of."""
+    where = ", ".join(r.get("partitions") or []) or r.get("partition") or "whole table"
+    head = f"{'done' if r.get('ok') else 'FAILED'} {r.get('action')} {r.get('table')} {where}"
+    if not r.get("ok"):
+        return f"{head}: {r.get('error') or r.get('outcome') or 'no reason recorded'}"
+    parts = [head + ":"]
+    if r.get("files_rewritten") == 0:
+        parts.append("nothing to rewrite any more,")
+    elif r.get("files_rewritten") is not None:
+        parts.append(
+            f"{r['files_rewritten']} files -> {r.get('files_added', 0)}, "
+            f"{(r.get('bytes_rewritten') or 0) / MIB:.2f} MiB rewritten,"
         )
-        console.print(
-            f"  done {r.get('id')} ok={r.get('ok')} mse {r.get('mse_before')} -> "
-            f"{r.get('mse_after')} bytes {r.get('bytes_rewritten')}{batch}",
-            soft_wrap=True,
+    if r.get("mse_before") is not None and r.get("mse_after") is not None:
+        parts.append(
+            f"RMSE {r['mse_before'] ** 0.5 / MIB:.2f} -> {r['mse_after'] ** 0.5 / MIB:.2f} MiB,"
         )
+    if r.get("seconds") is not None:
+        parts.append(f"in {r['seconds']:g} s")
+    b = r.get("batch")
+    if b:
+        parts.append(
+            f"(batch of {b.get('items')}: {b.get('partitions_rewritten')} partitions in "
+            f"{b.get('commits')} commit(s), {b.get('seconds_per_partition')} s/partition)"
+        )
+    return " ".join(parts)
 
 
 def queue_backlog(cfg: Config) -> int:

@@ -10,7 +10,7 @@ import pytest
 from optimizer import FileBounds, stats_from_sizes
 from optimizer.maintenance_rules import MetadataHealth
 from service.decider.scores import Scores
-from service.observe.status import Sources, collect
+from service.observe.status import Sources, collect, recent_line
 from service.state.health.memory import MemoryHealth
 from service.state.layout.memory import MemoryLayouts
 from service.state.leader.memory import LeaderBoard, MemoryLeader
@@ -97,3 +97,31 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     assert [(p["key"], p["depth"]) for p in c["over_tolerance"]] == [("day=2", 2.0)]
     layouts.forget("db.t")
     assert collect(cfg, src, T0)["tables"]["db.t"]["clustering"] is None
+
+
+def test_a_recent_action_reads_as_one_line() -> None:
+    mib = 1 << 20
+    merged = {
+        "ok": True,
+        "action": "merge",
+        "table": "db.t",
+        "partitions": ["day=1", "day=2"],
+        "files_rewritten": 12,
+        "files_added": 2,
+        "bytes_rewritten": 3 * mib,
+        "mse_before": (2 * mib) ** 2,
+        "mse_after": float(mib) ** 2,
+        "seconds": 1.5,
+        "batch": {
+            "items": 2,
+            "partitions_rewritten": 2,
+            "commits": 1,
+            "seconds_per_partition": 0.75,
+        },
+    }
+    assert recent_line(merged) == (
+        "done merge db.t day=1, day=2: 12 files -> 2, 3.00 MiB rewritten, RMSE 2.00 -> 1.00 MiB, "
+        "in 1.5 s (batch of 2: 2 partitions in 1 commit(s), 0.75 s/partition)"
+    )
+    failed = {"ok": False, "action": "expire_snapshots", "table": "db.t", "error": "boom"}
+    assert recent_line(failed) == "FAILED expire_snapshots db.t whole table: boom"
