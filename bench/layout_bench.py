@@ -65,7 +65,7 @@ from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
 from jobs.rewrite.zorder_rows import zorder_sort_indices  # noqa: E402
-from optimizer import FileBounds, clustering_depth  # noqa: E402
+from optimizer import FileBounds  # noqa: E402
 from service.base.catalog import load_catalog  # noqa: E402
 from service.base.config import Config, build_config  # noqa: E402
 from service.base.layoutspec import layout_spec  # noqa: E402
@@ -183,7 +183,7 @@ def depth(table: Any, cfg: Config, ident: str, action: str) -> tuple[float, int]
         by_part.setdefault(str(row["partition"]), []).append(
             FileBounds(row["file_path"], row["file_size_in_bytes"], lo, hi)
         )
-    depths = [clustering_depth(f) for f in by_part.values()]
+    depths = [spec.depth(f) for f in by_part.values()]
     files = sum(d.files for d in depths)
     over = sum(d.mean > spec.tolerance for d in depths)
     return (sum(d.mean * d.files for d in depths) / files if files else 0.0), over

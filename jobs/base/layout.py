@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer import Depth, FileBounds, clustering_depth, plan_layout
+from optimizer import Depth, FileBounds
 from optimizer.layout import encode
+from optimizer.zlayout import corner_keys
 from service.base.layoutspec import Bound, LayoutSpec
 
 Bounds = tuple[Bound | None, Bound | None]
@@ -46,12 +47,17 @@ def file_bounds(
     ]
 
 
-def key_order(paths: Sequence[str], bounds: Mapping[str, Bounds]) -> list[int]:
-    """Indexes of ``paths`` by their files' lower bounds (unbounded first), then path."""
-    return sorted(
-        range(len(paths)),
-        key=lambda i: (encode(bounds.get(paths[i], (None, None))[0], False), paths[i]),
-    )
+def key_order(paths: Sequence[str], bounds: Mapping[str, Bounds], spec: LayoutSpec) -> list[int]:
+    """Indexes of ``paths`` by their files' lower bounds (unbounded first; a z-order's by
+    the interleaved key of its box's lower corner), then path."""
+
+    def lower(i: int) -> Bound | None:
+        lo, hi = bounds.get(paths[i], (None, None))
+        if spec.zorder:
+            return corner_keys(FileBounds(paths[i], 0, lo, hi), len(spec.columns)).lower
+        return lo
+
+    return sorted(range(len(paths)), key=lambda i: (encode(lower(i), False), paths[i]))
 
 
 def layout_groups(
@@ -63,7 +69,7 @@ def layout_groups(
 ) -> LayoutGroups:
     """The least re-sort that brings the partition's mean depth to the tolerance."""
     files = file_bounds(paths, sizes, bounds)
-    plan = plan_layout(files, spec.tolerance, target)
+    plan = spec.plan(files, target)
     return LayoutGroups(plan.groups, plan.before, plan.after, tuple(files))
 
 
@@ -96,7 +102,7 @@ def depth_after(
         )
         lo, hi = spec.bounds(lower, upper, nulls, nans)
         written.append(FileBounds(str(f.location()), int(f.fileSizeInBytes()), lo, hi))
-    return clustering_depth([*kept, *written])
+    return spec.depth([*kept, *written])
 
 
 def _java_map(m: Any, spec: LayoutSpec, convert: Any) -> dict[int, bytes]:

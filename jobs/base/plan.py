@@ -183,7 +183,9 @@ def _plan_partition(
     min_input_files: int = 2,
     layout: LayoutSpec | None = None,
 ) -> PartitionPlan:
-    order = key_order(pf.paths, bounds) if layout is not None else list(range(len(pf.paths)))
+    order = (
+        key_order(pf.paths, bounds, layout) if layout is not None else list(range(len(pf.paths)))
+    )
     paths = tuple(pf.paths[i] for i in order)
     sizes = tuple(pf.sizes[i] for i in order)
     stats = stats_from_sizes(sizes, target)

@@ -12,22 +12,26 @@ Bounds, sort: one value per column, decoded from Iceberg's single-value serializ
 nulls has no lower bound (nulls sort first), one with NaNs no upper bound, a column
 without metrics neither: the interval then reaches past every key on that side.
 
-Bounds, z-order: a 1-tuple, the interleaved key (``optimizer.zorder``) of the columns'
-lower bounds, and of their upper bounds. Every column's mapping to an unsigned integer
-keeps order (``a <= b`` gives ``ordered(a) <= ordered(b)``), and interleaving is monotone
-in each column, so every row's z-key lies between the two: in z-space a file is an
-interval like any other, and a z-order rewrite writes files that do not overlap there. A
-missing lower (nulls: z-order maps null to 0) is 0, a missing upper all ones.
+Bounds, z-order: the file's box, one value per column, each the column's order-keeping
+unsigned integer (``optimizer.zorder.ordered_value``: ``a <= b`` gives
+``ordered(a) <= ordered(b)``), so every type compares alike; a missing bound is None
+(unbounded). Its depth is measured column by column (``optimizer.zlayout``).
+
+:meth:`LayoutSpec.depth` and :meth:`LayoutSpec.plan` are the one place that picks the
+measure and the planner of a layout; the decider, the actors, ``plan``, ``tables`` and
+``status`` all go through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optimizer import ordered_value, zorder_key
-from optimizer.zorder import ZORDER_BITS
+from optimizer import ordered_value
+from optimizer.layout import Depth, FileBounds, K, clustering_depth
+from optimizer.layoutplan import LayoutPlan, plan_layout
+from optimizer.zlayout import plan_zorder, zorder_depth
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 
@@ -53,7 +57,6 @@ _ZORDER_TYPES = (
     "binary",
     "uuid",
 )
-_ALL_ONES = (1 << ZORDER_BITS) - 1
 
 Bound = tuple[object, ...]
 
@@ -96,9 +99,23 @@ class LayoutSpec:
             his.append(None if hi is None or nan_counts.get(fid) else from_bytes(kind, hi))
         if not self.zorder:
             return tuple(los), tuple(his)
-        low = zorder_key([0 if v is None else ordered_value(v) for v in los])
-        high = zorder_key([_ALL_ONES if v is None else ordered_value(v) for v in his])
-        return (low,), (high,)
+        return (
+            tuple(None if v is None else ordered_value(v) for v in los),
+            tuple(None if v is None else ordered_value(v) for v in his),
+        )
+
+    def depth(self, files: Sequence[FileBounds[K]]) -> Depth:
+        """The partition's clustering depth in this layout's measure: a sort's by its key
+        intervals (``optimizer.layout``), a z-order's by its boxes (``optimizer.zlayout``)."""
+        if self.zorder:
+            return zorder_depth(files, len(self.columns))
+        return clustering_depth(files)
+
+    def plan(self, files: Sequence[FileBounds[K]], target: int) -> LayoutPlan[K]:
+        """The least rewrite that brings the partition's depth within the tolerance."""
+        if self.zorder:
+            return plan_zorder(files, self.tolerance, target, len(self.columns))
+        return plan_layout(files, self.tolerance, target)
 
 
 def rewrite_action(policy: TablePolicy, declared: tuple[str, ...] = ()) -> str:

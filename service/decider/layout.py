@@ -4,7 +4,7 @@ A table with a layout (:func:`service.base.layoutspec.decided_layout`: the polic
 ``zorder``, else ``sort`` with a sort order) has its partitions' data files' key bounds
 kept by the decider (:mod:`service.state.layout`, brought up to date with the rolling
 stats by :func:`service.state.rolling.scan.catch_up`). Each partition whose layout a
-catch-up changed is planned with :func:`optimizer.layoutplan.plan_layout` (the least
+catch-up changed is planned with :meth:`~service.base.layoutspec.LayoutSpec.plan` (the least
 rewrite that brings its mean clustering depth within ``clustering_tolerance``); one whose
 mean depth is over the tolerance, and that a rewrite helps, becomes one item of the
 layout's action, valued by the mean depth removed times the files per byte
@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer.layout import FileBounds
-from optimizer.layoutplan import plan_layout
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout
@@ -60,7 +59,7 @@ def layout_items(
     a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed)."""
     items = []
     for key, files in sorted(files_by_partition.items()):
-        plan = plan_layout(files, spec.tolerance, target)
+        plan = spec.plan(files, target)
         before, after = plan.before, plan.after
         if before.mean <= spec.tolerance or plan.is_empty:
             continue

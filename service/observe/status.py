@@ -27,7 +27,7 @@ from service.base.redis_client import connect
 from service.base.tablestats import table_score
 from service.state.health import HealthStore, from_summary
 from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, depths
+from service.state.layout import LayoutStore, depths, zorder_columns
 from service.state.layout.redis import RedisLayouts
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
@@ -147,7 +147,7 @@ def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | N
     layout = None if src.layouts is None else src.layouts.signature(name)
     if src.layouts is None or layout is None:
         return None
-    by_part = depths(src.layouts.files(name))
+    by_part = depths(src.layouts.files(name), zorder_columns(layout))
     files = sum(d.files for d in by_part.values())
     return {
         "layout": layout,
@@ -229,7 +229,7 @@ def render(data: dict[str, Any], console: Any = None) -> None:
         over = info["over_tolerance"]
         worst = max((p["mse"] for p in over), default=0.0)
         target = info["target_file_size_bytes"]
-        mergeable = sum(p.get("merge") is not None for p in over)
+        mergeable = sum(p.get("merge") == "merge" for p in over)
         manifests = (
             "-" if info["manifests"] is None else f"{info['manifests']} ({info['small_manifests']})"
         )

@@ -8,7 +8,7 @@ import statistics
 import time
 from typing import Any
 
-from optimizer import FileBounds, clustering_depth
+from optimizer import FileBounds, merge_need
 from optimizer.health_score import removable_mse
 from service.base.catalog import load_table
 from service.base.config import Config
@@ -39,9 +39,9 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 "bytes": s.total_bytes,
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
-                # over tolerance with enough small files to merge (min_input_files)
-                "needs_work": s.needs_work(inputs.tolerance)
-                and s.undersized >= inputs.min_input_files,
+                # what the decider would queue now (status's "to merge": ``merge_need``)
+                "needs_work": merge_need(s, target, inputs.tolerance, inputs.min_input_files)
+                == "merge",
                 **_depth(p, layout),
             }
         )
@@ -72,7 +72,7 @@ def _depth(p: PartitionFiles, layout: LayoutSpec | None) -> dict[str, Any]:
     files = [
         FileBounds(path, size, *b) for path, size, b in zip(p.paths, p.sizes, p.bounds, strict=True)
     ]
-    d = clustering_depth(files)
+    d = layout.depth(files)
     return {"depth": round(d.mean, 4), "depth_max": d.max}
 
 

@@ -129,9 +129,9 @@ def test_a_new_layout_rebuilds_and_no_layout_forgets(catalog: Any, namespace: st
     result = catch_up(stats, name, table, 1 << 20, T0, zorder, layouts)
     assert not result.full_scan and result.snapshots_applied == 1
     assert result.layout_touched == first.layout_touched and layouts.signature(name) == (
-        "zorder:id,region"
+        "zorder:id,region;boxes"
     )
-    assert all(len(fs) == 3 and len(fs[0].lower or ()) == 1 for fs in layouts.files(name).values())
+    assert all(len(fs) == 3 and len(fs[0].lower or ()) == 2 for fs in layouts.files(name).values())
     in_order(table, range(3, 4))
     assert catch_up(stats, name, table, 1 << 20, T0, None, layouts).layout_touched == set()
     assert layouts.signature(name) is None and layouts.files(name) == {}

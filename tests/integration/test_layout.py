@@ -203,10 +203,9 @@ def test_zorder_rewrites_the_block_a_late_file_lands_in(spark, ecfg, catalog, na
     assert {r.engine for r in report.partitions if r.status == "rewritten"} == {engine_of(ecfg)}
     assert_df_equality(contents(spark, ident), before, ignore_row_order=True)
     after = load_and_plan(cfg, catalog, ident, "zorder")
-    assert not after.plan.work, "no churn: the z-ordered files no longer overlap"
-    assert all(
-        p.depth_before is not None and p.depth_before.mean == 1.0 for p in after.plan.partitions
-    )
+    assert not after.plan.work, "no churn: the z-ordered block is within tolerance"
+    depths = [p.depth_before.mean for p in after.plan.partitions if p.depth_before is not None]
+    assert len(depths) == 2 and max(depths) <= 1.25  # the blocks: x apart, y all over: 1.25
 
 
 def test_plan_and_tables_show_clustering_depth_from_a_users_config(

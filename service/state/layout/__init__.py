@@ -1,8 +1,9 @@
 """Each live data file's key bounds, per table and partition: the input of clustering depth.
 
 A table with a layout (:func:`service.base.layoutspec.decided_layout`: sort or z-order) has
-its partitions' clustering depth (:func:`optimizer.layout.clustering_depth`) measured on
-its data files' key intervals (:meth:`~service.base.layoutspec.LayoutSpec.bounds`, from
+its partitions' clustering depth (:meth:`~service.base.layoutspec.LayoutSpec.depth`: a
+sort's on key intervals, a z-order's on boxes, column by column) measured on
+its data files' key bounds (:meth:`~service.base.layoutspec.LayoutSpec.bounds`, from
 manifest metrics: no data read). The decider keeps those intervals as it keeps the rolling
 stats: from each new snapshot's added and deleted data files
 (:func:`service.state.rolling.scan.catch_up` reads them in the same pass over the
@@ -37,6 +38,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from optimizer.layout import Depth, FileBounds, clustering_depth
+from optimizer.zlayout import zorder_depth
 from service.base.layoutspec import LayoutSpec
 
 
@@ -56,9 +58,21 @@ class LayoutDelta:
         return not self.added and not self.deleted
 
 
+BOXES = ";boxes"
+"""A z-order layout's signature ends so: its files are stored as boxes (one value per
+column), and one stored before (as interleaved-key intervals) no longer matches: rebuilt."""
+
+
 def signature(spec: LayoutSpec) -> str:
-    """What a stored layout was built for: the action and its columns (``sort:a,b``)."""
-    return f"{spec.action}:{','.join(spec.columns)}"
+    """What a stored layout was built for: the action and its columns (``sort:a,b``;
+    ``zorder:x,y;boxes``)."""
+    return f"{spec.action}:{','.join(spec.columns)}" + (BOXES if spec.zorder else "")
+
+
+def zorder_columns(sig: str) -> int:
+    """The z-order columns a stored layout's signature names; 0 for a sort."""
+    action, _, columns = sig.partition(":")
+    return len(columns.removesuffix(BOXES).split(",")) if action == "zorder" else 0
 
 
 def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:
@@ -77,8 +91,13 @@ def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:
         acc.deleted = list(deleted)
 
 
-def depths(files_by_partition: Mapping[str, Sequence[FileBounds[str]]]) -> dict[str, Depth]:
-    """Each partition's clustering depth (for ``status``, and the decider's decision)."""
+def depths(
+    files_by_partition: Mapping[str, Sequence[FileBounds[str]]], zorder: int = 0
+) -> dict[str, Depth]:
+    """Each partition's clustering depth (for ``status``): a sort's, or with ``zorder``
+    columns a z-order's (``optimizer.zlayout``)."""
+    if zorder:
+        return {k: zorder_depth(files, zorder) for k, files in files_by_partition.items()}
     return {k: clustering_depth(files) for k, files in files_by_partition.items()}
 
 

@@ -14,8 +14,15 @@ SPEC = LayoutSpec("sort", ("ts",), (1,), ("long",), 1.25)
 def test_files_are_taken_by_lower_bound_unbounded_first_then_path() -> None:
     paths = ["c", "a", "b", "d"]
     bounds = {"c": ((10,), (19,)), "a": ((30,), (39,)), "b": ((None,), (5,)), "d": (None, None)}
-    assert [paths[i] for i in key_order(paths, bounds)] == ["b", "d", "c", "a"]
-    assert key_order(["x", "y"], {}) == [0, 1]  # no bounds known: by path
+    assert [paths[i] for i in key_order(paths, bounds, SPEC)] == ["b", "d", "c", "a"]
+    assert key_order(["x", "y"], {}, SPEC) == [0, 1]  # no bounds known: by path
+
+
+def test_zordered_files_are_taken_by_their_lower_corner_s_interleaved_key() -> None:
+    spec = LayoutSpec("zorder", ("x", "y"), (1, 2), ("long", "long"), 1.25)
+    # (x, y) lower corners (1, 0), (0, 1), (0, 0): keys interleave x's bit above y's
+    bounds = {"p": ((1, 0), (1, 0)), "q": ((0, 1), (0, 1)), "r": ((0, 0), (1, 1))}
+    assert [["p", "q", "r"][i] for i in key_order(["p", "q", "r"], bounds, spec)] == ["r", "q", "p"]
 
 
 def test_only_the_late_file_and_the_file_it_overlaps_are_re_sorted() -> None:

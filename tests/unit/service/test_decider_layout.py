@@ -59,5 +59,9 @@ def test_enqueued_once_on_the_action_s_lane(tmp_path: Path) -> None:
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, [], TARGET, T0) == []
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, None, TARGET, T0) == [1]
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=b"], TARGET, T0) == [0]
-    assert enqueue_layout(queue, layouts, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
+    boxes = MemoryLayouts()  # four files over the same square: twice an ideal z-order
+    square = [FileBounds(f"z{i}", 400, (0, 0), (99, 99)) for i in range(4)]
+    boxes.replace("db.t", signature(zorder), {"p=b": square})
+    assert depths(boxes.files("db.t"), zorder=2)["p=b"].mean == 2.0
+    assert enqueue_layout(queue, boxes, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
     assert queue.get("zorder:db.t:p=b") is not None and queue.get("sort:db.t:p=b") is not None
