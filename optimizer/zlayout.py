@@ -8,15 +8,16 @@ interval on that column holds the value: that column's clustering depth
 (``optimizer.layout``: the deepest point within a file's interval).
 
 Depth (``zorder_depth``). A file's depth is the mean over the ``d`` columns of its
-per-column depth, divided by ``n^((d-1)/d)`` for ``n`` files: the per-column depth of an
-ideal z-order, whose ``n`` files tile the space as a grid of ``n^(1/d)`` slabs per column,
-so that a value of one column meets one slab of ``n^((d-1)/d)`` files. The partition's
-``mean`` is the average file depth: 1.0 for an ideal z-order (and for a single file), about
-``n^(1/d)`` for files that all span the whole space, below 1.0 only for layouts better than
-a z-order on every column (files apart on each). ``max`` is the most files one value of one
-column meets (not divided). The depth of the interleaved keys of the boxes' corners is no
-measure here: a z-order rewrite cannot shrink the corners' key span of a file whose rows
-cross a quadrant, so that depth would not drop after a perfect rewrite.
+per-column depth divided by that column's depth in an ideal z-order of the partition's
+``n`` files (``ideal_depths``: the grid the z-order curve cuts the partition's hull into;
+``n^((d-1)/d)`` for a hull equally wide in every column, so a value of one column meets one
+slab of files). The partition's ``mean`` is the average file depth: 1.0 for an ideal
+z-order (and for a single file), about ``n^(1/d)`` for files that all span a square hull,
+below 1.0 only for layouts better than a z-order on every column. ``max`` is the most files
+one value of one column meets (not divided). The depth of the interleaved keys of the
+boxes' corners is no measure here: a z-order rewrite cannot shrink the corners' key span
+of a file whose rows cross a quadrant, so that depth would not drop after a perfect
+rewrite.
 
 Which files (``plan_zorder``). When the mean is over the tolerance, the files whose
 interleaved-key intervals (corners' keys) overlap another's are rewritten, one group per
@@ -29,13 +30,14 @@ actor checks the real depth from the written files' metrics before committing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from optimizer.layout import Depth, FileBounds, K, depth_of, encode_files, max_depths
 from optimizer.layoutplan import LayoutPlan, plan_layout
 from optimizer.zorder import ZORDER_BITS, zorder_key
 
-__all__ = ["plan_zorder", "zorder_depth"]
+__all__ = ["ideal_depths", "plan_zorder", "zorder_depth"]
 
 _ALL_ONES = (1 << ZORDER_BITS) - 1
 
@@ -65,9 +67,40 @@ def zorder_depth(files: Sequence[FileBounds[K]], columns: int) -> Depth:
             if bound is not None and len(bound) != columns:
                 raise ValueError(f"file {f.id!r}: {bound!r} is not one value per column")
     per_column = [max_depths(*encode_files(_column(files, c))) for c in range(columns)]
-    ideal = n ** ((columns - 1) / columns)
-    means = [sum(col[i] for col in per_column) / columns / ideal for i in range(n)]
+    ideal = ideal_depths(files, columns)
+    means = [sum(col[i] / ideal[c] for c, col in enumerate(per_column)) / columns for i in range(n)]
     return Depth(files=n, mean=sum(means) / n, max=max(max(col) for col in per_column))
+
+
+def ideal_depths(files: Sequence[FileBounds[K]], columns: int) -> list[float]:
+    """Each column's depth in an ideal z-order of ``files``' rows into as many files.
+
+    A z-order key takes the columns' bits from the top, round-robin, among the columns that
+    still vary there; ``n`` files split the key range at its top ``k = log2 n`` varying
+    bits. Within the partition's hull a column varies over ``s_c = log2(extent + 1)`` bits
+    (all of them when a bound is missing), so the top ``k`` varying bits are shared out by
+    water-filling: ``k_c = max(0, s_c - L)`` with ``Σ k_c = k``. The ideal layout is then a
+    grid of ``2^k_c`` slabs along each column, and a value of column ``c`` meets
+    ``n / 2^k_c`` files. For a hull equally wide in every column that is ``n^((d-1)/d)``;
+    for a column that barely varies, ``n`` (a z-order splits on the others first).
+    """
+    n = len(files)
+    k = math.log2(n) if n else 0.0
+    spans = []
+    for c in range(columns):
+        los = [None if f.lower is None else f.lower[c] for f in files]
+        his = [None if f.upper is None else f.upper[c] for f in files]
+        if None in los or None in his:
+            spans.append(float(ZORDER_BITS))
+        else:
+            spans.append(math.log2(max(his) - min(los) + 1))  # type: ignore[type-var, operator]
+    top = sorted(spans, reverse=True)
+    level = 0.0
+    for m in range(1, columns + 1):  # the m widest columns vary above the water level
+        level = (sum(top[:m]) - k) / m
+        if m == columns or level >= top[m]:
+            break
+    return [2 ** (k - max(0.0, s - level)) for s in spans]
 
 
 def _ints(bound: tuple[object, ...] | None, missing: int, columns: int) -> list[int]:

@@ -190,7 +190,9 @@ def test_zorder_rewrites_the_block_a_late_file_lands_in(spark, ecfg, catalog, na
     ident = zorder_table(spark, namespace)
     zappend(spark, ident, "d1", 1, seed=5)  # late rows in the second block of d1
     policy = replace(
-        layout_cfg(ecfg, ident).tables[ident], actions=("merge", "zorder"), zorder=("x", "y")
+        layout_cfg(ecfg, ident, tolerance=1.1).tables[ident],
+        actions=("merge", "zorder"),
+        zorder=("x", "y"),
     )
     cfg = replace(ecfg, tables={ident: policy})
     planned = load_and_plan(cfg, catalog, ident, "zorder")
@@ -205,7 +207,7 @@ def test_zorder_rewrites_the_block_a_late_file_lands_in(spark, ecfg, catalog, na
     after = load_and_plan(cfg, catalog, ident, "zorder")
     assert not after.plan.work, "no churn: the z-ordered block is within tolerance"
     depths = [p.depth_before.mean for p in after.plan.partitions if p.depth_before is not None]
-    assert len(depths) == 2 and max(depths) <= 1.25  # the blocks: x apart, y all over: 1.25
+    assert len(depths) == 2 and max(depths) <= 1.1  # x blocks, y all over: what z-order makes
 
 
 def test_plan_and_tables_show_clustering_depth_from_a_users_config(

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer.layout import FileBounds
-from optimizer.zlayout import corner_keys, plan_zorder, zorder_depth
+from optimizer.zlayout import corner_keys, ideal_depths, plan_zorder, zorder_depth
 from optimizer.zorder import ZORDER_BITS
 
 pytestmark = pytest.mark.unit
@@ -37,6 +37,18 @@ def test_depth_by_hand() -> None:
     assert zorder_depth(strips, 2).mean == (1 + 4) / 2 / 2  # x apart, y all overlapping
 
 
+def test_the_ideal_follows_the_partition_s_extent() -> None:
+    """A z-order splits first on the column that varies over more bits."""
+    assert ideal_depths(QUADRANTS, 2) == [2.0, 2.0]  # a square: sqrt(4) each
+    wide = [box(f"w{i}", (1024 * i, 1024 * i + 1023), (0, 1023)) for i in range(8)]
+    x, y = ideal_depths(wide, 2)  # x over 13 bits, y over 10: three levels of x alone
+    assert x == pytest.approx(1.0) and y == pytest.approx(8.0)
+    assert zorder_depth(wide, 2).mean == pytest.approx(1.0)  # x strips: what z-order makes
+    assert ideal_depths([box("one", (0, 5), (0, 5))], 2) == [1.0, 1.0]
+    unbounded = FileBounds("u", 1, (None, 0), (None, 0))
+    assert ideal_depths([unbounded, box("b", (0, 9), (0, 0))], 2) == [1.0, 2.0]
+
+
 def test_missing_bounds_reach_everything() -> None:
     open_low = FileBounds("u", 1, (None, 0), (10, 10))
     d = zorder_depth([open_low, box("b", (-5, -1), (0, 10))], 2)
@@ -46,6 +58,7 @@ def test_missing_bounds_reach_everything() -> None:
 def _reference(files: list[FileBounds[str]], columns: int) -> float:
     """The module doc's definition, point by point (every bound is a candidate point)."""
     n = len(files)
+    ideal = ideal_depths(files, columns)  # the model; the depths below by brute force
     total = 0.0
     for f in files:
         per_column = []
@@ -55,7 +68,7 @@ def _reference(files: list[FileBounds[str]], columns: int) -> float:
             per_column.append(
                 max(sum(g.lower[c] <= p <= g.upper[c] for g in files) for p in inside)  # type: ignore[index, operator]
             )
-        total += sum(per_column) / columns / n ** ((columns - 1) / columns)
+        total += sum(d / i for d, i in zip(per_column, ideal, strict=True)) / columns
     return total / n
 
 
@@ -86,9 +99,9 @@ def test_a_late_file_is_rewritten_with_the_block_it_lands_in() -> None:
     """Four blocks apart in key space; a late file inside the second block: those two."""
     blocks = [box(f"b{i}", (1024 * i, 1024 * i + 1023), (0, 1023)) for i in range(4)]
     late = box("late", (1024 + 100, 1024 + 900), (10, 1000))
-    plan = plan_zorder([*blocks, late], 1.25, 1000, 2)
+    plan = plan_zorder([*blocks, late], 1.1, 1000, 2)
     assert sorted(plan.files) == ["b1", "late"]
-    assert plan.before.mean > 1.25 and plan.after.mean < plan.before.mean
+    assert plan.before.mean > 1.1 and plan.after.mean == pytest.approx(1.0)
     assert plan.bytes_rewritten == 200
 
 
