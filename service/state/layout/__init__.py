@@ -70,9 +70,12 @@ def signature(spec: LayoutSpec) -> str:
 
 
 def zorder_columns(sig: str) -> int:
-    """The z-order columns a stored layout's signature names; 0 for a sort."""
+    """The z-order columns a stored layout's signature names; 0 for a sort, and for a
+    z-order stored before boxes (its key intervals read as a sort's until it is rebuilt)."""
     action, _, columns = sig.partition(":")
-    return len(columns.removesuffix(BOXES).split(",")) if action == "zorder" else 0
+    if action != "zorder" or not columns.endswith(BOXES):
+        return 0
+    return len(columns.removesuffix(BOXES).split(","))
 
 
 def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:

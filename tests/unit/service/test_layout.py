@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from optimizer.layout import FileBounds
 from service.base.config import TablePolicy
-from service.base.layoutspec import rewrite_action
+from service.base.layoutspec import LayoutSpec, rewrite_action
 from service.state.layout import (
     LayoutDelta,
     LayoutStore,
@@ -25,6 +25,8 @@ from service.state.layout import (
     depths,
     encode_file,
     net,
+    signature,
+    zorder_columns,
 )
 from service.state.layout.memory import MemoryLayouts
 from tests.support.contracts.layout import LayoutContract, fb
@@ -115,3 +117,10 @@ def test_one_rule_picks_the_rewrite_of_small_files() -> None:
     zorders = replace(base, actions=("zorder", "sort"), zorder=("x", "y"), sort_order=("ts",))
     assert rewrite_action(zorders) == "zorder"
     assert rewrite_action(replace(zorders, actions=("merge", "sort"))) == "sort"
+
+
+def test_a_signature_names_its_zorder_columns() -> None:
+    spec = LayoutSpec("zorder", ("x", "y", "z"), (1, 2, 3), ("long",) * 3, 2.0)
+    assert signature(spec) == "zorder:x,y,z;boxes" and zorder_columns(signature(spec)) == 3
+    assert zorder_columns("sort:ts") == 0
+    assert zorder_columns("zorder:x,y") == 0  # stored before boxes: read as intervals
