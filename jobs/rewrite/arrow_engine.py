@@ -13,9 +13,9 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
    Iceberg reads them); optionally order the rows (by the sort columns, nulls first, as
    ``sortWithinPartitions``, or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
-2. split the rows evenly into the planned number of output files
-   (``optimizer.predict_output_sizes``) and write each with pyarrow's Parquet writer and
-   PyIceberg's options for it (the table's codec, level, page settings; row groups by
+2. split the rows evenly into the planned number of output files (z-ordered rows at the
+   curve's cell edges nearby: ``zordered_files``) and write each with pyarrow's Parquet
+   writer and PyIceberg's options for it (the table's codec, level, page settings; row groups by
    :func:`~jobs.rewrite.write_properties.row_group_rows`; Iceberg field ids; dictionaries
    where Iceberg's writer keeps them, :mod:`jobs.rewrite.dictionaries`);
 3. **verify every file before it counts**: read it back and compare it value by value
@@ -172,6 +172,8 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     """Read, (sort or z-order), write and verify one group. Raises on any mismatch."""
     from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
+    from jobs.rewrite.zorder_rows import zordered_files  # pyarrow, numpy: files are read
+
     io = load_file_io(table.io_properties, table.metadata.location)
     index, deleted = DeleteIndex(io), {}
     for i, (path, rows) in enumerate(group.inputs):
@@ -179,13 +181,14 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
         deleted[path] = index.positions(path, deletes, rows) if deletes else ()
     expected_rows = sum(n for _, n in group.inputs) - sum(len(p) for p in deleted.values())
     result = ArrowResult(group.group_id)
-    per_file = rows_per_file(expected_rows, len(group.outputs))
-    for i, chunk in enumerate(_chunks(_read(table, io, group, deleted), per_file)):
+    live, files, zorder = _read(table, io, group, deleted), len(group.outputs), group.zorder_columns
+    per_file = rows_per_file(expected_rows, files)
+    chunks = zordered_files(live, zorder, files) if zorder else _chunks(live, per_file)
+    for i, chunk in enumerate(chunks):
         result.rows_in += chunk.num_rows
         if i >= len(group.outputs):  # more rows than the inputs' metadata says
             continue
-        for name in chunk.column_names:
-            column = chunk.column(name)
+        for name, column in zip(chunk.column_names, chunk.columns, strict=True):
             result.non_null[name] = result.non_null.get(name, 0) + len(column) - column.null_count
         path = group.outputs[i]
         written = _write(table, io, path, chunk)
@@ -228,14 +231,12 @@ def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Ite
 def _read_file(
     table: ArrowTable, io: FileIO, spec_id: int, path: str, rows: int
 ) -> list[pa.RecordBatch]:
-    """One data file's rows as Iceberg reads them.
-
-    A file that holds exactly the table's current columns as Iceberg writes them (the
-    same names, field ids, types and nullability, in the same order) is read as it is: a
-    field-id projection of it is the identity. That is nearly every file of a table whose
-    schema never changed, at half the cost of PyIceberg's ``ArrowScan``, which re-derives
-    the projection for every file. Any other file (renamed, added or promoted columns, no
-    field ids, a map column) goes through ``ArrowScan``."""
+    """One data file's rows as Iceberg reads them. A file that holds exactly the table's
+    current columns as Iceberg writes them (names, field ids, types and nullability, in
+    order) is read as it is: a field-id projection of it is the identity. That is nearly
+    every file of a table whose schema never changed, at half the cost of PyIceberg's
+    ``ArrowScan``, which re-derives the projection for every file. Any other file (renamed,
+    added or promoted columns, no field ids, a map column) goes through ``ArrowScan``."""
     import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     with io.new_input(path).open() as f:

@@ -27,7 +27,7 @@ Imported where rows are ordered (both engines' tasks): pyarrow and numpy at the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any, TypeAlias
 
@@ -37,7 +37,16 @@ import pyarrow.compute as pc
 
 from optimizer.zorder import ZORDER_BITS
 
-__all__ = ["keys_of", "ordered", "row_order", "spark_keys", "zorder_keys", "zorder_sort_indices"]
+__all__ = [
+    "aligned_cuts",
+    "keys_of",
+    "ordered",
+    "row_order",
+    "spark_keys",
+    "zorder_keys",
+    "zorder_sort_indices",
+    "zordered_files",
+]
 
 Column: TypeAlias = "pa.Array | pa.ChunkedArray"
 Words: TypeAlias = list[Any]  # k uint64 numpy arrays, the key's least significant word first
@@ -196,3 +205,67 @@ def _interleave(columns: Sequence[Any]) -> Words:
             if shift and word + 1 < k:
                 words[word + 1] |= spread >> np.uint64(64 - shift)
     return words
+
+
+CUT_SLACK = 0.25
+"""How far (a share of one file's rows) a z-ordered file's end may move to a cell edge."""
+
+
+def cut_levels(words: Words) -> Any:
+    """For each boundary between consecutive rows (``n - 1`` of them), the highest key bit
+    that differs across it (``-1`` where the keys are equal): the level of the z-order
+    cell edge that lies between the two rows."""
+    n = len(words[0]) if words else 0
+    level = np.full(max(0, n - 1), -1, np.int64)
+    for index, word in enumerate(words):  # least significant first: later words win
+        diff = word[1:] ^ word[:-1]
+        length = np.zeros(len(diff), np.int64)
+        for shift in (32, 16, 8, 4, 2, 1):  # bit_length, exact for 64-bit words
+            high = (diff >> np.uint64(shift)) != 0
+            length += np.where(high, shift, 0)
+            diff = np.where(high, diff >> np.uint64(shift), diff)
+        length += (diff != 0).astype(np.int64)
+        level = np.where(length > 0, 64 * index + length - 1, level)
+    return level
+
+
+def aligned_cuts(words: Words, files: int, slack: float = CUT_SLACK) -> list[int]:
+    """Where to cut ``n`` rows in z-order into ``files`` files: each cut near an equal share
+    (``i · n / files``), moved within ``slack`` of a share to the boundary that crosses the
+    highest key bit (ties: the nearest). A cut at a coarse cell edge keeps the files'
+    bounding boxes apart, which a cut by row count alone does not: a file that straddles
+    two cells of the curve has a box over both, and overlaps its neighbour's."""
+    n = len(words[0]) if words else 0
+    if files <= 1 or n <= 1:
+        return []
+    level = cut_levels(words)  # level[j - 1]: the boundary before row j
+    reach = int(slack * n / files)
+    cuts: list[int] = []
+    for i in range(1, files):
+        nominal = round(i * n / files)
+        lo = max(nominal - reach, cuts[-1] + 1 if cuts else 1)
+        hi = min(nominal + reach, n - (files - i))
+        if lo > hi:
+            cuts.append(min(max(nominal, lo), n - 1))
+            continue
+        window = level[lo - 1 : hi]
+        best = int(window.max())
+        ties = np.flatnonzero(window == best) + lo
+        cuts.append(int(ties[np.argmin(np.abs(ties - nominal))]))
+    return sorted({c for c in cuts if 0 < c < n})  # more files than rows: one row each
+
+
+def zordered_files(
+    batches: Iterator[pa.RecordBatch], columns: Sequence[str], files: int
+) -> Iterator[pa.Table]:
+    """Rows already in z-order over ``columns``, as ``files`` tables cut at
+    :func:`aligned_cuts` (fewer when there are fewer rows than files)."""
+    parts = [pa.Table.from_batches([b]) for b in batches]
+    if not parts:
+        return
+    whole = pa.concat_tables(parts, promote_options="permissive")
+    words = _interleave([ordered(whole.column(c)) for c in columns])
+    edges = [0, *aligned_cuts(words, files), whole.num_rows]
+    for start, end in zip(edges, edges[1:], strict=False):
+        if end > start:
+            yield whole.slice(start, end - start)

@@ -18,7 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.rewrite import arrow_engine as ar
-from jobs.rewrite.zorder_rows import keys_of, row_order, zorder_keys, zorder_sort_indices
+from jobs.rewrite.zorder_rows import (
+    _interleave,
+    aligned_cuts,
+    cut_levels,
+    keys_of,
+    row_order,
+    zorder_keys,
+    zorder_sort_indices,
+    zordered_files,
+)
 from optimizer.zorder import ordered_value, zorder_bytes
 from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 from tests.support.zorder import assert_zordered
@@ -147,7 +156,8 @@ def test_the_arrow_engine_writes_a_group_in_zorder(tmp_path: Path) -> None:
     columns = ("name", "x")
     group = dataclasses.replace(arrow_group(table, 3, tmp_path), zorder_columns=columns)
     result = ar.rewrite_group(arrow_table(table), group)
-    assert [n for _, n in result.files] == [500, 500, 500]
+    counts = [n for _, n in result.files]  # cut at cell edges within a quarter of a share
+    assert sum(counts) == 1500 and all(375 <= n <= 625 for n in counts), counts
     files = [pq.read_table(p.removeprefix("file://")) for p, _ in result.files]
     assert all(f.column_names == ["id", "name", "x"] for f in files)  # no key column
     assert_zordered(files, columns)
@@ -167,3 +177,54 @@ def test_the_zorder_key_is_the_same_for_dates_and_timestamps_as_stored() -> None
     table = pa.table({"d": pa.array([day]), "t": pa.array([moment], pa.timestamp("us"))})
     want = zorder_bytes([(1 << 63) - 1, (1 << 63) + 1])
     assert zorder_keys(table, ["d", "t"]).to_pylist() == [want]
+
+
+def _key_ints(words: list[Any]) -> list[int]:
+    return [sum(int(w[i]) << (64 * j) for j, w in enumerate(words)) for i in range(len(words[0]))]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), max_size=40))
+def test_cut_levels_are_the_highest_differing_bit(points: list[tuple[int, int]]) -> None:
+    xs = np.array([p[0] for p in points], np.uint64)
+    ys = np.array([p[1] for p in points], np.uint64)
+    words = _interleave([xs, ys])
+    keys = _key_ints(words)
+    want = [(a ^ b).bit_length() - 1 for a, b in zip(keys, keys[1:], strict=False)]
+    assert cut_levels(words).tolist() == want
+
+
+def _zordered(xs: list[int], ys: list[int]) -> list[Any]:
+    words = _interleave([np.array(xs, np.uint64), np.array(ys, np.uint64)])
+    order = sorted(range(len(xs)), key=_key_ints(words).__getitem__)
+    return [w[order] for w in words]
+
+
+def test_files_are_cut_at_the_coarsest_cell_edge_near_an_equal_share() -> None:
+    """50 rows in one x block, 40 in the next: two files cut between the blocks (at 50,
+    not 45), so their boxes do not overlap; a share's quarter is as far as a cut moves."""
+    rng = np.random.default_rng(1)
+    xs = [*rng.integers(0, 1024, 50).tolist(), *rng.integers(1024, 2048, 40).tolist()]
+    ys = rng.integers(0, 1024, 90).tolist()
+    words = _zordered(xs, ys)
+    assert aligned_cuts(words, 2) == [50]
+    assert aligned_cuts(words, 2, slack=0.0) == [45]  # no slack: by row count
+    cuts = aligned_cuts(words, 4)
+    assert cuts == sorted(set(cuts)) and all(
+        abs(c - round(i * 22.5)) <= 5 for i, c in enumerate(cuts, 1)
+    )
+    assert aligned_cuts(words, 1) == [] and aligned_cuts(_zordered([1], [1]), 3) == []
+
+
+def test_equal_keys_are_cut_by_row_count() -> None:
+    words = _zordered([7] * 10, [7] * 10)
+    assert aligned_cuts(words, 3) == [3, 7]
+    assert aligned_cuts(words, 12) == list(range(1, 10))  # more files than rows: one each
+
+
+def test_zordered_files_cover_every_row_in_order() -> None:
+    rng = np.random.default_rng(2)
+    table = pa.table({"x": rng.integers(0, 1 << 20, 200), "y": rng.integers(0, 1 << 20, 200)})
+    table = table.take(zorder_sort_indices(table, ["x", "y"]))
+    parts = list(zordered_files(iter(table.to_batches(max_chunksize=37)), ["x", "y"], 3))
+    assert len(parts) == 3 and pa.concat_tables(parts).equals(table)
