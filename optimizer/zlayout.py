@@ -82,7 +82,8 @@ def ideal_depths(files: Sequence[FileBounds[K]], columns: int) -> list[float]:
     water-filling: ``k_c = max(0, s_c - L)`` with ``Σ k_c = k``. The ideal layout is then a
     grid of ``2^k_c`` slabs along each column, and a value of column ``c`` meets
     ``n / 2^k_c`` files. For a hull equally wide in every column that is ``n^((d-1)/d)``;
-    for a column that barely varies, ``n`` (a z-order splits on the others first).
+    for a column that barely varies, ``n`` (a z-order splits on the others first). No column
+    splits finer than its own bits (``k_c <= s_c``): files beyond that share its values.
     """
     n = len(files)
     k = math.log2(n) if n else 0.0
@@ -100,6 +101,7 @@ def ideal_depths(files: Sequence[FileBounds[K]], columns: int) -> list[float]:
         level = (sum(top[:m]) - k) / m
         if m == columns or level >= top[m]:
             break
+    level = max(level, 0.0)  # more files than the values can split: each column saturates
     return [2 ** (k - max(0.0, s - level)) for s in spans]
 
 
@@ -144,10 +146,13 @@ def plan_zorder(
     chosen = set(keyed.files)
     kept = [f for f in files if f.id not in chosen]
     hulls = [_hull([by_id[i] for i in g], columns) for g in keyed.groups]
+    after = zorder_depth([*kept, *hulls], columns)
+    if after.mean >= before.mean:  # fewer, wider files can score worse: no plan then
+        return LayoutPlan((), 0, 0, before, before)
     return LayoutPlan(
         groups=keyed.groups,
         bytes_rewritten=keyed.bytes_rewritten,
         output_files=keyed.output_files,
         before=before,
-        after=zorder_depth([*kept, *hulls], columns),
+        after=after,
     )

@@ -27,6 +27,7 @@ Imported where rows are ordered (both engines' tasks): pyarrow and numpy at the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any, TypeAlias
@@ -232,21 +233,24 @@ def cut_levels(words: Words) -> Any:
 def aligned_cuts(words: Words, files: int, slack: float = CUT_SLACK) -> list[int]:
     """Where to cut ``n`` rows in z-order into ``files`` files: each cut near an equal share
     (``i · n / files``), moved within ``slack`` of a share to the boundary that crosses the
-    highest key bit (ties: the nearest). A cut at a coarse cell edge keeps the files'
-    bounding boxes apart, which a cut by row count alone does not: a file that straddles
-    two cells of the curve has a box over both, and overlaps its neighbour's."""
+    highest key bit (ties: the nearest); every file keeps within ``slack`` of a share. A cut
+    at a coarse cell edge keeps the files' bounding boxes apart, which a cut by row count
+    alone does not: a file that straddles two cells of the curve has a box over both, and
+    overlaps its neighbour's."""
     n = len(words[0]) if words else 0
     if files <= 1 or n <= 1:
         return []
     level = cut_levels(words)  # level[j - 1]: the boundary before row j
-    reach = int(slack * n / files)
+    share = n / files
+    reach = int(slack * share)
     cuts: list[int] = []
     for i in range(1, files):
-        nominal = round(i * n / files)
-        lo = max(nominal - reach, cuts[-1] + 1 if cuts else 1)
-        hi = min(nominal + reach, n - (files - i))
-        if lo > hi:
-            cuts.append(min(max(nominal, lo), n - 1))
+        nominal, prev = round(i * share), cuts[-1] if cuts else 0
+        # within reach of the share's edge and of the last cut: every file within the slack
+        lo = max(nominal - reach, prev + math.ceil((1 - slack) * share), prev + 1)
+        hi = min(nominal + reach, prev + int((1 + slack) * share), n - (files - i))
+        if lo > hi:  # a share of a row or two: by row count, one row a file at least
+            cuts.append(max(prev + 1, min(nominal, n - (files - i))))
             continue
         window = level[lo - 1 : hi]
         best = int(window.max())

@@ -228,3 +228,22 @@ def test_zordered_files_cover_every_row_in_order() -> None:
     table = table.take(zorder_sort_indices(table, ["x", "y"]))
     parts = list(zordered_files(iter(table.to_batches(max_chunksize=37)), ["x", "y"], 3))
     assert len(parts) == 3 and pa.concat_tables(parts).equals(table)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255)), min_size=2, max_size=300),
+    st.integers(1, 12),
+)
+def test_every_file_keeps_within_the_slack_of_a_share(
+    points: list[tuple[int, int]], files: int
+) -> None:
+    words = _zordered([p[0] for p in points], [p[1] for p in points])
+    n = len(points)
+    cuts = aligned_cuts(words, files)
+    assert cuts == sorted(set(cuts)) and all(0 < c < n for c in cuts)
+    assert len(cuts) == min(files, n) - 1
+    if files <= n // 8:  # enough rows a file for the rounding not to matter
+        sizes = [b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        share = n / files
+        assert all(0.75 * share - 1 <= s <= 1.25 * share + 1 for s in sizes), sizes

@@ -49,6 +49,24 @@ def test_the_ideal_follows_the_partition_s_extent() -> None:
     assert ideal_depths([unbounded, box("b", (0, 9), (0, 0))], 2) == [1.0, 2.0]
 
 
+def test_no_column_splits_finer_than_its_values() -> None:
+    """64 files over a constant column and four values of another, 16 each: as good as a
+    z-order of those rows gets (the review's case: it read as 4x too deep)."""
+    files = [box(f"{v}-{r}", (7, 7), (v, v)) for v in range(4) for r in range(16)]
+    assert ideal_depths(files, 2) == [64.0, 16.0]
+    assert zorder_depth(files, 2).mean == 1.0
+
+
+def test_a_plan_that_would_not_lower_the_depth_is_none() -> None:
+    files = [
+        box("0", (306, 398), (777, 833)),
+        box("1", (374, 847), (169, 194)),
+        box("2", (737, 760), (790, 835)),
+    ]
+    plan = plan_zorder(files, 1.0, 1000, 2)
+    assert plan.is_empty or plan.after.mean < plan.before.mean
+
+
 def test_missing_bounds_reach_everything() -> None:
     open_low = FileBounds("u", 1, (None, 0), (10, 10))
     d = zorder_depth([open_low, box("b", (-5, -1), (0, 10))], 2)
