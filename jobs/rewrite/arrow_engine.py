@@ -172,7 +172,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     """Read, (sort or z-order), write and verify one group. Raises on any mismatch."""
     from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
-    from jobs.rewrite.zorder_rows import zordered_files  # pyarrow, numpy: files are read
+    from jobs.rewrite.zorder_rows import sorted_batches, zordered_files  # pyarrow: files read
 
     io = load_file_io(table.io_properties, table.metadata.location)
     index, deleted = DeleteIndex(io), {}
@@ -181,9 +181,13 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
         deleted[path] = index.positions(path, deletes, rows) if deletes else ()
     expected_rows = sum(n for _, n in group.inputs) - sum(len(p) for p in deleted.values())
     result = ArrowResult(group.group_id)
-    live, files, zorder = _read(table, io, group, deleted), len(group.outputs), group.zorder_columns
-    per_file = rows_per_file(expected_rows, files)
-    chunks = zordered_files(live, zorder, files) if zorder else _chunks(live, per_file)
+    live, files = _read(table, io, group, deleted), len(group.outputs)
+    if group.zorder_columns:
+        chunks = zordered_files(live, group.zorder_columns, files)
+    else:
+        if group.sort_columns:
+            live = sorted_batches(live, group.sort_columns)
+        chunks = _chunks(live, rows_per_file(expected_rows, files))
     for i, chunk in enumerate(chunks):
         result.rows_in += chunk.num_rows
         if i >= len(group.outputs):  # more rows than the inputs' metadata says
@@ -207,25 +211,10 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
 
 
 def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Iterator[Any]:
-    """The group's live rows (without deleted positions), in the group's order if any."""
-    # pyarrow (and numpy, in zorder_rows): only when files are read or written
-    import pyarrow as pa
-
-    from jobs.rewrite.zorder_rows import row_order
-
-    batches = (
-        batch
-        for path, rows in group.inputs
-        for batch in drop_positions(_read_file(table, io, group.spec_id, path, rows), deleted[path])
-    )
-    if not (group.sort_columns or group.zorder_columns):
-        yield from batches
-        return
-    parts = [pa.Table.from_batches([b]) for b in batches]
-    if parts:
-        whole = pa.concat_tables(parts, promote_options="permissive")
-        order = row_order(whole, group.sort_columns, group.zorder_columns)
-        yield from whole.take(order).to_batches()
+    """The group's live rows (without deleted positions), file by file as read."""
+    for path, rows in group.inputs:
+        file = _read_file(table, io, group.spec_id, path, rows)
+        yield from drop_positions(file, deleted[path])
 
 
 def _read_file(

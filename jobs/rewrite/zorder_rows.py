@@ -1,9 +1,10 @@
 """Z-order as a row order: :mod:`optimizer.zorder`'s keys, vectorized over Arrow columns.
 
 Both rewrite engines order a z-order group's rows by the same key: the Arrow engine sorts
-the group's rows by it (:func:`row_order`), Spark's writer by a temporary column that an
-Arrow UDF computes with :func:`keys_of` (:mod:`jobs.rewrite.spark_engine`). Row for row,
-the key equals ``optimizer.zorder.zorder_bytes([ordered_value(v) for v in row])``, the
+the group's rows by it and cuts them into files at the curve's cell edges
+(:func:`zordered_files`, the keys computed once for both), Spark's writer by a temporary
+column that an Arrow UDF computes with :func:`keys_of` (:mod:`jobs.rewrite.spark_engine`).
+Row for row, the key equals ``optimizer.zorder.zorder_bytes([ordered_value(v) for v in row])``, the
 bytes Iceberg's ``ZOrderByteUtils`` produce: each column mapped to an unsigned 64-bit
 integer of the same order, then their bits interleaved, column 0's most significant bit
 first, into ``8 · k`` big-endian bytes.
@@ -43,6 +44,7 @@ __all__ = [
     "keys_of",
     "ordered",
     "row_order",
+    "sorted_batches",
     "spark_keys",
     "zorder_keys",
     "zorder_sort_indices",
@@ -66,22 +68,36 @@ def zorder_keys(table: pa.Table, columns: Sequence[str]) -> pa.Array:
 def zorder_sort_indices(table: pa.Table, columns: Sequence[str]) -> pa.Array:
     """The indices that put ``table``'s rows in ascending z-order key (a stable sort: rows
     with equal keys keep their order)."""
-    words = _interleave([ordered(table.column(c)) for c in columns])
+    return _sort_words(_interleave([ordered(table.column(c)) for c in columns]))
+
+
+def _sort_words(words: Words) -> pa.Array:
+    """The indices that put keys given as words in ascending order, stably."""
     # Arrow's stable sort over the words, most significant first (numpy's lexsort: ~4x slower)
     named = pa.table({f"w{i}": word for i, word in enumerate(reversed(words))})
     return pc.sort_indices(named, sort_keys=[(name, "ascending") for name in named.column_names])
 
 
-def row_order(
-    table: pa.Table, sort_columns: Sequence[str] = (), zorder_columns: Sequence[str] = ()
-) -> pa.Array:
-    """The indices that put a group's rows in its order: by z-order key when
-    ``zorder_columns``, else by ``sort_columns`` ascending, nulls first (as Spark's
-    ``sortWithinPartitions``)."""
-    if zorder_columns:
-        return zorder_sort_indices(table, zorder_columns)
+def row_order(table: pa.Table, sort_columns: Sequence[str]) -> pa.Array:
+    """The indices that put rows in ``sort_columns`` order, ascending, nulls first (as
+    Spark's ``sortWithinPartitions``)."""
     keys = [(c, "ascending", "at_start") for c in sort_columns]
     return pc.sort_indices(table, sort_keys=keys)
+
+
+def sorted_batches(
+    batches: Iterator[pa.RecordBatch], sort_columns: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """A group's rows in ``sort_columns`` order (:func:`row_order`)."""
+    whole = _whole(batches)
+    if whole is not None:
+        yield from whole.take(row_order(whole, sort_columns)).to_batches()
+
+
+def _whole(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A stream of batches as one table (no copy: its chunks), ``None`` without rows."""
+    parts = [pa.Table.from_batches([b]) for b in batches]
+    return pa.concat_tables(parts, promote_options="permissive") if parts else None
 
 
 def keys_of(columns: Sequence[Column]) -> pa.Array:
@@ -262,13 +278,18 @@ def aligned_cuts(words: Words, files: int, slack: float = CUT_SLACK) -> list[int
 def zordered_files(
     batches: Iterator[pa.RecordBatch], columns: Sequence[str], files: int
 ) -> Iterator[pa.Table]:
-    """Rows already in z-order over ``columns``, as ``files`` tables cut at
-    :func:`aligned_cuts` (fewer when there are fewer rows than files)."""
-    parts = [pa.Table.from_batches([b]) for b in batches]
-    if not parts:
+    """A group's rows in z-order over ``columns``, as ``files`` tables cut at
+    :func:`aligned_cuts` (fewer when there are fewer rows than files). The keys are
+    computed once: they sort the rows, and (taken in the same order) place the cuts."""
+    whole = _whole(batches)
+    if whole is None:
         return
-    whole = pa.concat_tables(parts, promote_options="permissive")
     words = _interleave([ordered(whole.column(c)) for c in columns])
+    order = _sort_words(words)
+    whole = whole.take(order)  # the rows as read are let go here
+    at = order.to_numpy()
+    words = [word[at] for word in words]
+    del order, at
     edges = [0, *aligned_cuts(words, files), whole.num_rows]
     for start, end in zip(edges, edges[1:], strict=False):
         if end > start:
