@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optimizer import ordered_value
+from optimizer import PartitionStats, merge_need, ordered_value
 from optimizer.layout import Depth, FileBounds, K, clustering_depth
 from optimizer.layoutplan import LayoutPlan, plan_layout
 from optimizer.zlayout import plan_zorder, zorder_depth
@@ -126,6 +126,20 @@ def rewrite_action(policy: TablePolicy, declared: tuple[str, ...] = ()) -> str:
     if ZORDER in policy.actions and policy.zorder:
         return ZORDER
     return SORT if SORT in policy.actions and (declared or policy.sort_order) else "merge"
+
+
+def merge_verdict(
+    policy: TablePolicy, stats: PartitionStats, target: int, floor: int | None = None
+) -> str | None:
+    """What the policy makes of one partition's small files, the one verdict for the
+    decider, ``status`` and ``tables``: ``"merge"`` now, ``"wait"`` (for ``floor`` small
+    files, by default ``min_input_files``; or ``max_wait_hours``), or None: the table is not
+    enabled, its policy does not rewrite small files, or a merge lowers nothing
+    (``optimizer.merge_need``)."""
+    if not policy.enabled or rewrite_action(policy) not in policy.actions:
+        return None
+    floor = policy.min_input_files if floor is None else floor
+    return merge_need(stats, target, policy.tolerance_bytes, floor)
 
 
 def declared_order(table: Table) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, estimate, merge_need
+from optimizer import PartitionStats, estimate
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
     MetadataHealth,
@@ -42,7 +42,7 @@ from optimizer.maintenance_rules import (
     table_needs,
 )
 from service.base.config import TablePolicy
-from service.base.layoutspec import rewrite_action
+from service.base.layoutspec import merge_verdict, rewrite_action
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.rolling import StatsStore
@@ -206,9 +206,7 @@ def _verdict(
         need = deletes_due(stats, policy.maintenance.delete_ratio)
         if need is not None:
             return need
-    if rewrite_action(policy) not in policy.actions:
-        return None
-    return merge_need(stats, target, policy.tolerance_bytes, floor)
+    return merge_verdict(policy, stats, target, floor)
 
 
 def current_health(

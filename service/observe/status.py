@@ -18,11 +18,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from optimizer import merge_need
 from optimizer.health_score import removable_mse
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
-from service.base.layoutspec import rewrite_action
+from service.base.layoutspec import merge_verdict
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
@@ -115,9 +114,7 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
             "undersized": s.undersized,
             # what the decider makes of it: merge, wait (for min_input_files), or None:
             # nothing a merge can lower (one small file, or under one target in one file)
-            "merge": merge_need(s, inputs.target, tol, inputs.policy.min_input_files)
-            if rewrite_action(inputs.policy) in inputs.policy.actions
-            else None,
+            "merge": merge_verdict(inputs.policy, s, inputs.target),
         }
         for k, s in sorted(parts.items())
         if s.needs_work(tol)

@@ -8,11 +8,11 @@ import statistics
 import time
 from typing import Any
 
-from optimizer import FileBounds, merge_need
+from optimizer import FileBounds
 from optimizer.health_score import removable_mse
 from service.base.catalog import load_table
 from service.base.config import Config
-from service.base.layoutspec import LayoutSpec, decided_layout
+from service.base.layoutspec import LayoutSpec, decided_layout, merge_verdict
 from service.base.tablestats import PartitionFiles, current_partitions, table_score
 from service.state.health import read_health
 
@@ -40,8 +40,7 @@ def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
                 # what the decider would queue now (status's "to merge": ``merge_need``)
-                "needs_work": merge_need(s, target, inputs.tolerance, inputs.min_input_files)
-                == "merge",
+                "needs_work": merge_verdict(policy, s, target) == "merge",
                 **_depth(p, layout),
             }
         )

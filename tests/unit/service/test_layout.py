@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from optimizer import merge_need, stats_from_sizes
 from optimizer.layout import FileBounds
 from service.base.config import TablePolicy
-from service.base.layoutspec import LayoutSpec, rewrite_action
+from service.base.layoutspec import LayoutSpec, merge_verdict, rewrite_action
 from service.state.layout import (
     LayoutDelta,
     LayoutStore,
@@ -117,6 +118,21 @@ def test_one_rule_picks_the_rewrite_of_small_files() -> None:
     zorders = replace(base, actions=("zorder", "sort"), zorder=("x", "y"), sort_order=("ts",))
     assert rewrite_action(zorders) == "zorder"
     assert rewrite_action(replace(zorders, actions=("merge", "sort"))) == "sort"
+
+
+def test_one_verdict_on_small_files_for_the_decider_status_and_tables() -> None:
+    """The policy's say first (enabled, merges at all), then ``merge_need``."""
+    target = 100
+    six_small = stats_from_sizes([10] * 6, target)
+    two_small = stats_from_sizes([10, 10], target)
+    policy = TablePolicy(tolerance_bytes=10)
+    assert merge_verdict(policy, six_small, target) == "merge"
+    assert merge_verdict(policy, two_small, target) == "wait"
+    assert merge_verdict(policy, two_small, target, floor=2) == "merge"
+    assert merge_verdict(replace(policy, enabled=False), six_small, target) is None
+    assert merge_verdict(replace(policy, actions=("rewrite_manifests",)), six_small, target) is None
+    for stats in (six_small, two_small, stats_from_sizes([10], target)):
+        assert merge_verdict(policy, stats, target) == merge_need(stats, target, 10, 5)
 
 
 def test_a_signature_names_its_zorder_columns() -> None:
