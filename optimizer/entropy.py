@@ -26,6 +26,7 @@ __all__ = [
     "PartitionStats",
     "apply_delta",
     "file_error",
+    "is_small",
     "merge_stats",
     "output_sse",
     "predict_output_sizes",
@@ -46,6 +47,12 @@ def file_error(size: int, target: int) -> int:
     return target - size if size < target else 0
 
 
+def is_small(size: int, target: int) -> bool:
+    """Is a file under Iceberg's minimum file size (``min-file-size-bytes``: 0.75 · T)?
+    Such files are what Iceberg's binpack rewrites (:meth:`PartitionStats.fills_target`)."""
+    return 4 * size < 3 * target
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionStats:
     """Entropy stats of one partition's data files against one target size.
@@ -54,7 +61,9 @@ class PartitionStats:
     ``undersized`` = files smaller than the target, ``delete_files`` = delete files that
     apply to the partition (they do not enter the MSE; they feed delete compaction, with
     ``data_rows`` = the data files' rows, ``delete_bytes`` and ``deleted_rows`` = the
-    delete files' bytes and rows: positions, or equality rows).
+    delete files' bytes and rows: positions, or equality rows), ``small_bytes`` = the
+    bytes of the files under Iceberg's minimum size (:func:`is_small`), what its rule that
+    small files fill a target counts (:meth:`fills_target`).
     """
 
     n: int = 0
@@ -65,6 +74,7 @@ class PartitionStats:
     data_rows: int = 0
     delete_bytes: int = 0
     deleted_rows: int = 0
+    small_bytes: int = 0
 
     @property
     def mse(self) -> float:
@@ -79,6 +89,12 @@ class PartitionStats:
     @property
     def is_empty(self) -> bool:
         return self.n == 0
+
+    def fills_target(self, target: int) -> bool:
+        """Iceberg's rule (``enoughContent``): the files under its minimum size
+        (:func:`is_small`) together hold more than one target file, worth merging whatever
+        their count. Exact: the same answer from rolling stats as from a scan."""
+        return self.small_bytes > target
 
     def needs_work(self, tolerance: float) -> bool:
         """True iff the partition has files and ``mse >= tolerance²``.
@@ -101,12 +117,15 @@ class PartitionStats:
             data_rows=self.data_rows + other.data_rows,
             delete_bytes=self.delete_bytes + other.delete_bytes,
             deleted_rows=self.deleted_rows + other.deleted_rows,
+            small_bytes=self.small_bytes + other.small_bytes,
         )
 
 
-def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int]:
-    """(count, sse, bytes, undersized) of ``sizes``; the hot loop of rolling updates."""
-    n = sse = total = under = 0
+def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int, int]:
+    """(count, sse, bytes, undersized, small bytes) of ``sizes``; the hot loop of rolling
+    updates."""
+    n = sse = total = under = small = 0
+    small_below = (3 * target + 3) // 4  # s < this  <=>  4·s < 3·T  (is_small)
     for s in sizes:
         if s < target:
             if s < 0:
@@ -114,9 +133,11 @@ def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int]:
             e = target - s
             sse += e * e
             under += 1
+            if s < small_below:
+                small += s
         n += 1
         total += s
-    return n, sse, total, under
+    return n, sse, total, under, small
 
 
 def stats_from_sizes(
@@ -130,8 +151,8 @@ def stats_from_sizes(
     _check_target(target)
     if min(delete_files, *rows) < 0:
         raise ValueError(f"delete files and row counts must be >= 0, got {delete_files}, {rows}")
-    n, sse, total, under = _sums(sizes, target)
-    return PartitionStats(n, sse, total, under, delete_files, *rows)
+    n, sse, total, under, small = _sums(sizes, target)
+    return PartitionStats(n, sse, total, under, delete_files, *rows, small_bytes=small)
 
 
 def apply_delta(
@@ -152,8 +173,8 @@ def apply_delta(
     When ``N'`` is 0 the partition is empty; the caller may drop its stats.
     """
     _check_target(target)
-    an, asse, abytes, aunder = _sums(added_sizes, target)
-    dn, dsse, dbytes, dunder = _sums(deleted_sizes, target)
+    an, asse, abytes, aunder, asmall = _sums(added_sizes, target)
+    dn, dsse, dbytes, dunder, dsmall = _sums(deleted_sizes, target)
     result = PartitionStats(
         n=stats.n + an - dn,
         sse=stats.sse + asse - dsse,
@@ -163,12 +184,16 @@ def apply_delta(
         data_rows=stats.data_rows + rows[0],
         delete_bytes=stats.delete_bytes + rows[1],
         deleted_rows=stats.deleted_rows + rows[2],
+        small_bytes=stats.small_bytes + asmall - dsmall,
     )
-    if min(result.n, result.sse, result.total_bytes, result.undersized, result.delete_files) < 0:
+    counts = (result.n, result.sse, result.total_bytes, result.undersized, result.small_bytes)
+    if min(*counts, result.delete_files) < 0:
         raise ValueError(f"delta removes files that are not in the stats: {stats} -> {result}")
     if min(result.data_rows, result.delete_bytes, result.deleted_rows) < 0:
         raise ValueError(f"delta removes rows that are not in the stats: {stats} -> {result}")
-    if result.n == 0 and (result.sse or result.total_bytes or result.undersized):
+    if result.n == 0 and (
+        result.sse or result.total_bytes or result.undersized or result.small_bytes
+    ):
         raise ValueError(f"delta leaves no files but non-zero sums: {result}")
     return result
 
@@ -223,14 +248,14 @@ def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
 
 def merge_need(stats: PartitionStats, target: int, tolerance: float, floor: int) -> str | None:
     """What merging a partition's small files is worth, from its rolling stats: ``"merge"``
-    (over tolerance², and its small files gain from a merge: ``floor`` of them at least, or
-    together a target file by :func:`estimate`, Iceberg's rule), ``"wait"`` (fewer than
+    (over tolerance², and its small files gain from a merge: ``floor`` undersized files at
+    least, or files under Iceberg's minimum size that together hold more than a target,
+    Iceberg's rule, exactly as the actor's plan counts them), ``"wait"`` (fewer than
     ``floor``: for more, or for the wait limit) or None (within tolerance, or nothing to
     gain: one small file, or a merge that lowers nothing, e.g. a partition under one target
     already in one file)."""
     if not stats.needs_work(tolerance):
         return None
-    small_bytes, gain = estimate(stats, target)
-    if gain <= 0:
+    if estimate(stats, target)[1] <= 0:
         return None
-    return "wait" if stats.undersized < floor and small_bytes < target else "merge"
+    return "wait" if stats.undersized < floor and not stats.fills_target(target) else "merge"

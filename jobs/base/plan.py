@@ -17,7 +17,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.base.layout import Bounds, LayoutGroups, depth_text, key_order, layout_groups
-from optimizer import Depth, FileBounds, plan_partition, predict_output_sizes, stats_from_sizes
+from optimizer import (
+    Depth,
+    FileBounds,
+    plan_partition,
+    predict_output_sizes,
+    stats_from_sizes,
+)
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
 from service.base.errors import UsageError
@@ -166,12 +172,6 @@ def _referenced(table: Table, snapshot_id: int) -> dict[str, int]:
 _FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path
 
 
-def fills_target(sizes: Sequence[int], target: int) -> bool:
-    """Iceberg's rule (``enoughContent``): the files under its minimum size (0.75 of the
-    target) together hold more than one target file: worth merging whatever their count."""
-    return sum(s for s in sizes if 4 * s < 3 * target) > target
-
-
 def _plan_partition(
     pf: Any,
     target: int,
@@ -201,7 +201,7 @@ def _plan_partition(
     groups = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
-    elif stats.undersized < min_input_files and not fills_target(sizes, target) and not must:
+    elif stats.undersized < min_input_files and not stats.fills_target(target) and not must:
         reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         plan = plan_partition(sizes, target, tolerance, preserve_order=layout is not None)

@@ -3,8 +3,9 @@
 :func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
 and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
 (``sort`` when the policy sorts), valued by entropy removed per byte rewritten, once it
-holds ``min_input_files`` small files, or small files that together fill a target file
-(Iceberg's rule: at least that estimate, a lower bound), or has waited ``max_wait_hours``
+holds ``min_input_files`` small files, or files under Iceberg's minimum size that together
+hold more than a target file (Iceberg's rule, counted exactly as the actor's plan counts
+it: ``PartitionStats.fills_target``), or has waited ``max_wait_hours``
 with fewer (:func:`waiting`: the decider keeps when each such partition started waiting).
 
 Called by :meth:`service.decider.loop.Decider.refresh` on every poll of every table: the
@@ -95,10 +96,9 @@ def partition_items(
             cost, benefit = estimate(stats, target)
             reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
             if stats.undersized < policy.min_input_files:
-                small_bytes = estimate(stats, target)[0]
                 reason += (
                     f", {stats.undersized} small holding a target file"
-                    if small_bytes >= target
+                    if stats.fills_target(target)
                     else f", {stats.undersized} small after {policy.max_wait_hours:g} h"
                 )
             items.append(
@@ -182,8 +182,9 @@ def waiting(
     """The touched partitions (held, the rest) that a merge would help but that hold fewer
     than ``min_input_files`` small files (two at least): they wait for more files, or for
     ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first.
-    One queued at once because its small files seem to fill a target file waits too: the
-    actor's exact rule may find they do not, and it must still be merged in time."""
+    One queued at once because its small files fill a target file waits too: by the time
+    the actor plans it the partition may have changed (a commit since, or another merge),
+    and it must still be merged in time."""
     floor = policy.min_input_files
     held = [
         key

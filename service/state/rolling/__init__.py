@@ -30,6 +30,10 @@ Iceberg metadata; :func:`~service.state.rolling.scan.catch_up`), ``redis``
 (``tests/support/contracts/rolling.py``) runs on both stores. The decider's bookkeeping
 (counters, scheduler state, heartbeats, the launch guard) is :mod:`service.state.ledger`'s;
 a store counts its applied snapshots and full scans there.
+
+Upgrades: a table's state records the format of its partition keys (``KEY_FORMAT``) and
+of its stats (:data:`STATS_FORMAT`); stats of an older format are not updated in place,
+the next commit's pass rebuilds them by a full scan (:func:`chain_start`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ from typing import Protocol
 
 from optimizer import PartitionStats, apply_delta
 from service.base.partition_key import KEY_FORMAT
+
+STATS_FORMAT = 2
+"""What a stored stats value holds: 1, the counts and sums up to the deleted rows; 2, also
+the bytes of the files under Iceberg's minimum size (``PartitionStats.small_bytes``)."""
 
 
 @dataclass
@@ -80,19 +88,20 @@ class GapError(Exception):
 
 def encode(stats: PartitionStats) -> str:
     """The stats hash value, exact ints: ``"n sse total_bytes undersized delete_files"``,
-    then ``" data_rows"``, then ``" delete_bytes deleted_rows"``, each tail left out when it
-    and what follows are 0 (every byte counts at a million partitions)."""
+    then ``" data_rows"``, ``" delete_bytes deleted_rows"`` and ``" small_bytes"``, each
+    left out when it and all that follows are 0 (every byte counts at a million
+    partitions)."""
     s = stats
     fields = [s.n, s.sse, s.total_bytes, s.undersized, s.delete_files]
-    tail = [s.data_rows, s.delete_bytes, s.deleted_rows]
+    tail = [s.data_rows, s.delete_bytes, s.deleted_rows, s.small_bytes]
     while tail and tail[-1] == 0:
         tail.pop()
     return " ".join(map(str, fields + tail))
 
 
 def decode(raw: str | bytes) -> PartitionStats:
-    """:func:`encode` backwards (five to eight numbers; five also as written before the
-    row counts were kept: they read as 0 until the next full scan)."""
+    """:func:`encode` backwards (five to nine numbers; the stats of an older
+    :data:`STATS_FORMAT` read the same way, what they lack as 0, until their rebuild)."""
     text = raw.decode() if isinstance(raw, bytes) else raw
     return PartitionStats(*(int(x) for x in text.split()))
 
@@ -104,6 +113,7 @@ def chain_start(
     snapshot_ids: Sequence[int],
     target: int,
     key_format: int | None = KEY_FORMAT,
+    stats_format: int | None = STATS_FORMAT,
 ) -> int | None:
     """The compare-and-set guard of :meth:`StatsStore.apply`: the index in
     ``snapshot_ids`` (a chain of snapshots, oldest first, the first one a child of
@@ -111,7 +121,8 @@ def chain_start(
     applied (a replay: change nothing). A chain applied part way by another decider goes on
     from where it stands. Raises :class:`GapError` when the stored state is neither the
     chain's parent nor one of its snapshots, the target changed, or the stored partition
-    keys are of another ``key_format`` (an upgrade: the full scan rebuilds them)."""
+    keys or stats are of another ``key_format`` or ``stats_format`` (an upgrade: the full
+    scan rebuilds them)."""
     if not snapshot_ids or last_id == snapshot_ids[-1]:
         return None
     if last_id is not None and last_id in snapshot_ids:
@@ -124,6 +135,8 @@ def chain_start(
         raise GapError(f"target changed to {target}")
     if key_format != KEY_FORMAT:
         raise GapError(f"partition keys of format {key_format or 1}, now {KEY_FORMAT}")
+    if stats_format != STATS_FORMAT:
+        raise GapError(f"partition stats of format {stats_format or 1}, now {STATS_FORMAT}")
     return start
 
 

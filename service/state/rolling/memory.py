@@ -11,7 +11,7 @@ from optimizer import PartitionStats
 from service.base.partition_key import KEY_FORMAT
 from service.state.ledger import Ledger
 from service.state.ledger.memory import MemoryLedger
-from service.state.rolling import PartitionDelta, chain_start, chain_stats
+from service.state.rolling import STATS_FORMAT, PartitionDelta, chain_start, chain_stats
 
 
 class MemoryStats:
@@ -72,8 +72,11 @@ class MemoryStats:
     ) -> dict[str, PartitionStats] | None:
         steps = [*earlier, (snapshot_id, deltas)]
         ids = [step_id for step_id, _ in steps]
-        fmt = self._state.get(table, {}).get("keys")
-        start = chain_start(self.last_applied(table), self.target(table), parent, ids, target, fmt)
+        state = self._state.get(table, {})
+        formats = state.get("keys"), state.get("stats")
+        start = chain_start(
+            self.last_applied(table), self.target(table), parent, ids, target, *formats
+        )
         if start is None:
             return None
         stats = self._stats.setdefault(table, {})
@@ -105,6 +108,7 @@ class MemoryStats:
             applied_at=now,
             full_scans=state.get("full_scans", 0) + 1,
             keys=KEY_FORMAT,
+            stats=STATS_FORMAT,
         )
         self._known.add(table)
         self.ledger.count({"full_scans": 1})

@@ -25,7 +25,14 @@ from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
 from service.base.redis_client import text, translated
 from service.state.ledger.redis import RedisLedger
-from service.state.rolling import PartitionDelta, chain_start, chain_stats, decode, encode
+from service.state.rolling import (
+    STATS_FORMAT,
+    PartitionDelta,
+    chain_start,
+    chain_stats,
+    decode,
+    encode,
+)
 
 
 def _int(raw: Any) -> int | None:
@@ -107,9 +114,12 @@ class RollingStats:
             while True:
                 try:
                     pipe.watch(state, stats_key)
-                    last, cur_target, fmt = pipe.hmget(state, "last_snapshot", "target", "keys")
+                    last, cur_target, keys_fmt, stats_fmt = pipe.hmget(
+                        state, "last_snapshot", "target", "keys", "stats"
+                    )
                     start = chain_start(
-                        _int(last) or None, _int(cur_target), parent, ids, target, _int(fmt)
+                        *(_int(last) or None, _int(cur_target), parent, ids, target),
+                        *(_int(keys_fmt), _int(stats_fmt)),
                     )
                     if start is None:
                         pipe.reset()
@@ -155,7 +165,7 @@ class RollingStats:
         stamp = {"last_snapshot": snapshot_id or 0, "target": target, "applied_at": now}
         if _int(self.r.hget(state, "keys")) != KEY_FORMAT:  # partition keys of an older icefloe
             pipe.delete(self.k.waiting(table))
-        pipe.hset(state, mapping=stamp | {"keys": KEY_FORMAT})
+        pipe.hset(state, mapping=stamp | {"keys": KEY_FORMAT, "stats": STATS_FORMAT})
         pipe.hincrby(state, "full_scans", 1)
         pipe.execute()
         self.ledger.count({"full_scans": 1})

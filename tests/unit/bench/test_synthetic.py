@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -124,4 +125,23 @@ def test_stats_of_an_older_key_format_are_rebuilt_by_a_full_scan() -> None:
     assert result.full_scan and "format 1" in result.reason
     assert store.partitions(name) == full_stats(table, w.target)
     assert not result.full_scan or all(k.startswith("[0,") for k in store.partitions(name))
+    assert not catch_up(store, name, table, w.target).full_scan
+
+
+def test_stats_of_an_older_stats_format_are_rebuilt_by_a_full_scan() -> None:
+    """Stats a decider kept before they held the small files' bytes (no ``stats`` stamp)
+    are not updated in place at the table's next commit: a full scan rebuilds them, so the
+    fill rule is counted exactly from then on."""
+    w = synthetic.SyntheticWarehouse(1, 4, seed=5)
+    name = w.names[0]
+    table = w.table(name)
+    store = MemoryStats()
+    assert catch_up(store, name, table, w.target).full_scan
+    store._stats[name] = {k: replace(s, small_bytes=0) for k, s in store.partitions(name).items()}
+    del store._state[name]["stats"]
+    table.append_small([1], random.Random(6), files=2)
+    result = catch_up(store, name, table, w.target)
+    assert result.full_scan and "stats of format 1" in result.reason
+    assert store.partitions(name) == full_stats(table, w.target)
+    assert any(s.small_bytes for s in store.partitions(name).values())
     assert not catch_up(store, name, table, w.target).full_scan

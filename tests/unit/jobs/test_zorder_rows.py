@@ -101,7 +101,10 @@ def test_sort_indices_put_the_keys_in_ascending_order_stably(table: pa.Table) ->
     order = zorder_sort_indices(table, columns).to_pylist()
     assert order == sorted(range(len(keys)), key=lambda i: keys[i])  # Python's sort is stable
     one_file = list(zordered_files(iter(table.to_batches(max_chunksize=7)), columns, 1))
-    assert pa.concat_tables(one_file).equals(table.take(order)) if order else one_file == []
+    if order:  # NaN != NaN in Arrow's equality: compared bit for bit
+        assert ar._bitwise(pa.concat_tables(one_file)).equals(ar._bitwise(table.take(order)))
+    else:
+        assert one_file == []
 
 
 def test_a_sliced_string_array_reads_its_own_bytes() -> None:

@@ -13,6 +13,7 @@ from optimizer import (
     PartitionStats,
     apply_delta,
     file_error,
+    is_small,
     merge_need,
     merge_stats,
     output_sse,
@@ -41,7 +42,7 @@ def test_file_error_rejects_nonsense(size: int, target: int) -> None:
 def test_stats_from_sizes_by_hand() -> None:
     stats = stats_from_sizes([10, 60, 100, 300], 100, delete_files=2)
     assert stats == PartitionStats(
-        n=4, sse=90**2 + 40**2, total_bytes=470, undersized=2, delete_files=2
+        n=4, sse=90**2 + 40**2, total_bytes=470, undersized=2, delete_files=2, small_bytes=70
     )
     assert stats.mse == (8100 + 1600) / 4
 
@@ -99,7 +100,7 @@ def test_apply_delta_by_hand() -> None:
         removed_delete_files=1,
     )
     assert after == PartitionStats(
-        n=3, sse=40**2 + 70**2, total_bytes=190, undersized=2, delete_files=2
+        n=3, sse=40**2 + 70**2, total_bytes=190, undersized=2, delete_files=2, small_bytes=90
     )
 
 
@@ -209,4 +210,18 @@ def test_merge_need_by_hand() -> None:
     assert need(10, 10) == "wait"  # two small ones: wait for five
     assert need(10, 10, 10, 10, 10) == "merge"
     assert need(30, 30, 30, 20) == "merge"  # four, together a target file: at once
+    assert need(80, 74, 30) == "merge"  # under 0.75 T (74 + 30) they hold a target
+    assert need(80, 75, 30) == "wait"  # a 75 is big enough for Iceberg: 30 does not fill one
     assert need(60, 60) is None  # 100 + 20 would be no better (Iceberg would rewrite them)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.integers(0, 300), max_size=12), st.integers(1, 200))
+def test_the_fill_rule_counts_the_files_under_three_quarters_of_the_target(
+    sizes: list[int], target: int
+) -> None:
+    """Iceberg's ``enoughContent`` by brute force: the files under its minimum size
+    (0.75 · T, exactly) hold more than one target; from the sums, the same answer."""
+    under_minimum = [s for s in sizes if s < 0.75 * target]
+    assert [s for s in sizes if is_small(s, target)] == under_minimum
+    assert stats_from_sizes(sizes, target).fills_target(target) == (sum(under_minimum) > target)

@@ -403,43 +403,46 @@ def test_a_partition_waits_for_min_input_files_small_files(tmp_path: Path) -> No
 
 
 def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) -> None:
-    """Iceberg's rule: fewer than ``min_input_files`` small files, but together at least
-    one target file: queued now, not after ``max_wait_hours`` (the decider bounds their
-    bytes from below); less than a target waits. The item carries the policy's floor, and
-    the actor's planner (``icefloe optimize`` too) applies the exact rule: files under
-    0.75·T holding more than T."""
+    """Iceberg's rule: fewer than ``min_input_files`` small files, but the files under
+    0.75·T together hold more than one target file: queued now, not after
+    ``max_wait_hours``. The decider (from rolling stats) and the actor's planner (from the
+    files; ``icefloe optimize`` too) agree on every case: nothing is queued that the actor
+    would find nothing to do in. The item carries the policy's floor."""
     from jobs.base.plan import _plan_partition
     from service.base.tablestats import PartitionFiles
+    from service.decider.needs import partition_items, waiting
 
     t = 1000
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
-    parts = {"fills": [500, 500], "short": [300, 400], "fills3": [330, 330, 340]}
-    assert _items(cfg, parts) == ["fills", "fills3"]
     policy = cfg.policy_for("db.t")
-    from service.decider.needs import partition_items
-
-    touched = {"fills": stats_from_sizes([500, 500], t)}
-    [item] = partition_items("db.t", policy, touched, t, 0.0)
-    assert item.min_input_files == 5  # the actor plans with the policy's floor
-    [late] = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
-    assert late.min_input_files == 2  # waited max_wait_hours: merged as it stands
-    from service.decider.needs import waiting
-
-    # queued now, and waiting too: if the actor's exact rule finds nothing worth it, the
-    # partition is still merged after max_wait_hours
-    assert waiting(policy, touched, t) == (["fills"], [])
-    cases = [  # the planner's exact rule: files under 0.75·T holding more than T
+    cases = [
         ([700, 700, 600], True),  # 2·T: two full files
+        ([600, 600, 600], True),
+        ([400, 400, 400], True),
+        ([800, 500, 500, 300], True),  # beside an 800, 1300 under 0.75·T
         ([300, 400], False),
         ([500, 500], False),  # exactly T: not more
         ([900, 900, 100], False),  # the large ones are not small for Iceberg's rule
+        ([800, 760, 300], False),  # nor a 760 (undersized, but over 0.75·T)
         ([600, 500], False),  # enough, but [T, 100] would not lower the entropy
     ]
     for sizes, merged in cases:
+        touched = {"k": stats_from_sizes(sizes, t)}
+        queued = partition_items("db.t", policy, touched, t, 0.0)
         paths = tuple(f"/d/{i}.parquet" for i in range(len(sizes)))
         pf = PartitionFiles("k", 0, paths, tuple(sizes), (1,) * len(sizes), 0)
         plan = _plan_partition(pf, t, 0, "merge", {}, {}, min_input_files=policy.min_input_files)
-        assert bool(plan.groups) is merged, (sizes, plan.reason)
+        assert bool(queued) is merged and bool(plan.groups) is merged, (sizes, plan.reason)
+
+    touched = {"fills": stats_from_sizes([600, 600, 600], t)}
+    [item] = partition_items("db.t", policy, touched, t, 0.0)
+    assert item.min_input_files == 5  # the actor plans with the policy's floor
+    assert "holding a target file" in item.reason
+    [late] = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
+    assert late.min_input_files == 2  # waited max_wait_hours: merged as it stands
+    # queued now, and waiting too: should the partition have changed by the time the actor
+    # plans it, it is still merged after max_wait_hours
+    assert waiting(policy, touched, t) == (["fills"], [])
 
 
 def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from service.state.leader.redis import RedisLeader
 from service.state.ledger.redis import RedisLedger
 from service.state.queue import ActionItem, Budget
 from service.state.queue.redis import RedisQueue
-from service.state.rolling import PartitionDelta
+from service.state.rolling import STATS_FORMAT, PartitionDelta
 from service.state.rolling.redis import RollingStats
 from service.state.shards.redis import RedisShards
 
@@ -78,8 +78,8 @@ class FakePipeline:
 
     def hmget(self, key: str, *fields: Any) -> list[Any]:
         self.keys.append(key)
-        if fields == ("last_snapshot", "target", "keys"):  # the state apply compares and sets
-            return [b"1", b"1000", str(KEY_FORMAT).encode()]
+        if fields == ("last_snapshot", "target", "keys", "stats"):  # apply compares and sets
+            return [b"1", b"1000", str(KEY_FORMAT).encode(), str(STATS_FORMAT).encode()]
         names = fields[0] if len(fields) == 1 and isinstance(fields[0], list) else fields
         return [None] * len(names)
 

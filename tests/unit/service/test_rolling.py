@@ -7,9 +7,12 @@ in-memory store; ``tests/redis/test_rolling_redis.py`` runs it on Redis.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from optimizer import PartitionStats
 from service.state.ledger.memory import MemoryLedger
-from service.state.rolling import StatsStore
+from service.state.rolling import StatsStore, decode, encode
 from service.state.rolling.memory import MemoryStats
 from tests.support.contracts.rolling import StatsContract
 
@@ -25,3 +28,19 @@ class TestMemoryStats(StatsContract):
 
     def counters(self) -> dict[str, int]:
         return self.ledger.counters()
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.integers(0, 10**30), min_size=9, max_size=9))
+def test_stored_stats_round_trip_exactly(numbers: list[int]) -> None:
+    stats = PartitionStats(*numbers)
+    assert decode(encode(stats)) == stats
+    assert decode(encode(stats).encode()) == stats  # as Redis returns it
+
+
+def test_stats_of_an_older_format_read_what_they_lack_as_zero() -> None:
+    """Five numbers (before the row counts), eight (before the small files' bytes); the
+    table's ``stats`` stamp sends them to a full scan at the next commit."""
+    assert decode("3 9 30 3 0") == PartitionStats(3, 9, 30, 3)
+    assert decode("3 9 30 3 1 100 7 2") == PartitionStats(3, 9, 30, 3, 1, 100, 7, 2, 0)
+    assert encode(PartitionStats(3, 9, 30, 3)) == "3 9 30 3 0"  # zero tails left out
