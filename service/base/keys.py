@@ -152,6 +152,12 @@ class Keys:
         """hash: ``signature`` (action and columns) the table's layout hashes were built for."""
         return self._key(f"t:{table}", "layout-state")
 
+    def layout_depths(self, table: str) -> str:
+        """hash: partition → its clustering depth as the decider last measured it,
+        ``"files mean max"`` (``service.state.layout.encode_depth``), for ``status``;
+        a partition's field goes when its files change, all of them at a rebuild."""
+        return self._key(f"t:{table}", "layout-depths")
+
     # ---- decider: one slot ----------------------------------------------------------------
     def events(self, shard: int) -> str:
         """stream of one shard's commit events (:func:`shard_of`): fields ``table``,

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout
@@ -54,13 +54,17 @@ def layout_items(
     files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
     target: int,
     now: float,
+    measured: dict[str, Depth] | None = None,
 ) -> list[ActionItem]:
     """One item per partition whose mean clustering depth is over the tolerance and that
-    a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed)."""
+    a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed).
+    ``measured``: gets each partition's depth."""
     items = []
     for key, files in sorted(files_by_partition.items()):
         plan = spec.plan(files, target)
         before, after = plan.before, plan.after
+        if measured is not None:
+            measured[key] = before
         if before.mean <= spec.tolerance or plan.is_empty:
             continue
         benefit = (before.mean - after.mean) * before.files
@@ -97,10 +101,14 @@ def enqueue_layout(
     now: float,
 ) -> list[int]:
     """The layout items of ``keys`` (None: every partition) of ``name``, in one pipelined
-    enqueue; the outcomes (1 new, 0 coalesced)."""
+    enqueue; the outcomes (1 new, 0 coalesced). The depths measured are kept for
+    ``status``."""
     if keys is not None and not keys:
         return []
-    items = layout_items(name, policy, spec, layouts.files(name, keys), target, now)
+    measured: dict[str, Depth] = {}
+    files = layouts.files(name, keys)
+    items = layout_items(name, policy, spec, files, target, now, measured)
+    layouts.save_depths(name, signature(spec), measured)
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
     return list(queue.enqueue_many(items, now)) if items else []

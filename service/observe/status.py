@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from optimizer.health_score import removable_mse
+from optimizer.layout import Depth
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
 from service.base.layoutspec import merge_verdict
@@ -147,7 +148,7 @@ def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | N
     layout = None if src.layouts is None else src.layouts.signature(name)
     if src.layouts is None or layout is None:
         return None
-    by_part = depths(src.layouts.files(name), zorder_columns(layout))
+    by_part = _depths(src.layouts, name, zorder_columns(layout))
     files = sum(d.files for d in by_part.values())
     return {
         "layout": layout,
@@ -162,6 +163,17 @@ def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | N
             if d.mean > tolerance
         ],
     }
+
+
+def _depths(layouts: LayoutStore, name: str, zorder: int) -> dict[str, Depth]:
+    """Each partition's depth as the decider keeps it; measured here from the stored
+    files only where none is kept (a layout an older icefloe built, or a pass that stopped
+    between the update and the measure)."""
+    kept = layouts.saved_depths(name)
+    parts = layouts.partitions(name)
+    missing = [k for k in parts if k not in kept]
+    measured = depths(layouts.files(name, missing), zorder) if missing else {}
+    return {k: kept[k] if k in kept else measured[k] for k in parts if k in kept or k in measured}
 
 
 def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:

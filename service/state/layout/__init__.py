@@ -94,6 +94,16 @@ def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:
         acc.deleted = list(deleted)
 
 
+def encode_depth(depth: Depth) -> str:
+    """A stored depth: ``"files mean max"`` (the mean as Python's exact float repr)."""
+    return f"{depth.files} {depth.mean!r} {depth.max}"
+
+
+def decode_depth(raw: str | bytes) -> Depth:
+    files, mean, deepest = (raw.decode() if isinstance(raw, bytes) else raw).split()
+    return Depth(int(files), float(mean), int(deepest))
+
+
 def depths(
     files_by_partition: Mapping[str, Sequence[FileBounds[str]]], zorder: int = 0
 ) -> dict[str, Depth]:
@@ -197,6 +207,16 @@ class LayoutStore(Protocol):
     ) -> dict[str, list[FileBounds[str]]]:
         """The files of those of ``keys`` (None: every partition) that have any, each
         partition's sorted by path."""
+        ...
+
+    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
+        """Keep each partition's depth as measured from its stored files (for ``status``);
+        nothing when the stored layout is not of ``signature`` any more."""
+        ...
+
+    def saved_depths(self, table: str) -> dict[str, Depth]:
+        """The depths :meth:`save_depths` kept whose partitions' files have not changed
+        since (:meth:`update` drops a touched partition's, :meth:`replace` all)."""
         ...
 
     def forget(self, table: str) -> None: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.state.layout import LayoutDelta, LayoutMismatch
 
 
@@ -16,6 +16,7 @@ class MemoryLayouts:
     def __init__(self) -> None:
         self._files: dict[str, dict[str, dict[str, FileBounds[str]]]] = {}
         self._signature: dict[str, str] = {}
+        self._depths: dict[str, dict[str, Depth]] = {}
 
     def signature(self, table: str) -> str | None:
         return self._signature.get(table)
@@ -25,6 +26,8 @@ class MemoryLayouts:
             raise LayoutMismatch(f"layout of {table} is not of {signature}")
         parts = self._files.setdefault(table, {})
         for key, d in deltas.items():
+            if not d.empty:
+                self._depths.get(table, {}).pop(key, None)
             files = parts.setdefault(key, {})
             for path in d.deleted:
                 files.pop(path, None)
@@ -42,6 +45,14 @@ class MemoryLayouts:
             k: {f.id: f for f in files} for k, files in files_by_partition.items() if files
         }
         self._signature[table] = signature
+        self._depths.pop(table, None)
+
+    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
+        if self._signature.get(table) == signature:
+            self._depths.setdefault(table, {}).update(measured)
+
+    def saved_depths(self, table: str) -> dict[str, Depth]:
+        return dict(self._depths.get(table, {}))
 
     def partitions(self, table: str) -> list[str]:
         return sorted(self._files.get(table, {}))
@@ -56,3 +67,4 @@ class MemoryLayouts:
     def forget(self, table: str) -> None:
         self._files.pop(table, None)
         self._signature.pop(table, None)
+        self._depths.pop(table, None)

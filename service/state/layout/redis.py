@@ -15,10 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.base.keys import Keys
 from service.base.redis_client import text, translated
-from service.state.layout import LayoutDelta, LayoutMismatch, decode_file, encode_file
+from service.state.layout import (
+    LayoutDelta,
+    LayoutMismatch,
+    decode_depth,
+    decode_file,
+    encode_depth,
+    encode_file,
+)
 
 
 class RedisLayouts:
@@ -49,6 +56,8 @@ class RedisLayouts:
                         pipe.reset()
                         raise LayoutMismatch(f"layout of {table} is not of {signature}")
                     pipe.multi()
+                    if todo:  # measured before these changes: measured again by the decider
+                        pipe.hdel(self.k.layout_depths(table), *todo)
                     shrunk = []
                     for key, d in todo.items():
                         name = self.k.layout(table, key)
@@ -105,7 +114,7 @@ class RedisLayouts:
                     pipe.watch(parts)
                     old = [self.k.layout(table, text(k)) for k in pipe.smembers(parts)]
                     pipe.multi()
-                    pipe.delete(parts, *old)
+                    pipe.delete(parts, self.k.layout_depths(table), *old)
                     for key, files in kept.items():
                         mapping = {f.id: encode_file(f) for f in files}
                         pipe.hset(self.k.layout(table, key), mapping=mapping)
@@ -138,8 +147,34 @@ class RedisLayouts:
                 out[key] = sorted(files, key=lambda f: f.id)
         return out
 
+    @translated("layout depths")
+    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
+        import redis  # redis-py, slow to import: only when Redis is used
+
+        if not measured:
+            return
+        state = self.k.layout_state(table)
+        with self.r.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(state)  # a rebuild in between: these depths are of the old files
+                stored = pipe.hget(state, "signature")
+                if stored is None or text(stored) != signature:
+                    pipe.reset()
+                    return
+                pipe.multi()
+                mapping = {k: encode_depth(d) for k, d in measured.items()}
+                pipe.hset(self.k.layout_depths(table), mapping=mapping)
+                pipe.execute()
+            except redis.WatchError:
+                return  # status measures what is not kept
+
+    @translated("layout depths")
+    def saved_depths(self, table: str) -> dict[str, Depth]:
+        raw = self.r.hgetall(self.k.layout_depths(table))
+        return {text(k): decode_depth(v) for k, v in raw.items()}
+
     @translated("layout forget")
     def forget(self, table: str) -> None:
         parts = self.k.layout_parts(table)
         old = [self.k.layout(table, text(k)) for k in self.r.smembers(parts)]
-        self.r.delete(parts, self.k.layout_state(table), *old)
+        self.r.delete(parts, self.k.layout_state(table), self.k.layout_depths(table), *old)

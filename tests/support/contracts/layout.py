@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.state.layout import LayoutDelta, LayoutMismatch, LayoutStore
 
 T = "db.t"
@@ -93,3 +93,20 @@ class LayoutContract:
         store.update(T, SIG, {P1: LayoutDelta(added={"a": fb("a", 1, 2)})})
         store.update(T, SIG, {P1: LayoutDelta(), P2: LayoutDelta()})  # nothing to do
         assert store.files(T) == {P1: [fb("a", 1, 2)]} and store.partitions(T) == [P1]
+
+    def test_kept_depths_last_until_their_partition_changes(self, store: LayoutStore) -> None:
+        d1, d2 = Depth(2, 1.5, 2), Depth(1, 1.0, 1)
+        store.save_depths(T, SIG, {P1: d1})  # no layout stored: nothing kept
+        assert store.saved_depths(T) == {}
+        store.replace(T, SIG, {P1: [fb("a", 1, 2), fb("b", 2, 3)], P2: [fb("c", 1, 2)]})
+        store.save_depths(T, "zorder:a,b", {P1: d1})  # of another layout: not kept
+        assert store.saved_depths(T) == {}
+        store.save_depths(T, SIG, {P1: d1, P2: d2})
+        assert store.saved_depths(T) == {P1: d1, P2: d2}
+        store.update(T, SIG, {P2: LayoutDelta(), P1: LayoutDelta(deleted=["b"])})
+        assert store.saved_depths(T) == {P2: d2}  # P1's files changed: measured again
+        store.replace(T, SIG, {P2: [fb("c", 1, 2)]})
+        assert store.saved_depths(T) == {}  # a rebuild: every depth measured again
+        store.save_depths(T, SIG, {P2: d2})
+        store.forget(T)
+        assert store.saved_depths(T) == {}

@@ -56,12 +56,15 @@ def test_enqueued_once_on_the_action_s_lane(tmp_path: Path) -> None:
     queue, layouts = MemoryQueue(), store()
     zorder = LayoutSpec("zorder", ("a", "b"), (1, 2), (LongType(), LongType()), 1.5)
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=a"], TARGET, T0) == []
+    assert layouts.saved_depths("db.t") == {"p=a": depths(layouts.files("db.t"))["p=a"]}
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, [], TARGET, T0) == []
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, None, TARGET, T0) == [1]
+    assert layouts.saved_depths("db.t") == depths(layouts.files("db.t"))  # kept for status
     assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=b"], TARGET, T0) == [0]
     boxes = MemoryLayouts()  # four files over the same square: twice an ideal z-order
     square = [FileBounds(f"z{i}", 400, (0, 0), (99, 99)) for i in range(4)]
     boxes.replace("db.t", signature(zorder), {"p=b": square})
     assert depths(boxes.files("db.t"), zorder=2)["p=b"].mean == 2.0
     assert enqueue_layout(queue, boxes, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
+    assert boxes.saved_depths("db.t") == depths(boxes.files("db.t"), zorder=2)
     assert queue.get("zorder:db.t:p=b") is not None and queue.get("sort:db.t:p=b") is not None

@@ -16,14 +16,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer import merge_need, stats_from_sizes
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.base.config import TablePolicy
 from service.base.layoutspec import LayoutSpec, merge_verdict, rewrite_action
 from service.state.layout import (
     LayoutDelta,
     LayoutStore,
+    decode_depth,
     decode_file,
     depths,
+    encode_depth,
     encode_file,
     net,
     signature,
@@ -140,3 +142,9 @@ def test_a_signature_names_its_zorder_columns() -> None:
     assert signature(spec) == "zorder:x,y,z;boxes" and zorder_columns(signature(spec)) == 3
     assert zorder_columns("sort:ts") == 0
     assert zorder_columns("zorder:x,y") == 0  # stored before boxes: read as intervals
+
+
+@given(st.integers(0, 2**40), st.floats(0, 1e12, allow_nan=False), st.integers(0, 2**40))
+def test_a_kept_depth_comes_back_exactly(files: int, mean: float, deepest: int) -> None:
+    d = Depth(files, mean, deepest)
+    assert decode_depth(encode_depth(d)) == d and decode_depth(encode_depth(d).encode()) == d

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from optimizer import FileBounds, stats_from_sizes
+from optimizer.layout import Depth
 from optimizer.maintenance_rules import MetadataHealth
 from service.decider.scores import Scores
 from service.observe.status import Sources, collect, recent_line
 from service.state.health.memory import MemoryHealth
+from service.state.layout import LayoutDelta
 from service.state.layout.memory import MemoryLayouts
 from service.state.leader.memory import LeaderBoard, MemoryLeader
 from service.state.ledger.memory import MemoryLedger
@@ -95,6 +97,13 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     assert c["layout"] == "sort:ts" and c["tolerance"] == 1.5
     assert c["mean_depth"] == 1.5 and c["max_depth"] == 2  # (1 + 1 + 2 + 2) / 4 files
     assert [(p["key"], p["depth"]) for p in c["over_tolerance"]] == [("day=2", 2.0)]
+    # the depth the decider measured and kept is shown as kept, not measured again
+    layouts.save_depths("db.t", "sort:ts", {"day=2": Depth(2, 1.25, 2)})
+    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    assert c["mean_depth"] == 1.125 and c["over_tolerance"] == []
+    layouts.update("db.t", "sort:ts", {"day=2": LayoutDelta(deleted=["d"])})  # changed
+    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    assert c["mean_depth"] == 1.0 and c["max_depth"] == 1  # measured from its files again
     layouts.forget("db.t")
     assert collect(cfg, src, T0)["tables"]["db.t"]["clustering"] is None
 
