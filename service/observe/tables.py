@@ -17,9 +17,10 @@ from service.base.tablestats import PartitionFiles, current_partitions, table_sc
 from service.state.health import read_health
 
 
-def table_summary(cfg: Config, catalog: Any, name: str) -> dict[str, Any]:
-    """Files, bytes, partitions, snapshot and entropy of one table, from metadata only."""
-    table = load_table(catalog, name)
+def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> dict[str, Any]:
+    """Files, bytes, partitions, snapshot and entropy of one table, from metadata only.
+    ``table``: the table as just loaded (None: loaded here)."""
+    table = load_table(catalog, name) if table is None else table
     inputs = cfg.plan_inputs(name, table.properties)
     policy, target = inputs.policy, inputs.target
     snap = table.current_snapshot()

@@ -10,11 +10,13 @@ catalog's connection and the Redis client are never used by two request threads 
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +36,10 @@ from service.state.queue.redis import open_queue
 log = logging.getLogger("icefloe.ui")
 
 HISTORY_SHOWN = 200  # the newest actions the page lists and charts
+SUMMARY_MAX_AGE_S = 60.0
+"""An unchanged table's summary is reused this long (the page polls every 2 s; reading a
+wide table's manifests takes longer than that). A new metadata version is read at once;
+the health score, which ages with the table's snapshots, at most this late."""
 PLANNED = 10  # the newest actions whose planning time before and after is measured
 BINS = 10  # file-size histogram: tenths of the target, then one bin at or above it
 
@@ -60,6 +66,16 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class _Summary:
+    """One table's summary, as read at one version of its metadata."""
+
+    version: str  # the metadata file's location
+    at: float
+    summary: dict[str, Any]
+    sizes: list[int] | None = None  # its data files' sizes, once the table page asks
+
+
 class Dashboard:
     """The data behind each API route of :mod:`service.web.server`."""
 
@@ -71,6 +87,7 @@ class Dashboard:
         self._client: Any = None
         # (table, first snapshot, last snapshot) → planning ms before and after, or None
         self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
+        self._summaries: dict[str, _Summary] = {}  # see SUMMARY_MAX_AGE_S
 
     def _cat(self) -> Any:
         if self._catalog is None:
@@ -105,15 +122,17 @@ class Dashboard:
 
         def run() -> list[dict[str, Any]]:
             rows: list[dict[str, Any]] = []
-            catalog = self._cat()
-            for name in managed_tables(self.cfg, catalog):
+            names = managed_tables(self.cfg, self._cat())
+            self._summaries = {n: s for n, s in self._summaries.items() if n in names}
+            for name in names:
                 try:
-                    s = table_summary(self.cfg, catalog, name)
+                    s = self._summary(name).summary
                 except ServiceUnavailable:
                     raise
                 except Exception as e:  # one broken table is its row's error
                     rows.append({"table": name, "error": describe(e)})
                     continue
+                s = copy.deepcopy(s)
                 parts = s.pop("partitions")
                 s["partitions"] = len(parts)
                 s["partitions_needing_work"] = sum(p["needs_work"] for p in parts)
@@ -129,10 +148,10 @@ class Dashboard:
 
         def run() -> dict[str, Any]:
             catalog = self._cat()
-            s = table_summary(self.cfg, catalog, name)
+            kept = self._summary(name, with_sizes=True)
+            s = copy.deepcopy(kept.summary)
             s["partitions"].sort(key=lambda p: -p["mse"])
-            sizes = [z for p in current_partitions(load_table(catalog, name)) for z in p.sizes]
-            s["histogram"] = histogram(sizes, s["target_file_size_bytes"])
+            s["histogram"] = histogram(kept.sizes or [], s["target_file_size_bytes"])
             rows = read_all(self.cfg, catalog, self._ledger(), name, None)[-HISTORY_SHOWN:]
             s["entropy"] = [
                 {
@@ -146,6 +165,20 @@ class Dashboard:
             return s
 
         return dict(self._locked(run))
+
+    def _summary(self, name: str, with_sizes: bool = False) -> _Summary:
+        """``table_summary`` of ``name`` (``with_sizes``: and its data files' sizes), read
+        again only when its metadata changed or the kept one is ``SUMMARY_MAX_AGE_S`` old:
+        one catalog load a poll, not a manifest scan."""
+        table = load_table(self._cat(), name)
+        version, now = str(table.metadata_location), self.now()
+        kept = self._summaries.get(name)
+        if kept is None or kept.version != version or now - kept.at >= SUMMARY_MAX_AGE_S:
+            kept = _Summary(version, now, table_summary(self.cfg, self._cat(), name, table))
+            self._summaries[name] = kept
+        if with_sizes and kept.sizes is None:  # of the version just loaded: the kept one's
+            kept.sizes = [z for p in current_partitions(table) for z in p.sizes]
+        return kept
 
     def history(self) -> list[dict[str, Any]]:
         """The newest actions, newest first, with what each saved."""
