@@ -41,14 +41,25 @@ def flush(cfg: Config, catalog: Any, records: Ledger, decider_id: str | None) ->
     return len(batch)
 
 
+Kept = dict[tuple[str | None, datetime | None], tuple[str, list[dict[str, Any]]]]
+"""The history table's rows as read at one metadata version, by (table name, since)."""
+
+
 def read_all(
-    cfg: Config, catalog: Any, records: Ledger | None, name: str | None, since: datetime | None
+    cfg: Config,
+    catalog: Any,
+    records: Ledger | None,
+    name: str | None,
+    since: datetime | None,
+    kept: Kept | None = None,
 ) -> list[dict[str, Any]]:
     """What ``icefloe history`` shows: the table's records of ``name`` (every table when
     None) ended since ``since``, then those still waiting in Redis (``pending``: true),
-    oldest first; ``records`` None when Redis is away. Nothing is written."""
+    oldest first; ``records`` None when Redis is away. Nothing is written. ``kept``: a
+    caller that reads often (the dashboard) keeps the table's rows here, and they are read
+    again only when the table changed."""
     table = history.load(catalog, cfg.history.table)
-    rows = [] if table is None else history.read(table, name, since)
+    rows = [] if table is None else _flushed(table, name, since, kept)
     last = None if table is None else history.last_appended(table)
     waiting = [] if records is None else records.history_after(last, cfg.history.flush_records)
     for rid, entry in waiting:
@@ -58,3 +69,17 @@ def read_all(
         ):
             rows.append(row)
     return rows
+
+
+def _flushed(
+    table: Any, name: str | None, since: datetime | None, kept: Kept | None
+) -> list[dict[str, Any]]:
+    """The history table's rows of ``name`` since ``since``; from ``kept`` when it holds
+    them as of the table's current metadata."""
+    if kept is None:
+        return history.read(table, name, since)
+    version = str(table.metadata_location)
+    hit = kept.get((name, since))
+    if hit is None or hit[0] != version:
+        hit = kept[(name, since)] = (version, history.read(table, name, since))
+    return [dict(row) for row in hit[1]]

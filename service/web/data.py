@@ -27,7 +27,7 @@ from service.base.errors import ServiceUnavailable, describe
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
-from service.decider.history import read_all
+from service.decider.history import Kept, read_all
 from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
 from service.state.ledger.redis import RedisLedger
@@ -88,6 +88,7 @@ class Dashboard:
         # (table, first snapshot, last snapshot) → planning ms before and after, or None
         self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
         self._summaries: dict[str, _Summary] = {}  # see SUMMARY_MAX_AGE_S
+        self._history: Kept = {}  # the history table's rows, read again when it changes
 
     def _cat(self) -> Any:
         if self._catalog is None:
@@ -152,7 +153,8 @@ class Dashboard:
             s = copy.deepcopy(kept.summary)
             s["partitions"].sort(key=lambda p: -p["mse"])
             s["histogram"] = histogram(kept.sizes or [], s["target_file_size_bytes"])
-            rows = read_all(self.cfg, catalog, self._ledger(), name, None)[-HISTORY_SHOWN:]
+            rows = read_all(self.cfg, catalog, self._ledger(), name, None, self._history)
+            rows = rows[-HISTORY_SHOWN:]
             s["entropy"] = [
                 {
                     "at": r["ended_at"].isoformat(),
@@ -184,7 +186,7 @@ class Dashboard:
         """The newest actions, newest first, with what each saved."""
 
         def run() -> list[dict[str, Any]]:
-            rows = read_all(self.cfg, self._cat(), self._ledger(), None, None)
+            rows = read_all(self.cfg, self._cat(), self._ledger(), None, None, self._history)
             out = [_jsonable(r) for r in reversed(rows[-HISTORY_SHOWN:])]
             for row, raw in zip(out[:PLANNED], reversed(rows[-PLANNED:]), strict=False):
                 row["plan_ms"] = self._planning(raw)

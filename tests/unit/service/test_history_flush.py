@@ -11,7 +11,7 @@ import pytest
 from jobs.history import table as history
 from service.base.catalog import load_catalog
 from service.base.config import Config
-from service.decider.history import flush, read_all
+from service.decider.history import Kept, flush, read_all
 from service.state.ledger.memory import MemoryLedger
 from tests.support.config import make_config
 
@@ -105,6 +105,28 @@ def test_history_shows_the_table_then_the_pending_records(cfg: Config) -> None:
     ]
     assert [r["table_name"] for r in read_all(cfg, catalog, ledger, "db.u", None)] == ["db.u"]
     assert [r["table_name"] for r in read_all(cfg, catalog, None, None, None)] == ["db.t"] * 2
+
+
+def test_kept_rows_are_read_again_only_when_the_history_table_changed(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard polls every 2 s: the table's rows come from ``kept`` until a flush
+    appends to it; the pending records are read every time."""
+    catalog, ledger = load_catalog(cfg), MemoryLedger()
+    _record(ledger, 2)
+    flush(cfg, catalog, ledger, "d1")
+    scans: list[object] = []
+    real = history.read
+    monkeypatch.setattr(history, "read", lambda *a: scans.append(a[1]) or real(*a))
+    kept: Kept = {}
+    first = read_all(cfg, catalog, ledger, None, None, kept)
+    first[0]["table_name"] = "changed by the caller"  # the kept rows are not the caller's
+    _record(ledger, 1, table="db.u")
+    again = read_all(cfg, catalog, ledger, None, None, kept)
+    assert [r["table_name"] for r in again] == ["db.t", "db.t", "db.u"] and scans == [None]
+    assert flush(cfg, catalog, ledger, "d1") == 1  # the table changed: read again
+    after = read_all(cfg, catalog, ledger, None, None, kept)
+    assert [r.get("pending", False) for r in after] == [False] * 3 and scans == [None, None]
 
 
 def test_disabled_history_records_and_appends_nothing(tmp_path: Path) -> None:
