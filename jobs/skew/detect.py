@@ -239,6 +239,13 @@ def stored_reports(catalog: Any, namespace: str = REPORTS_NAMESPACE) -> list[dic
     ]
 
 
+def reports_version(catalog: Any, namespace: str = REPORTS_NAMESPACE) -> str | None:
+    """The reports table's metadata location (None before the first report): it changes
+    exactly when a report is stored, so a reader that polls reads the reports again then."""
+    tbl = _reports_table(catalog, namespace, create=False)
+    return None if tbl is None else str(tbl.metadata_location)
+
+
 def stored_hot_keys(
     catalog: Any, table: str, column: str, namespace: str = REPORTS_NAMESPACE
 ) -> list[Any] | None:

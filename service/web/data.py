@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobs.skew.detect import stored_reports
+from jobs.skew.detect import reports_version, stored_reports
 from service.base.catalog import load_catalog, load_table, managed_tables
 from service.base.config import Config
 from service.base.errors import ServiceUnavailable, describe
@@ -89,6 +89,7 @@ class Dashboard:
         self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
         self._summaries: dict[str, _Summary] = {}  # see SUMMARY_MAX_AGE_S
         self._history: Kept = {}  # the history table's rows, read again when it changes
+        self._reports: tuple[str | None, list[dict[str, Any]]] | None = None  # by version
 
     def _cat(self) -> Any:
         if self._catalog is None:
@@ -216,9 +217,16 @@ class Dashboard:
 
     def skew(self) -> list[dict[str, Any]]:
         """The newest stored skew report of each table."""
-        reports = self._locked(lambda: stored_reports(self._cat()))
+        reports = self._locked(self._stored_reports)
         # a snapshot id is past a JavaScript number's 53 bits: the page gets it as text
         return [r | {"snapshot_id": str(r.get("snapshot_id"))} for r in reports]
+
+    def _stored_reports(self) -> list[dict[str, Any]]:
+        """The stored skew reports, read again only when one was stored since."""
+        version = reports_version(self._cat())
+        if self._reports is None or self._reports[0] != version:
+            self._reports = (version, stored_reports(self._cat()))
+        return [dict(r) for r in self._reports[1]]
 
     def _ledger(self) -> RedisLedger | None:
         """The ledger for the records not yet appended; None while Redis is away."""

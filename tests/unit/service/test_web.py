@@ -92,3 +92,27 @@ def test_an_unchanged_table_s_summary_is_read_once_a_minute(
     clock[0] += data.SUMMARY_MAX_AGE_S  # unchanged, but its score ages: read again
     board.tables()
     assert len(reads) == 3
+
+
+def test_skew_reports_are_read_again_only_when_one_was_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jobs.skew.detect import reports_version, save_report
+    from service.base.catalog import load_catalog
+    from service.web import data
+
+    cfg = make_config(tmp_path)
+    catalog = load_catalog(cfg)
+    reads: list[int] = []
+    real = data.stored_reports
+    monkeypatch.setattr(data, "stored_reports", lambda *a: reads.append(1) or real(*a))
+    board = data.Dashboard(cfg)
+    assert reports_version(catalog) is None and board.skew() == [] and len(reads) == 1
+    report = {"table": "db.t", "snapshot_id": 7, "rows": 10}
+    save_report(catalog, report, "all", "icefloe")
+    first = reports_version(catalog)
+    assert first is not None and [r["table"] for r in board.skew()] == ["db.t"]
+    assert board.skew() == board.skew() and len(reads) == 2  # nothing stored since: kept
+    save_report(catalog, report | {"snapshot_id": 8}, "all", "icefloe")
+    assert reports_version(catalog) != first
+    assert [r["snapshot_id"] for r in board.skew()] == ["8"] and len(reads) == 3
