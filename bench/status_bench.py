@@ -64,8 +64,9 @@ def main() -> None:
             part.append(FileBounds(path, 100 << 20, (lo,), (lo + rng.randint(0, 10**4),)))
         files[f'[0,[["day","int",{p}]]]'] = part
     store.replace(TABLE, SIG, files)
+    generation = store.generation(TABLE)
     before_s, measured = median_s(lambda: depths(store.files(TABLE)))
-    store.save_depths(TABLE, SIG, measured)  # as the decider keeps them
+    store.save_depths(TABLE, SIG, measured, generation)  # as the decider keeps them
     now_s, kept = median_s(lambda: _depths(store, TABLE, 0))
     assert kept == measured, "the kept depths differ from the files' depths"
     n = args.partitions * args.files

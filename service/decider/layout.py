@@ -106,12 +106,26 @@ def enqueue_layout(
     if keys is not None and not keys:
         return []
     measured: dict[str, Depth] = {}
+    generation = layouts.generation(name)  # before the files: kept only if still theirs
     files = layouts.files(name, keys)
     items = layout_items(name, policy, spec, files, target, now, measured)
-    layouts.save_depths(name, signature(spec), measured)
+    layouts.save_depths(name, signature(spec), measured, generation)
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
     return list(queue.enqueue_many(items, now)) if items else []
+
+
+def keep_missing_depths(layouts: LayoutStore, name: str, spec: LayoutSpec) -> None:
+    """Measure and keep the depths of the partitions that have none kept (a layout an older
+    icefloe built, or a pass that stopped between an update and its measure), so that
+    ``status`` need not measure them on every call. Enqueues nothing."""
+    generation = layouts.generation(name)
+    kept = layouts.saved_depths(name)
+    missing = [k for k in layouts.partitions(name) if k not in kept]
+    if missing:
+        files = layouts.files(name, missing)
+        measured = {k: spec.depth(part) for k, part in files.items()}
+        layouts.save_depths(name, signature(spec), measured, generation)
 
 
 def new_layout(
@@ -139,5 +153,7 @@ def new_layout(
         keys = sorted(rebuild(layouts, name, spec, current_partitions(table, layout=spec)))
     elif not everything:
         keys = []
+        if seen.get(name) != sig:  # first seen by this process: measure what none kept
+            keep_missing_depths(layouts, name, spec)
     seen[name] = sig
     return enqueue_layout(queue, layouts, name, policy, spec, keys, target, now)

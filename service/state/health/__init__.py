@@ -80,7 +80,7 @@ def to_fields(h: MetadataHealth) -> dict[str, str]:
     return {
         "snapshot": "" if h.snapshot_id is None else str(h.snapshot_id),
         "manifest_target": str(h.manifest_target),
-        "manifests": f"{m.n} {m.sse} {m.total_bytes} {m.undersized} {m.small_bytes}",
+        "manifests": f"{m.n} {m.sse} {m.total_bytes} {m.undersized}",
         "snapshots": str(h.snapshots),
         "oldest_snapshot_ms": "" if h.oldest_snapshot_ms is None else str(h.oldest_snapshot_ms),
         "expirable": str(len(h.expirable)),
@@ -91,10 +91,9 @@ def to_fields(h: MetadataHealth) -> dict[str, str]:
 
 def summary(fields: Mapping[str, str]) -> dict[str, Any]:
     """What ``status``, ``tables`` and the metrics show of a stored health."""
-    # four numbers as stored before the small manifests' bytes were kept
-    n, sse, total, under, *small = (int(v) for v in fields["manifests"].split())
+    n, sse, total, under = (int(v) for v in fields["manifests"].split())
     deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()]
-    stats = PartitionStats(n, sse, total, under, small_bytes=sum(small))
+    stats = PartitionStats(n, sse, total, under)
     return {
         "snapshot": int(fields["snapshot"]) if fields.get("snapshot") else None,
         "manifest_stats": stats,

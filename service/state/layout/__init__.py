@@ -209,9 +209,17 @@ class LayoutStore(Protocol):
         partition's sorted by path."""
         ...
 
-    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
-        """Keep each partition's depth as measured from its stored files (for ``status``);
-        nothing when the stored layout is not of ``signature`` any more."""
+    def generation(self, table: str) -> int:
+        """A count of the table's :meth:`update` and :meth:`replace` calls: read it before
+        the files whose depths :meth:`save_depths` then keeps."""
+        ...
+
+    def save_depths(
+        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+    ) -> None:
+        """Keep each partition's depth as measured from its stored files (for ``status``)
+        at ``generation``; nothing when the files changed since (another generation) or
+        the stored layout is not of ``signature`` any more."""
         ...
 
     def saved_depths(self, table: str) -> dict[str, Depth]:

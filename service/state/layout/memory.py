@@ -17,6 +17,7 @@ class MemoryLayouts:
         self._files: dict[str, dict[str, dict[str, FileBounds[str]]]] = {}
         self._signature: dict[str, str] = {}
         self._depths: dict[str, dict[str, Depth]] = {}
+        self._generation: dict[str, int] = {}
 
     def signature(self, table: str) -> str | None:
         return self._signature.get(table)
@@ -25,6 +26,7 @@ class MemoryLayouts:
         if self._signature.get(table) != signature:
             raise LayoutMismatch(f"layout of {table} is not of {signature}")
         parts = self._files.setdefault(table, {})
+        self._generation[table] = self._generation.get(table, 0) + 1
         for key, d in deltas.items():
             if not d.empty:
                 self._depths.get(table, {}).pop(key, None)
@@ -46,9 +48,15 @@ class MemoryLayouts:
         }
         self._signature[table] = signature
         self._depths.pop(table, None)
+        self._generation[table] = self._generation.get(table, 0) + 1
 
-    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
-        if self._signature.get(table) == signature:
+    def generation(self, table: str) -> int:
+        return self._generation.get(table, 0)
+
+    def save_depths(
+        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+    ) -> None:
+        if self._signature.get(table) == signature and self.generation(table) == generation:
             self._depths.setdefault(table, {}).update(measured)
 
     def saved_depths(self, table: str) -> dict[str, Depth]:

@@ -56,6 +56,7 @@ class RedisLayouts:
                         pipe.reset()
                         raise LayoutMismatch(f"layout of {table} is not of {signature}")
                     pipe.multi()
+                    pipe.hincrby(state, "generation", 1)
                     if todo:  # measured before these changes: measured again by the decider
                         pipe.hdel(self.k.layout_depths(table), *todo)
                     shrunk = []
@@ -121,6 +122,7 @@ class RedisLayouts:
                     if kept:
                         pipe.sadd(parts, *kept)
                     pipe.hset(state, "signature", signature)
+                    pipe.hincrby(state, "generation", 1)
                     pipe.execute()
                     return
                 except redis.WatchError:
@@ -147,8 +149,14 @@ class RedisLayouts:
                 out[key] = sorted(files, key=lambda f: f.id)
         return out
 
+    @translated("layout generation")
+    def generation(self, table: str) -> int:
+        return int(self.r.hget(self.k.layout_state(table), "generation") or 0)
+
     @translated("layout depths")
-    def save_depths(self, table: str, signature: str, measured: Mapping[str, Depth]) -> None:
+    def save_depths(
+        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+    ) -> None:
         import redis  # redis-py, slow to import: only when Redis is used
 
         if not measured:
@@ -156,9 +164,9 @@ class RedisLayouts:
         state = self.k.layout_state(table)
         with self.r.pipeline(transaction=True) as pipe:
             try:
-                pipe.watch(state)  # a rebuild in between: these depths are of the old files
-                stored = pipe.hget(state, "signature")
-                if stored is None or text(stored) != signature:
+                pipe.watch(state)  # every change of the files bumps the generation
+                stored, now = pipe.hmget(state, "signature", "generation")
+                if stored is None or text(stored) != signature or int(now or 0) != generation:
                     pipe.reset()
                     return
                 pipe.multi()

@@ -96,17 +96,22 @@ class LayoutContract:
 
     def test_kept_depths_last_until_their_partition_changes(self, store: LayoutStore) -> None:
         d1, d2 = Depth(2, 1.5, 2), Depth(1, 1.0, 1)
-        store.save_depths(T, SIG, {P1: d1})  # no layout stored: nothing kept
+        store.save_depths(T, SIG, {P1: d1}, store.generation(T))  # no layout: nothing kept
         assert store.saved_depths(T) == {}
         store.replace(T, SIG, {P1: [fb("a", 1, 2), fb("b", 2, 3)], P2: [fb("c", 1, 2)]})
-        store.save_depths(T, "zorder:a,b", {P1: d1})  # of another layout: not kept
+        gen = store.generation(T)
+        store.save_depths(T, "zorder:a,b", {P1: d1}, gen)  # of another layout: not kept
         assert store.saved_depths(T) == {}
-        store.save_depths(T, SIG, {P1: d1, P2: d2})
+        store.save_depths(T, SIG, {P1: d1, P2: d2}, gen)
         assert store.saved_depths(T) == {P1: d1, P2: d2}
         store.update(T, SIG, {P2: LayoutDelta(), P1: LayoutDelta(deleted=["b"])})
         assert store.saved_depths(T) == {P2: d2}  # P1's files changed: measured again
         store.replace(T, SIG, {P2: [fb("c", 1, 2)]})
         assert store.saved_depths(T) == {}  # a rebuild: every depth measured again
-        store.save_depths(T, SIG, {P2: d2})
+        measured_at = store.generation(T)  # a depth measured, then the files change ...
+        store.update(T, SIG, {P2: LayoutDelta(added={"e": fb("e", 0, 9)})})
+        store.save_depths(T, SIG, {P2: d2}, measured_at)  # ... is not kept: it is not theirs
+        assert store.saved_depths(T) == {} and store.generation(T) > measured_at
+        store.save_depths(T, SIG, {P2: d2}, store.generation(T))
         store.forget(T)
         assert store.saved_depths(T) == {}

@@ -406,8 +406,9 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     """Iceberg's rule: fewer than ``min_input_files`` small files, but the files under
     0.75·T together hold more than one target file: queued now, not after
     ``max_wait_hours``. The decider (from rolling stats) and the actor's planner (from the
-    files; ``icefloe optimize`` too) agree on every case: nothing is queued that the actor
-    would find nothing to do in. The item carries the policy's floor."""
+    files; ``icefloe optimize`` too) count the rule the same way and agree on these cases
+    (the gain of a merge the decider still estimates from the sums: the planner may refuse
+    a group the estimate accepts). The item carries the policy's floor."""
     from jobs.base.plan import _plan_partition
     from service.base.tablestats import PartitionFiles
     from service.decider.needs import partition_items, waiting

@@ -10,7 +10,7 @@ from pyiceberg.types import LongType
 
 from optimizer.layout import FileBounds
 from service.base.layoutspec import LayoutSpec
-from service.decider.layout import enqueue_layout, layout_items
+from service.decider.layout import enqueue_layout, layout_items, new_layout
 from service.state.layout import depths, signature
 from service.state.layout.memory import MemoryLayouts
 from service.state.queue.memory import MemoryQueue
@@ -68,3 +68,15 @@ def test_enqueued_once_on_the_action_s_lane(tmp_path: Path) -> None:
     assert enqueue_layout(queue, boxes, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
     assert boxes.saved_depths("db.t") == depths(boxes.files("db.t"), zorder=2)
     assert queue.get("zorder:db.t:p=b") is not None and queue.get("sort:db.t:p=b") is not None
+
+
+def test_a_layout_without_kept_depths_is_measured_once_when_first_seen(tmp_path: Path) -> None:
+    """A layout an older icefloe built keeps no depths: the first pass of a decider that
+    sees it measures and keeps them (no item enqueued for it), so status need not."""
+    policy = make_config(tmp_path).policy_for("db.t")
+    queue, layouts, seen = MemoryQueue(), store(), {"db.u": "sort:id"}
+    assert layouts.saved_depths("db.t") == {}
+    fresh = (queue, layouts, "db.t", None, policy, SORT, TARGET, T0, seen)
+    assert new_layout(*fresh) == [] and queue.depth()["pending"] == 0
+    assert layouts.saved_depths("db.t") == depths(layouts.files("db.t"))
+    assert seen["db.t"] == signature(SORT)

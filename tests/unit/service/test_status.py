@@ -98,7 +98,7 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     assert c["mean_depth"] == 1.5 and c["max_depth"] == 2  # (1 + 1 + 2 + 2) / 4 files
     assert [(p["key"], p["depth"]) for p in c["over_tolerance"]] == [("day=2", 2.0)]
     # the depth the decider measured and kept is shown as kept, not measured again
-    layouts.save_depths("db.t", "sort:ts", {"day=2": Depth(2, 1.25, 2)})
+    layouts.save_depths("db.t", "sort:ts", {"day=2": Depth(2, 1.25, 2)}, layouts.generation("db.t"))
     c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
     assert c["mean_depth"] == 1.125 and c["over_tolerance"] == []
     layouts.update("db.t", "sort:ts", {"day=2": LayoutDelta(deleted=["d"])})  # changed
