@@ -34,6 +34,9 @@ class TestRedisStats(StatsContract):
     def counters(self) -> dict[str, int]:
         return RedisLedger(self.client, KEYS).counters()
 
+    def forget_stats_format(self, store: StatsStore, table: str) -> None:
+        self.client.hdel(KEYS.table_state(table), "stats")
+
 
 def test_stats_are_exact_decimal_strings_under_the_prefix(redis_client: Any) -> None:
     store = RollingStats(redis_client, KEYS)

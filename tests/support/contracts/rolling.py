@@ -36,6 +36,20 @@ class StatsContract:
         """The counters of the ledger the store counts into (:mod:`service.state.ledger`)."""
         raise NotImplementedError
 
+    def forget_stats_format(self, store: StatsStore, table: str) -> None:
+        """Make ``table``'s stats look as an icefloe before ``STATS_FORMAT`` wrote them."""
+        raise NotImplementedError
+
+    def test_stats_of_an_older_format_are_not_updated_in_place(self, store: StatsStore) -> None:
+        full(store, 1, {"a": stats_from_sizes([10, 20], TARGET)})
+        self.forget_stats_format(store, T)
+        with pytest.raises(GapError, match="stats of format 1"):
+            store.apply(T, 1, 2, TARGET, {"a": PartitionDelta(added=[30])}, T0)
+        assert store.partitions(T) == {"a": stats_from_sizes([10, 20], TARGET)}  # untouched
+        full(store, 2, {"a": stats_from_sizes([10, 20, 30], TARGET)})  # the full scan
+        assert store.apply(T, 2, 3, TARGET, {"a": PartitionDelta(added=[40])}, T0) is not None
+        assert store.partitions(T) == {"a": stats_from_sizes([10, 20, 30, 40], TARGET)}
+
     @pytest.fixture
     def store(self) -> StatsStore:
         return self.make_store()

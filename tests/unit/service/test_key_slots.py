@@ -19,7 +19,7 @@ from redis.cluster import key_slot
 
 import service.state
 from optimizer import stats_from_sizes
-from optimizer.layout import FileBounds
+from optimizer.layout import Depth, FileBounds
 from service.base.keys import Keys
 from service.base.partition_key import KEY_FORMAT
 from service.state.intents.redis import RedisIntents
@@ -80,6 +80,8 @@ class FakePipeline:
         self.keys.append(key)
         if fields == ("last_snapshot", "target", "keys", "stats"):  # apply compares and sets
             return [b"1", b"1000", str(KEY_FORMAT).encode(), str(STATS_FORMAT).encode()]
+        if fields == ("signature", "generation"):  # the layout store's depths, WATCHed
+            return [SIGNATURE.encode(), b"0"]
         names = fields[0] if len(fields) == 1 and isinstance(fields[0], list) else fields
         return [None] * len(names)
 
@@ -182,6 +184,7 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
         layouts.update(
             table, SIGNATURE, {"p=1": LayoutDelta({"b": FileBounds("b", 1, None, None)})}
         )
+        layouts.save_depths(table, SIGNATURE, {"p=1": Depth(2, 1.0, 1)}, 0)
     entry = {"id": "x", "ok": True, "bytes_rewritten": 1, "orphans_deleted": 2}
     RedisLedger(client, keys).record_action(entry, history=True)
 
@@ -201,8 +204,8 @@ def test_every_script_call_touches_one_slot(recorded: FakeRedis) -> None:
 
 
 def test_every_transaction_touches_one_slot(recorded: FakeRedis) -> None:
-    # apply and replace per table, the layout's replace and update, and record_action
-    assert len(recorded.transactions) == 4 * len(TABLES) + 1
+    # apply and replace per table, the layout's replace, update and depths, and record_action
+    assert len(recorded.transactions) == 5 * len(TABLES) + 1
     assert [keys for keys in recorded.transactions if len(slots(keys)) != 1] == []
 
 

@@ -29,6 +29,10 @@ class TestMemoryStats(StatsContract):
     def counters(self) -> dict[str, int]:
         return self.ledger.counters()
 
+    def forget_stats_format(self, store: StatsStore, table: str) -> None:
+        assert isinstance(store, MemoryStats)
+        del store._state[table]["stats"]
+
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(st.lists(st.integers(0, 10**30), min_size=9, max_size=9))
