@@ -1,15 +1,23 @@
-"""What ``icefloe status`` (and the dashboard, which polls it every 2 s) pays for a sorted
-table's clustering: measured from every stored file's bounds, against the depths the
-decider keeps as it measures them (``LayoutStore.saved_depths``).
+"""What ``icefloe status`` and the dashboard (which polls every 2 s) pay per call on a
+bigger warehouse, before and after session 19, in one run.
 
     .venv/bin/python bench/status_bench.py [--partitions 200] [--files 500]
+                                           [--tables 10] [--records 5000]
                                            [--redis redis://127.0.0.1:6379/5]
 
-One table's layout of ``partitions`` x ``files`` random key ranges is stored in Redis (a
-scratch database: it is flushed); then, median of 5: the clustering as status computed it
-before (``depths(layouts.files(table))``) and as it reads it now (``status._depths``: the
-kept depths, the stored files only of partitions without one). Both must agree. Not a
-test: nothing here asserts on time.
+1. A sorted table's clustering: one table's layout of ``partitions`` x ``files`` random
+   key ranges stored in Redis (a scratch database: it is flushed); the clustering as
+   status computed it before (``depths(layouts.files(table))``) and as it reads it now
+   (``status._depths``: the depths the decider keeps, ``LayoutStore.saved_depths``).
+2. The dashboard's ``/api/tables`` poll over ``tables`` PyIceberg tables of 200
+   partitions x 6 files (a scratch SQLite catalog): every table's ``table_summary`` (each
+   poll, before) against ``Dashboard.tables`` once warm (read again only when a table's
+   metadata changed, or once a minute).
+3. Its ``/api/history`` poll over ``records`` flushed records: ``read_all`` against
+   ``read_all(..., kept)`` once warm.
+
+Medians of 5 (3 for the tables); each pair must agree. Not a test: nothing here asserts
+on time.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import argparse
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,13 +34,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow as pa  # noqa: E402
 import redis  # noqa: E402
 
 from optimizer.layout import FileBounds  # noqa: E402
+from service.base.catalog import load_catalog, managed_tables  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
+from service.decider.history import Kept, flush, read_all  # noqa: E402
 from service.observe.status import _depths  # noqa: E402
+from service.observe.tables import table_summary  # noqa: E402
 from service.state.layout import depths  # noqa: E402
 from service.state.layout.redis import RedisLayouts  # noqa: E402
+from service.state.ledger.memory import MemoryLedger  # noqa: E402
+from service.web.data import Dashboard  # noqa: E402
+from tests.support.config import make_config  # noqa: E402
 
 TABLE, SIG = "bench.sorted", "sort:ts"
 
@@ -45,12 +61,12 @@ def median_s(fn: Callable[[], Any], runs: int = 5) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--partitions", type=int, default=200)
-    ap.add_argument("--files", type=int, default=500)
-    ap.add_argument("--redis", default="redis://127.0.0.1:6379/5")
-    args = ap.parse_args()
+def line(what: str, now_s: float, before_s: float) -> None:
+    print(f"  {what:<44} now {now_s * 1000:9.1f} ms  before {before_s * 1000:9.1f} ms", end="")
+    print(f"  now/before {now_s / before_s:.4f}")
+
+
+def clustering(args: argparse.Namespace) -> None:
     client = redis.Redis.from_url(args.redis)
     client.flushdb()
     store = RedisLayouts(client, Keys("bench"))
@@ -70,11 +86,53 @@ def main() -> None:
     now_s, kept = median_s(lambda: _depths(store, TABLE, 0))
     assert kept == measured, "the kept depths differ from the files' depths"
     n = args.partitions * args.files
-    print(f"status clustering of one sorted table, {args.partitions} partitions, {n:,} files")
-    print(f"  measured from the stored files (before): {before_s * 1000:9.1f} ms")
-    print(f"  the decider's kept depths (now):         {now_s * 1000:9.1f} ms")
-    print(f"  now / before: {now_s / before_s:.4f}")
+    line(f"status clustering, {n:,} files", now_s, before_s)
     client.flushdb()
+
+
+def dashboard(args: argparse.Namespace) -> None:
+    cfg = make_config(Path(tempfile.mkdtemp(prefix="icefloe-status-bench-")))
+    catalog = load_catalog(cfg)
+    catalog.create_namespace("db")
+    days = pa.array([d for d in range(200) for _ in range(5)], pa.int32())
+    rows = pa.table({"day": days, "v": [f"x{i}" for i in range(len(days))]})
+    for t in range(args.tables):
+        table = catalog.create_table(f"db.t{t}", schema=rows.schema)
+        with table.update_spec() as spec:
+            spec.add_identity("day")
+        for _ in range(6):
+            table.append(rows)
+    names = managed_tables(cfg, catalog)
+    before_s, before = median_s(lambda: [table_summary(cfg, catalog, n) for n in names], 3)
+    board = Dashboard(cfg)
+    board.tables()
+    now_s, now = median_s(board.tables, 3)
+    assert [r["files"] for r in now] == [s["files"] for s in before]
+    line(f"/api/tables, {args.tables} tables of 1,200 files", now_s, before_s)
+    ledger = MemoryLedger()
+    for i in range(args.records):
+        entry = {"id": f"merge:db.t0:p{i}", "table": "db.t0", "action": "merge", "ok": True}
+        ledger.record_action(entry | {"finished_at": 1_800_000_000.0 + i}, history=True)
+    flush(cfg, catalog, ledger, "bench")
+    before_s, old = median_s(lambda: read_all(cfg, catalog, ledger, None, None))
+    kept: Kept = {}
+    read_all(cfg, catalog, ledger, None, None, kept)
+    now_s, new = median_s(lambda: read_all(cfg, catalog, ledger, None, None, kept))
+    assert new == old
+    line(f"/api/history, {args.records:,} records", now_s, before_s)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument("--files", type=int, default=500)
+    ap.add_argument("--tables", type=int, default=10)
+    ap.add_argument("--records", type=int, default=5000)
+    ap.add_argument("--redis", default="redis://127.0.0.1:6379/5")
+    args = ap.parse_args()
+    print("status and dashboard, per call (median)")
+    clustering(args)
+    dashboard(args)
 
 
 if __name__ == "__main__":
