@@ -172,8 +172,8 @@ def _depths(layouts: LayoutStore, name: str, zorder: int) -> dict[str, Depth]:
     kept = layouts.saved_depths(name)
     parts = layouts.partitions(name)
     missing = [k for k in parts if k not in kept]
-    measured = depths(layouts.files(name, missing), zorder) if missing else {}
-    return {k: kept[k] if k in kept else measured[k] for k in parts if k in kept or k in measured}
+    known = kept | (depths(layouts.files(name, missing), zorder) if missing else {})
+    return {k: known[k] for k in parts if k in known}
 
 
 def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
                 "bytes": s.total_bytes,
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
-                # what the decider would queue now (status's "to merge": ``merge_need``)
+                # what the decider would queue now (status's "to merge": ``merge_verdict``)
                 "needs_work": merge_verdict(policy, s, target) == "merge",
                 **_depth(p, layout),
             }
