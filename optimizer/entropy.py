@@ -27,6 +27,7 @@ __all__ = [
     "apply_delta",
     "file_error",
     "is_small",
+    "merge_estimate",
     "merge_stats",
     "output_sse",
     "predict_output_sizes",
@@ -63,7 +64,8 @@ class PartitionStats:
     ``data_rows`` = the data files' rows, ``delete_bytes`` and ``deleted_rows`` = the
     delete files' bytes and rows: positions, or equality rows), ``small_bytes`` = the
     bytes of the files under Iceberg's minimum size (:func:`is_small`), what its rule that
-    small files fill a target counts (:meth:`fills_target`).
+    small files fill a target counts (:meth:`fills_target`), and ``small_files`` their
+    count: the files a merge can rewrite (:meth:`merge_lowers`).
     """
 
     n: int = 0
@@ -75,6 +77,7 @@ class PartitionStats:
     delete_bytes: int = 0
     deleted_rows: int = 0
     small_bytes: int = 0
+    small_files: int = 0
 
     @property
     def mse(self) -> float:
@@ -95,6 +98,17 @@ class PartitionStats:
         (:func:`is_small`) together hold more than one target file, worth merging whatever
         their count. Exact: the same answer from rolling stats as from a scan."""
         return self.small_bytes > target
+
+    def merge_lowers(self, target: int) -> bool:
+        """Does merging the partition's small files (:func:`is_small`, the only files the
+        planner packs) lower its SSE? Iff there are two or more and their bytes fit in
+        fewer target files than they are: ``ceil(small_bytes / T) < small_files``. Exact
+        for the planner (``optimizer.plan_partition`` finds a group then, and none
+        otherwise): four or more small files always fit in fewer (each is under 0.75·T);
+        two that hold more than T, or three more than 2·T, are each over T/2, so no two
+        fit in one file and a rolling merge only moves their shortfall into one file."""
+        k = self.small_files
+        return k >= 2 and self.small_bytes <= (k - 1) * target
 
     def needs_work(self, tolerance: float) -> bool:
         """True iff the partition has files and ``mse >= tolerance²``.
@@ -118,13 +132,14 @@ class PartitionStats:
             delete_bytes=self.delete_bytes + other.delete_bytes,
             deleted_rows=self.deleted_rows + other.deleted_rows,
             small_bytes=self.small_bytes + other.small_bytes,
+            small_files=self.small_files + other.small_files,
         )
 
 
-def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int, int]:
-    """(count, sse, bytes, undersized, small bytes) of ``sizes``; the hot loop of rolling
-    updates."""
-    n = sse = total = under = small = 0
+def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int, int, int]:
+    """(count, sse, bytes, undersized, small bytes, small files) of ``sizes``; the hot loop
+    of rolling updates."""
+    n = sse = total = under = small = smalls = 0
     small_below = (3 * target + 3) // 4  # s < this  <=>  4·s < 3·T  (is_small)
     for s in sizes:
         if s < target:
@@ -135,9 +150,10 @@ def _sums(sizes: Iterable[int], target: int) -> tuple[int, int, int, int, int]:
             under += 1
             if s < small_below:
                 small += s
+                smalls += 1
         n += 1
         total += s
-    return n, sse, total, under, small
+    return n, sse, total, under, small, smalls
 
 
 def stats_from_sizes(
@@ -151,8 +167,8 @@ def stats_from_sizes(
     _check_target(target)
     if min(delete_files, *rows) < 0:
         raise ValueError(f"delete files and row counts must be >= 0, got {delete_files}, {rows}")
-    n, sse, total, under, small = _sums(sizes, target)
-    return PartitionStats(n, sse, total, under, delete_files, *rows, small_bytes=small)
+    n, sse, total, under, small, smalls = _sums(sizes, target)
+    return PartitionStats(n, sse, total, under, delete_files, *rows, small, smalls)
 
 
 def apply_delta(
@@ -173,8 +189,8 @@ def apply_delta(
     When ``N'`` is 0 the partition is empty; the caller may drop its stats.
     """
     _check_target(target)
-    an, asse, abytes, aunder, asmall = _sums(added_sizes, target)
-    dn, dsse, dbytes, dunder, dsmall = _sums(deleted_sizes, target)
+    an, asse, abytes, aunder, asmall, asmalls = _sums(added_sizes, target)
+    dn, dsse, dbytes, dunder, dsmall, dsmalls = _sums(deleted_sizes, target)
     result = PartitionStats(
         n=stats.n + an - dn,
         sse=stats.sse + asse - dsse,
@@ -185,15 +201,15 @@ def apply_delta(
         delete_bytes=stats.delete_bytes + rows[1],
         deleted_rows=stats.deleted_rows + rows[2],
         small_bytes=stats.small_bytes + asmall - dsmall,
+        small_files=stats.small_files + asmalls - dsmalls,
     )
-    counts = (result.n, result.sse, result.total_bytes, result.undersized, result.small_bytes)
+    r = result
+    counts = (r.n, r.sse, r.total_bytes, r.undersized, r.small_bytes, r.small_files)
     if min(*counts, result.delete_files) < 0:
         raise ValueError(f"delta removes files that are not in the stats: {stats} -> {result}")
     if min(result.data_rows, result.delete_bytes, result.deleted_rows) < 0:
         raise ValueError(f"delta removes rows that are not in the stats: {stats} -> {result}")
-    if result.n == 0 and (
-        result.sse or result.total_bytes or result.undersized or result.small_bytes
-    ):
+    if result.n == 0 and any(counts):
         raise ValueError(f"delta leaves no files but non-zero sums: {result}")
     return result
 
@@ -228,14 +244,14 @@ def output_sse(total: int, target: int) -> int:
 
 
 def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
-    """(bytes to rewrite, expected MSE reduction) if the partition's small files are merged.
+    """(bytes to rewrite, expected MSE reduction) if *all* undersized files are merged by a
+    rolling writer: the model of a rewrite that takes every file under the target, as
+    Iceberg's ``rewrite_manifests`` does with small manifests. Data files are merged as the
+    planner merges them: :func:`merge_estimate`.
 
-    The rolling stats hold N, SSE, bytes and the count ``k`` of undersized files, not their
-    sizes, so the undersized bytes are estimated: by Cauchy–Schwarz ``Σe <= sqrt(k·SSE)``,
-    exact when the small files are equal, so ``bytes ≈ k·T - sqrt(k·SSE)``. The merged
-    output is :func:`predict_output_sizes` of those bytes. The ordering value of an
-    item is ``reduction / bytes``: entropy removed per byte rewritten. The partition scan of
-    the actor (``optimizer.plan_partition``) then finds the exact minimum replacement.
+    The undersized bytes are estimated from the sums: by Cauchy–Schwarz
+    ``Σe <= sqrt(k·SSE)``, exact when the undersized files are equal, so
+    ``bytes ≈ k·T - sqrt(k·SSE)``; the output is :func:`predict_output_sizes` of them.
     """
     k = stats.undersized
     if k < 2 or stats.n == 0:
@@ -246,16 +262,43 @@ def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
     return under_bytes, max(0.0, stats.mse - mse_after)
 
 
+def merge_estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
+    """(bytes to rewrite, expected MSE reduction) if the partition's small files are merged
+    as the actor's plan merges them; (0, 0.0) when that lowers nothing
+    (:meth:`PartitionStats.merge_lowers`). The ordering value of an item is
+    ``reduction / bytes``: entropy removed per byte rewritten.
+
+    The bytes are exact (``small_bytes``: the planner packs only files under 0.75·T). They
+    are written as ``m = ceil(bytes / T)`` files of even size (the planner's balanced
+    bins). The rolling stats do not keep the small files' own SSE apart from the other
+    undersized files' (each of those misses at most ``T/4``), so it is bounded: at least
+    what ``k`` equal files would miss (Cauchy–Schwarz, exact for equal files), at least the
+    partition's SSE less what the others can miss, at most the partition's SSE.
+    """
+    if not stats.merge_lowers(target):
+        return 0, 0.0
+    k, small = stats.small_files, stats.small_bytes
+    outputs = -(-small // target)
+    others = stats.undersized - k
+    worst_other = target - (3 * target + 3) // 4  # a file not small misses at most this
+    equal = -(-((k * target - small) ** 2) // k)
+    inputs_sse = min(stats.sse, max(equal, stats.sse - others * worst_other * worst_other))
+    load, heavier = divmod(small, outputs) if outputs else (0, 0)  # empty files: no output
+    outputs_sse = (outputs - heavier) * (target - load) ** 2 + heavier * (target - load - 1) ** 2
+    n_after = stats.n - k + outputs
+    mse_after = (stats.sse - inputs_sse + outputs_sse) / n_after if n_after else 0.0
+    return small, max(0.0, stats.mse - mse_after)
+
+
 def merge_need(stats: PartitionStats, target: int, tolerance: float, floor: int) -> str | None:
     """What merging a partition's small files is worth, from its rolling stats: ``"merge"``
-    (over tolerance², and its small files gain from a merge: ``floor`` undersized files at
-    least, or files under Iceberg's minimum size that together hold more than a target,
-    Iceberg's rule, exactly as the actor's plan counts them), ``"wait"`` (fewer than
-    ``floor``: for more, or for the wait limit) or None (within tolerance, or nothing to
-    gain: one small file, or a merge that lowers nothing, e.g. a partition under one target
-    already in one file)."""
-    if not stats.needs_work(tolerance):
+    (over tolerance², and a merge of its small files lowers the SSE: ``floor`` small files
+    at least, or small files that together hold more than a target, Iceberg's rule),
+    ``"wait"`` (fewer than ``floor``: for more, or for the wait limit) or None (within
+    tolerance, or nothing to gain: fewer than two small files, or small files that fill
+    as many target files as they are). Small files are those under Iceberg's minimum size
+    (:func:`is_small`), the files the actor's plan packs; every part of the verdict is
+    counted exactly as the plan counts it, so the two agree on every partition."""
+    if not stats.needs_work(tolerance) or not stats.merge_lowers(target):
         return None
-    if estimate(stats, target)[1] <= 0:
-        return None
-    return "wait" if stats.undersized < floor and not stats.fills_target(target) else "merge"
+    return "wait" if stats.small_files < floor and not stats.fills_target(target) else "merge"

@@ -201,8 +201,9 @@ def _plan_partition(
     groups = []
     if not stats.needs_work(tolerance) and not must:
         reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
-    elif stats.undersized < min_input_files and not stats.fills_target(target) and not must:
-        reason = f"{stats.undersized} small file(s), fewer than min_input_files ({min_input_files})"
+    elif stats.small_files < min_input_files and not stats.fills_target(target) and not must:
+        small = stats.small_files
+        reason = f"{small} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         plan = plan_partition(sizes, target, tolerance, preserve_order=layout is not None)
         groups = [list(g) for g in plan.groups]
@@ -270,7 +271,7 @@ def plan_table(
     """Plan every (selected) partition from the current snapshot's file list. ``deletes``
     (delete compaction): also every data file a delete file may apply to, so that no delete
     file is left applying to the partition. A partition with fewer than ``min_input_files``
-    undersized files is left for later (delete compaction aside). ``layout`` (a sort or a
+    small files (under 0.75·T) is left for later (delete compaction aside). ``layout`` (a sort or a
     z-order): partitions deeper than its tolerance are re-sorted (``jobs.base.layout``)."""
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()

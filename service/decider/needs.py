@@ -1,9 +1,10 @@
 """What one table needs, as queue items: its partitions' rewrites and its maintenance.
 
 :func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
-and whose small files' merge lowers it (``optimizer.estimate``) becomes one ``merge`` item
-(``sort`` when the policy sorts), valued by entropy removed per byte rewritten, once it
-holds ``min_input_files`` small files, or files under Iceberg's minimum size that together
+and whose small files' merge lowers it (``optimizer.merge_need``) becomes one ``merge`` item
+(``sort`` when the policy sorts), valued by entropy removed per byte rewritten
+(``optimizer.merge_estimate``), once it holds ``min_input_files`` small files (files under
+Iceberg's minimum size, 0.75·T: the files a merge rewrites), or small files that together
 hold more than a target file (Iceberg's rule, counted exactly as the actor's plan counts
 it: ``PartitionStats.fills_target``), or has waited ``max_wait_hours``
 with fewer (:func:`waiting`: the decider keeps when each such partition started waiting).
@@ -34,7 +35,7 @@ from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, estimate
+from optimizer import PartitionStats, merge_estimate
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
     MetadataHealth,
@@ -93,13 +94,13 @@ def partition_items(
         if isinstance(verdict, Need):
             items.append(need_item(name, key or None, verdict, policy, now, lane=action))
         elif verdict == "merge":
-            cost, benefit = estimate(stats, target)
+            cost, benefit = merge_estimate(stats, target)
             reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
-            if stats.undersized < policy.min_input_files:
+            if stats.small_files < policy.min_input_files:
                 reason += (
-                    f", {stats.undersized} small holding a target file"
+                    f", {stats.small_files} small holding a target file"
                     if stats.fills_target(target)
-                    else f", {stats.undersized} small after {policy.max_wait_hours:g} h"
+                    else f", {stats.small_files} small after {policy.max_wait_hours:g} h"
                 )
             items.append(
                 ActionItem.new(
@@ -190,7 +191,7 @@ def waiting(
         key
         for key, stats in sorted(touched.items())
         if (verdict := _verdict(policy, stats, target, floor)) == "wait"
-        or (verdict == "merge" and stats.undersized < floor)
+        or (verdict == "merge" and stats.small_files < floor)
     ]
     chosen = set(held)
     return held, sorted(k for k in touched if k not in chosen)

@@ -113,8 +113,9 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
             "mse": s.mse,
             "files": s.n,
             "undersized": s.undersized,
+            "small": s.small_files,  # under 0.75·T: what a merge rewrites
             # what the decider makes of it: merge, wait (for min_input_files), or None:
-            # nothing a merge can lower (one small file, or under one target in one file)
+            # nothing a merge can lower (fewer than two small files, or no fewer files)
             "merge": merge_verdict(inputs.policy, s, inputs.target),
         }
         for k, s in sorted(parts.items())

@@ -45,9 +45,10 @@ from typing import Protocol
 from optimizer import PartitionStats, apply_delta
 from service.base.partition_key import KEY_FORMAT
 
-STATS_FORMAT = 2
+STATS_FORMAT = 3
 """What a stored stats value holds: 1, the counts and sums up to the deleted rows; 2, also
-the bytes of the files under Iceberg's minimum size (``PartitionStats.small_bytes``)."""
+the bytes of the files under Iceberg's minimum size (``PartitionStats.small_bytes``); 3,
+also their count (``small_files``)."""
 
 
 @dataclass
@@ -88,19 +89,19 @@ class GapError(Exception):
 
 def encode(stats: PartitionStats) -> str:
     """The stats hash value, exact ints: ``"n sse total_bytes undersized delete_files"``,
-    then ``" data_rows"``, ``" delete_bytes deleted_rows"`` and ``" small_bytes"``, each
+    then ``" data_rows"``, ``" delete_bytes deleted_rows"`` and ``" small_bytes small_files"``, each
     left out when it and all that follows are 0 (every byte counts at a million
     partitions)."""
     s = stats
     fields = [s.n, s.sse, s.total_bytes, s.undersized, s.delete_files]
-    tail = [s.data_rows, s.delete_bytes, s.deleted_rows, s.small_bytes]
+    tail = [s.data_rows, s.delete_bytes, s.deleted_rows, s.small_bytes, s.small_files]
     while tail and tail[-1] == 0:
         tail.pop()
     return " ".join(map(str, fields + tail))
 
 
 def decode(raw: str | bytes) -> PartitionStats:
-    """:func:`encode` backwards (five to nine numbers; the stats of an older
+    """:func:`encode` backwards (five to ten numbers; the stats of an older
     :data:`STATS_FORMAT` read the same way, what they lack as 0, until their rebuild)."""
     text = raw.decode() if isinstance(raw, bytes) else raw
     return PartitionStats(*(int(x) for x in text.split()))

@@ -42,7 +42,13 @@ def test_file_error_rejects_nonsense(size: int, target: int) -> None:
 def test_stats_from_sizes_by_hand() -> None:
     stats = stats_from_sizes([10, 60, 100, 300], 100, delete_files=2)
     assert stats == PartitionStats(
-        n=4, sse=90**2 + 40**2, total_bytes=470, undersized=2, delete_files=2, small_bytes=70
+        n=4,
+        sse=90**2 + 40**2,
+        total_bytes=470,
+        undersized=2,
+        delete_files=2,
+        small_bytes=70,
+        small_files=2,
     )
     assert stats.mse == (8100 + 1600) / 4
 
@@ -100,7 +106,13 @@ def test_apply_delta_by_hand() -> None:
         removed_delete_files=1,
     )
     assert after == PartitionStats(
-        n=3, sse=40**2 + 70**2, total_bytes=190, undersized=2, delete_files=2, small_bytes=90
+        n=3,
+        sse=40**2 + 70**2,
+        total_bytes=190,
+        undersized=2,
+        delete_files=2,
+        small_bytes=90,
+        small_files=2,
     )
 
 
@@ -210,8 +222,10 @@ def test_merge_need_by_hand() -> None:
     assert need(10, 10) == "wait"  # two small ones: wait for five
     assert need(10, 10, 10, 10, 10) == "merge"
     assert need(30, 30, 30, 20) == "merge"  # four, together a target file: at once
-    assert need(80, 74, 30) == "merge"  # under 0.75 T (74 + 30) they hold a target
-    assert need(80, 75, 30) == "wait"  # a 75 is big enough for Iceberg: 30 does not fill one
+    assert need(80, 74, 30, 10) == "merge"  # under 0.75 T (74 + 30 + 10) they hold a target
+    assert need(80, 74, 30) is None  # ... but two that hold more than T: [100, 4] is worse
+    assert need(80, 75, 30, 30) == "wait"  # two small ones, less than a target: wait
+    assert need(80, 75, 30) is None  # a 75 is big enough for Iceberg: 30 has no partner
     assert need(60, 60) is None  # 100 + 20 would be no better (Iceberg would rewrite them)
 
 

@@ -388,12 +388,18 @@ def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:
 
 def test_a_partition_waits_for_min_input_files_small_files(tmp_path: Path) -> None:
     """Over tolerance is not enough: a streaming partition is merged once it holds
-    ``min_input_files`` undersized files, not on every commit; files at or over the target
-    do not count towards it, and the default is Iceberg's five."""
+    ``min_input_files`` small files, not on every commit; files at or over Iceberg's
+    minimum size (0.75·T: never rewritten) do not count towards it, and the default is
+    Iceberg's five."""
     t = 1000
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
     assert cfg.policy_for("db.t").min_input_files == 5
-    parts = {"a=4": [10] * 4, "a=5": [10] * 5, "b=4+big": [10] * 4 + [t, 2 * t]}
+    parts = {
+        "a=4": [10] * 4,
+        "a=5": [10] * 5,
+        "b=4+big": [10] * 4 + [t, 2 * t],
+        "c=4+near": [10] * 4 + [800],  # undersized, but not small
+    }
     assert _items(cfg, parts) == ["a=5"]
     two = make_config(
         tmp_path,
@@ -406,9 +412,9 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     """Iceberg's rule: fewer than ``min_input_files`` small files, but the files under
     0.75·T together hold more than one target file: queued now, not after
     ``max_wait_hours``. The decider (from rolling stats) and the actor's planner (from the
-    files; ``icefloe optimize`` too) count the rule the same way and agree on these cases
-    (the gain of a merge the decider still estimates from the sums: the planner may refuse
-    a group the estimate accepts). The item carries the policy's floor."""
+    files; ``icefloe optimize`` too) count the rule the same way, and whether the merge
+    lowers anything too (``tests/unit/optimizer/test_merge_need.py``: on every partition).
+    The item carries the policy's floor."""
     from jobs.base.plan import _plan_partition
     from service.base.tablestats import PartitionFiles
     from service.decider.needs import partition_items, waiting
@@ -426,6 +432,8 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
         ([900, 900, 100], False),  # the large ones are not small for Iceberg's rule
         ([800, 760, 300], False),  # nor a 760 (undersized, but over 0.75·T)
         ([600, 500], False),  # enough, but [T, 100] would not lower the entropy
+        ([394, 649, 751, 760], False),  # 394 + 649 > T, and no other small file
+        ([330, 330, 341, 900], True),  # into 500 + 501, not 1000 + 1
     ]
     for sizes, merged in cases:
         touched = {"k": stats_from_sizes(sizes, t)}
