@@ -90,9 +90,11 @@ def to_fields(h: MetadataHealth) -> dict[str, str]:
 
 
 def summary(fields: Mapping[str, str]) -> dict[str, Any]:
-    """What ``status``, ``tables`` and the metrics show of a stored health."""
-    n, sse, total, under = (int(v) for v in fields["manifests"].split())
-    deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()]
+    """What ``status``, ``tables`` and the metrics show of a stored health. Numbers a newer
+    icefloe appends to a field are not read; a value that is not numbers raises
+    ``ValueError``."""
+    n, sse, total, under = (int(v) for v in fields["manifests"].split()[:4])
+    deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()[:3]]
     stats = PartitionStats(n, sse, total, under)
     return {
         "snapshot": int(fields["snapshot"]) if fields.get("snapshot") else None,

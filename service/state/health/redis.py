@@ -4,12 +4,15 @@ fields."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.keys import Keys
 from service.base.redis_client import text, translated
 from service.state.health import summary, to_fields
+
+log = logging.getLogger("icefloe.health")
 
 
 class RedisHealth:
@@ -26,7 +29,13 @@ class RedisHealth:
     @translated("health load")
     def load(self, table: str) -> dict[str, Any] | None:
         raw = {text(k): text(v) for k, v in self.r.hgetall(self.k.health(table)).items()}
-        return summary(raw) if "manifests" in raw else None
+        if "manifests" not in raw:
+            return None
+        try:
+            return summary(raw)
+        except (KeyError, ValueError) as e:  # damaged: as if none, the decider reads it again
+            log.warning("%s: stored health unreadable (%s); read again from the table", table, e)
+            return None
 
     @translated("health last_runs")
     def last_runs(self, table: str) -> dict[str, int]:
