@@ -144,6 +144,7 @@ class Decider:
         )
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
         self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
+        self.formats_known: set[str] = set()  # tables whose stats this process knows current
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -257,7 +258,11 @@ class Decider:
             # sorted by its own write order: its merges keep it too (``rewrite_action``)
             policy = dataclasses.replace(policy, sort_order=layout.columns)
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
-        again = current_id == last and self.stats.decided(name) != last
+        # stats an older icefloe kept are rebuilt now, not at the table's next commit (read
+        # once per table and process: this one writes only the current format)
+        stale = current_id == last and name not in self.formats_known and self.stats.stale(name)
+        self.formats_known.add(name)
+        again = current_id == last and not stale and self.stats.decided(name) != last
         if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
@@ -267,7 +272,7 @@ class Decider:
             )
             touched = self.stats.partitions(name)
             report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
-        elif current_id != last:
+        elif current_id != last or stale:
             self._catch_up(waits, table, policy, layout, target, now, report)
             self.stats.mark_decided(name, current_id)
         if current_id == last and layout is not None:  # deciding again, or a new layout

@@ -132,6 +132,47 @@ def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
     assert redis_client.zcard(Keys.for_config(cfg).waiting(f"{namespace}.events")) == 0
 
 
+def test_an_upgraded_decider_rebuilds_an_idle_tables_older_stats_at_once(
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    """Stats an older icefloe kept (format 2: no count of the small files) on a table that
+    sees no new commit: the first pass of an upgraded decider rebuilds them (one full
+    scan), so the partition that waits for ``max_wait_hours`` is still merged then; later
+    passes read nothing more."""
+    policy = {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000, "min_input_files": 4}
+    cfg = make_config(
+        lake_home, managed={"namespaces": [namespace]}, defaults={**policy, "max_wait_hours": 1}
+    )
+    name = f"{namespace}.events"
+    table = catalog.create_table(name, schema=SCHEMA, partition_spec=SPEC)
+    clock = [T0]
+
+    def decider() -> Any:
+        return open_decider(cfg, catalog, redis_client, clock=lambda: clock[0])
+
+    for i in range(3):
+        table.append(batch("eu", i * 100))
+    first = decider()
+    assert first.step().enqueued == 0  # eu waits for a fourth small file
+    first.leader.release()  # stopped, as `icefloe decide` stops
+    first.shards.release()
+    keys = Keys.for_config(cfg)
+    stored = redis_client.hgetall(keys.stats(name))
+    older = {k: " ".join(v.decode().split()[:9]) for k, v in stored.items()}
+    redis_client.hset(keys.stats(name), mapping=older)
+    redis_client.hset(keys.table_state(name), "stats", 2)
+    clock[0] += 3600
+    upgraded = decider()
+    report = upgraded.step()
+    assert [r.full_scan for r in report.applied] == [True] and report.enqueued == 1
+    assert "format 2" in report.applied[0].reason
+    item = upgraded.queue.get(f"merge:{name}:{part(region='eu')}")
+    assert item is not None and "3 small after 1 h" in item.reason
+    assert upgraded.stats.partitions(name) == full_stats(table, 1 << 20)
+    clock[0] += 10
+    assert upgraded.step().applied == []
+
+
 def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     setup: Any, redis_client: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -160,3 +160,32 @@ def test_history_gap_and_target_change_fall_back_to_a_full_scan(
     result = catch_up(store, name, table, TARGET)
     assert not result.full_scan and result.snapshots_applied == 1
     assert store.partitions(name) == full_stats(table, TARGET)
+
+
+def test_stats_of_an_older_icefloe_are_rebuilt_without_waiting_for_a_commit(
+    table: Any, redis_client: Any, namespace: str
+) -> None:
+    """An upgraded decider rebuilds the stats an older icefloe kept (format 2: no count of
+    the small files) at its first pass, not at the table's next commit: an idle table's
+    partitions are otherwise judged on what the old stats lack. Current stats, and a
+    table with nothing new, cost no scan."""
+    rng = random.Random(6)
+    keys = Keys("icefloe-test")
+    store = RollingStats(redis_client, keys)
+    name = f"{namespace}.events"
+    table.append(rows(rng, 20, 0))
+    assert catch_up(store, name, table, TARGET).full_scan
+    result = catch_up(store, name, table, TARGET)
+    assert not result.full_scan and result.snapshots_applied == 0 and not result.touched
+    old = {
+        k: " ".join(v.decode().split()[:9])
+        for k, v in redis_client.hgetall(keys.stats(name)).items()
+    }
+    redis_client.hset(keys.stats(name), mapping=old)
+    redis_client.hset(keys.table_state(name), "stats", 2)
+    assert store.stale(name) == "partition stats of format 2, now 3"
+    assert any(s.small_files != 0 for s in full_stats(table, TARGET).values())
+    result = catch_up(store, name, table, TARGET)  # no new snapshot
+    assert result.full_scan and "format 2" in result.reason
+    assert store.partitions(name) == full_stats(table, TARGET) == result.touched
+    assert store.stale(name) is None

@@ -39,7 +39,7 @@ the next commit's pass rebuilds them by a full scan (:func:`chain_start`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Protocol
 
 from optimizer import PartitionStats, apply_delta
@@ -87,6 +87,9 @@ class GapError(Exception):
     """The rolling update cannot continue; the table needs a full scan (message says why)."""
 
 
+_FIELDS = len(fields(PartitionStats))
+
+
 def encode(stats: PartitionStats) -> str:
     """The stats hash value, exact ints: ``"n sse total_bytes undersized delete_files"``,
     then ``" data_rows"``, ``" delete_bytes deleted_rows"`` and ``" small_bytes small_files"``, each
@@ -102,9 +105,10 @@ def encode(stats: PartitionStats) -> str:
 
 def decode(raw: str | bytes) -> PartitionStats:
     """:func:`encode` backwards (five to ten numbers; the stats of an older
-    :data:`STATS_FORMAT` read the same way, what they lack as 0, until their rebuild)."""
+    :data:`STATS_FORMAT` read the same way, what they lack as 0, until their rebuild;
+    numbers a newer one appends are not read)."""
     text = raw.decode() if isinstance(raw, bytes) else raw
-    return PartitionStats(*(int(x) for x in text.split()))
+    return PartitionStats(*(int(x) for x in text.split()[:_FIELDS]))
 
 
 def chain_start(
@@ -134,11 +138,20 @@ def chain_start(
         raise GapError(f"last applied {last_id} is not the parent {parent}")
     if stored_target != target:
         raise GapError(f"target changed to {target}")
-    if key_format != KEY_FORMAT:
-        raise GapError(f"partition keys of format {key_format or 1}, now {KEY_FORMAT}")
-    if stats_format != STATS_FORMAT:
-        raise GapError(f"partition stats of format {stats_format or 1}, now {STATS_FORMAT}")
+    older = older_format(key_format, stats_format)
+    if older:
+        raise GapError(older)
     return start
+
+
+def older_format(key_format: int | None, stats_format: int | None) -> str | None:
+    """Why a table's stored state is of an older icefloe (its partition keys' or its
+    stats' format: None for the first), or None when it is current."""
+    if key_format != KEY_FORMAT:
+        return f"partition keys of format {key_format or 1}, now {KEY_FORMAT}"
+    if stats_format != STATS_FORMAT:
+        return f"partition stats of format {stats_format or 1}, now {STATS_FORMAT}"
+    return None
 
 
 def chain_stats(
@@ -197,6 +210,11 @@ class StatsStore(Protocol):
         ...
 
     def mark_decided(self, table: str, snapshot_id: int | None) -> None: ...
+
+    def stale(self, table: str) -> str | None:
+        """Why the table's stored stats are of an older icefloe (:func:`older_format`), to
+        be rebuilt now rather than at its next commit; None when current or none stored."""
+        ...
 
     def target(self, table: str) -> int | None: ...
 

@@ -11,7 +11,13 @@ from optimizer import PartitionStats
 from service.base.partition_key import KEY_FORMAT
 from service.state.ledger import Ledger
 from service.state.ledger.memory import MemoryLedger
-from service.state.rolling import STATS_FORMAT, PartitionDelta, chain_start, chain_stats
+from service.state.rolling import (
+    STATS_FORMAT,
+    PartitionDelta,
+    chain_start,
+    chain_stats,
+    older_format,
+)
 
 
 class MemoryStats:
@@ -36,6 +42,12 @@ class MemoryStats:
 
     def mark_decided(self, table: str, snapshot_id: int | None) -> None:
         self._state.setdefault(table, {})["decided_snapshot"] = snapshot_id or 0
+
+    def stale(self, table: str) -> str | None:
+        state = self._state.get(table)
+        if not state or state.get("last_snapshot") is None:
+            return None
+        return older_format(state.get("keys"), state.get("stats"))
 
     def target(self, table: str) -> int | None:
         value = self._field(table, "target")

@@ -32,6 +32,7 @@ from service.state.rolling import (
     chain_stats,
     decode,
     encode,
+    older_format,
 )
 
 
@@ -59,6 +60,12 @@ class RollingStats:
     @translated("stats mark_decided")
     def mark_decided(self, table: str, snapshot_id: int | None) -> None:
         self.r.hset(self.k.table_state(table), "decided_snapshot", snapshot_id or 0)
+
+    @translated("stats stale")
+    def stale(self, table: str) -> str | None:
+        fields = ("last_snapshot", "keys", "stats")
+        last, keys_fmt, stats_fmt = self.r.hmget(self.k.table_state(table), fields)
+        return None if last is None else older_format(_int(keys_fmt), _int(stats_fmt))
 
     @translated("stats target")
     def target(self, table: str) -> int | None:

@@ -224,6 +224,10 @@ def catch_up(
         # leader applying in between would otherwise get its snapshots applied twice)
         parent = store.last_applied(table_name)
         chain = snapshots_since(table, parent)
+        if not chain and parent is not None:  # nothing new: rebuilt only if of an older icefloe
+            older = store.stale(table_name)
+            if older:
+                raise GapError(older)
         touched: dict[str, PartitionStats] = {}
         events = applied = 0
         convert = _partition_converter(table) if chain else None

@@ -41,12 +41,16 @@ class StatsContract:
         raise NotImplementedError
 
     def test_stats_of_an_older_format_are_not_updated_in_place(self, store: StatsStore) -> None:
+        assert store.stale(T) is None  # nothing stored
         full(store, 1, {"a": stats_from_sizes([10, 20], TARGET)})
+        assert store.stale(T) is None
         self.forget_stats_format(store, T)
+        assert "stats of format 1" in (store.stale(T) or "")  # the decider rebuilds it now
         with pytest.raises(GapError, match="stats of format 1"):
             store.apply(T, 1, 2, TARGET, {"a": PartitionDelta(added=[30])}, T0)
         assert store.partitions(T) == {"a": stats_from_sizes([10, 20], TARGET)}  # untouched
         full(store, 2, {"a": stats_from_sizes([10, 20, 30], TARGET)})  # the full scan
+        assert store.stale(T) is None
         assert store.apply(T, 2, 3, TARGET, {"a": PartitionDelta(added=[40])}, T0) is not None
         assert store.partitions(T) == {"a": stats_from_sizes([10, 20, 30, 40], TARGET)}
 
