@@ -15,7 +15,8 @@ are), for
 * now: ``optimizer.merge_need`` (small files' count and bytes, ``merge_lowers``), the floor
   counting small files on both sides.
 
-Then the time of one verdict (median of 5 passes over the partitions). Not a test.
+Then the time of one verdict (median of 5 passes over the partitions), and one
+``verdict-summary`` line. Not a test.
 """
 
 from __future__ import annotations
@@ -136,6 +137,10 @@ def main() -> None:
     print(f"| **all** | | | {m:,} | {w0:,} → {w1:,} | {x0:,} → {x1:,} |")
     t0, t1 = timed(before, every), timed(now, every)
     print(f"one verdict: {t0:.0f} ns before, {t1:.0f} ns now ({t1 / t0:.2f}x)")
+    print(
+        f"verdict-summary partitions={len(every)} plan_merges={m} refused_before={w0} "
+        f"refused_now={w1} missed_before={x0} missed_now={x1} verdict_ratio={t1 / t0:.3f}"
+    )
 
 
 if __name__ == "__main__":
