@@ -75,14 +75,16 @@ def now(stats: PartitionStats, tolerance: int, floor: int) -> bool:
     return merge_need(stats, T, tolerance, floor) == "merge"
 
 
-def plan_merges(sizes: list[int], stats: PartitionStats, tol: int, floor: int, count: str) -> bool:
+def plan_merges(
+    sizes: list[int], stats: PartitionStats, tol: int, floor: int, count: str, ordered: bool = False
+) -> bool:
     """The actor's gate (the floor counting ``count``: undersized or small files), then
-    its plan."""
+    its plan (``ordered``: a sorted table's, over ``sizes`` in key order)."""
     if not stats.needs_work(tol):
         return False
     if getattr(stats, count) < floor and not stats.fills_target(T):
         return False
-    return bool(plan_partition(sizes, T, tol).groups)
+    return bool(plan_partition(sizes, T, tol, preserve_order=ordered).groups)
 
 
 def compare(partitions: list[list[int]], tol: int, floor: int) -> list[tuple[int, int, int]]:
@@ -135,6 +137,18 @@ def main() -> None:
                 totals = [a + b for a, b in zip(totals, (m1, w0, w1, x0, x1), strict=True)]
     m, w0, w1, x0, x1 = totals
     print(f"| **all** | | | {m:,} | {w0:,} → {w1:,} | {x0:,} → {x1:,} |")
+    refused = missed = 0
+    for sizes in (shapes(rng)["mixed"]() for _ in range(args.partitions)):  # in key order
+        stats = stats_from_sizes(sizes, T)
+        queued = now(stats, T // 3, 5)
+        planned = plan_merges(sizes, stats, T // 3, 5, "small_files", ordered=True)
+        refused += queued and not planned
+        missed += planned and not queued
+    print(
+        f"sorted table, {args.partitions:,} mixed partitions in key order: the sums' verdict "
+        f"queues {refused:,} the ordered plan refuses, misses {missed:,} (the decider now "
+        "plans those from the kept file bounds: none)"
+    )
     t0, t1 = timed(before, every), timed(now, every)
     print(f"one verdict: {t0:.0f} ns before, {t1:.0f} ns now ({t1 / t0:.2f}x)")
     print(

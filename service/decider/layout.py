@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from jobs.base.layout import key_order
 from optimizer.layout import Depth, FileBounds
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout
 from service.base.tablestats import current_partitions
+from service.decider.needs import Ordered
 from service.state.layout import LayoutStore, signature
 from service.state.layout.scan import rebuild
 from service.state.queue import ActionItem, PriorityQueue
@@ -113,6 +116,24 @@ def enqueue_layout(
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
     return list(queue.enqueue_many(items, now)) if items else []
+
+
+def ordered_sizes(
+    layouts: LayoutStore, name: str, spec: LayoutSpec, keys: Sequence[str]
+) -> dict[str, list[int]]:
+    """Each of ``keys``' data file sizes in the key order the actor merges them in
+    (``jobs.base.layout.key_order``: only neighbours merge, so a table with a layout is
+    merged only where its ordered plan finds a run; those without files kept: left out)."""
+    out = {}
+    for key, files in layouts.files(name, keys).items():
+        bounds = {f.id: (f.lower, f.upper) for f in files}
+        out[key] = [files[i].size for i in key_order([f.id for f in files], bounds, spec)]
+    return out
+
+
+def ordered_of(layouts: LayoutStore, name: str, spec: LayoutSpec | None) -> Ordered | None:
+    """:func:`ordered_sizes` of the table, for ``service.decider.needs`` (None: no layout)."""
+    return None if spec is None else partial(ordered_sizes, layouts, name, spec)
 
 
 def keep_missing_depths(layouts: LayoutStore, name: str, spec: LayoutSpec) -> None:

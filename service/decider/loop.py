@@ -6,7 +6,7 @@
 * **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
   actions; size the actor pool to the backlog (:func:`desired_actors`).
 * **Decide** — every touched partition with ``MSE >= tolerance²`` and at least
-  ``min_input_files`` undersized files (two once it has waited ``max_wait_hours`` for more:
+  ``min_input_files`` small files (two once it has waited ``max_wait_hours`` for more:
   ``service.decider.needs``) becomes one action item (coalesced by id in the queue); then the fair
   scheduler (fixed priority across classes, DWRR in bytes across tables, from
   ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
@@ -56,7 +56,7 @@ from service.base.keys import shard_of
 from service.base.layoutspec import LayoutSpec
 from service.decider.duties import LeaderDuties
 from service.decider.history import flush
-from service.decider.layout import enqueue_layout, new_layout, table_layout
+from service.decider.layout import enqueue_layout, new_layout, ordered_of, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
 from service.decider.report import StepReport
@@ -258,6 +258,7 @@ class Decider:
             # sorted by its own write order: its merges keep it too (``rewrite_action``)
             policy = dataclasses.replace(policy, sort_order=layout.columns)
         last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
+        ordered = ordered_of(self.layouts, name, layout)  # a layout merges neighbours only
         # stats an older icefloe kept are rebuilt now, not at the table's next commit (read
         # once per table and process: this one writes only the current format)
         stale = current_id == last and name not in self.formats_known and self.stats.stale(name)
@@ -266,12 +267,10 @@ class Decider:
         if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again
             # from the stored stats of every partition (enqueue coalesces; no table scan)
-            log.info(
-                "deciding %s again from stored stats: actions not enqueued after the last update",
-                name,
-            )
+            log.info("deciding %s again from stored stats: not enqueued after its update", name)
             touched = self.stats.partitions(name)
-            report.count(enqueue_touched(self.queue, waits, policy, touched, target, now))
+            stored = (self.queue, waits, policy, touched, target, now, ordered)
+            report.count(enqueue_touched(*stored))
         elif current_id != last or stale:
             self._catch_up(waits, table, policy, layout, target, now, report)
             self.stats.mark_decided(name, current_id)
@@ -280,7 +279,7 @@ class Decider:
             report.count(new_layout(*fresh, self.layouts_seen, everything=again))
         if again:
             self.stats.mark_decided(name, current_id)
-        report.count(enqueue_overdue(self.queue, waits, policy, target, now))
+        report.count(enqueue_overdue(self.queue, waits, policy, target, now, ordered))
         self.scores.update(name, policy, self.healths[name], now)
 
     def _catch_up(
@@ -302,9 +301,9 @@ class Decider:
             log.info(
                 "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
             )
-        candidates = report.count(
-            enqueue_touched(self.queue, waits, policy, result.touched, target, now)
-        )
+        ordered = ordered_of(self.layouts, name, layout)
+        decide = (self.queue, waits, policy, result.touched, target, now, ordered)
+        candidates = report.count(enqueue_touched(*decide))
         if layout is not None:
             keys = sorted(result.layout_touched)
             lay = (self.queue, self.layouts, name, policy, layout, keys, target, now)

@@ -8,6 +8,8 @@ Iceberg's minimum size, 0.75·T: the files a merge rewrites), or small files tha
 hold more than a target file (Iceberg's rule, counted exactly as the actor's plan counts
 it: ``PartitionStats.fills_target``), or has waited ``max_wait_hours``
 with fewer (:func:`waiting`: the decider keeps when each such partition started waiting).
+A table with a layout merges only neighbours in key order: its partitions are planned
+from the file bounds the decider keeps (``ordered``), and queued only where a run merges.
 
 Called by :meth:`service.decider.loop.Decider.refresh` on every poll of every table: the
 table's :class:`~optimizer.maintenance_rules.MetadataHealth` is brought up to date (the manifest
@@ -29,13 +31,13 @@ after a batch: :func:`jobs.maintenance.due.assess`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, merge_estimate
+from optimizer import PartitionStats, merge_estimate, plan_partition
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
     MetadataHealth,
@@ -74,6 +76,11 @@ def need_item(
     )
 
 
+Ordered = Callable[[Sequence[str]], Mapping[str, Sequence[int]]]
+"""Partition keys → each one's data file sizes in key order (a table with a layout:
+:func:`service.decider.layout.ordered_sizes`)."""
+
+
 def partition_items(
     name: str,
     policy: TablePolicy,
@@ -81,19 +88,24 @@ def partition_items(
     target: int,
     now: float,
     min_input_files: int | None = None,
+    ordered: Ordered | None = None,
 ) -> list[ActionItem]:
     """The data-rewrite items of the touched partitions that need work: a partition whose
     deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
     its small files too, under the id of its merge. ``min_input_files``: None = the
-    policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`)."""
+    policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`).
+    ``ordered`` (a table with a layout): a merge only where the ordered plan merges
+    neighbours, as the actor plans it."""
     action = rewrite_action(policy)
     floor = policy.min_input_files if min_input_files is None else min_input_files
+    verdicts = {k: _verdict(policy, s, target, floor) for k, s in sorted(touched.items())}
+    runs = _ordered_runs(verdicts, ordered, target, policy.tolerance_bytes)
     items = []
-    for key, stats in sorted(touched.items()):
-        verdict = _verdict(policy, stats, target, floor)
+    for key, verdict in verdicts.items():
+        stats = touched[key]
         if isinstance(verdict, Need):
             items.append(need_item(name, key or None, verdict, policy, now, lane=action))
-        elif verdict == "merge":
+        elif verdict == "merge" and runs.get(key, True):
             cost, benefit = merge_estimate(stats, target)
             reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
             if stats.small_files < policy.min_input_files:
@@ -116,6 +128,20 @@ def partition_items(
                 )
             )
     return items
+
+
+def _ordered_runs(
+    verdicts: Mapping[str, Need | str | None], ordered: Ordered | None, target: int, tol: int
+) -> dict[str, bool]:
+    """Of the partitions to merge, whether their files in key order hold a run to merge
+    (``optimizer.plan_partition``, ``preserve_order``); partitions not given: unknown."""
+    merges = [k for k, v in verdicts.items() if v == "merge"]
+    if ordered is None or not merges:
+        return {}
+    runs = {}
+    for key, sizes in ordered(merges).items():
+        runs[key] = bool(plan_partition(sizes, target, tol, preserve_order=True).groups)
+    return runs
 
 
 @dataclass
@@ -151,27 +177,34 @@ def enqueue_touched(
     touched: Mapping[str, PartitionStats],
     target: int,
     now: float,
+    ordered: Ordered | None = None,
 ) -> list[int]:
     """One item per touched partition of ``waits.table`` that needs work (one pipelined
     enqueue), and the waiting ones kept in ``waits``; the enqueue outcomes (1 new, 0
-    coalesced)."""
-    items = partition_items(waits.table, policy, touched, target, now)
+    coalesced). ``ordered``: :func:`partition_items`'."""
+    items = partition_items(waits.table, policy, touched, target, now, ordered=ordered)
     outcomes = queue.enqueue_many(items, now) if items else []
     waits.update(*waiting(policy, touched, target), now)
     return list(outcomes)
 
 
 def enqueue_overdue(
-    queue: PriorityQueue, waits: Waits, policy: TablePolicy, target: int, now: float
+    queue: PriorityQueue,
+    waits: Waits,
+    policy: TablePolicy,
+    target: int,
+    now: float,
+    ordered: Ordered | None = None,
 ) -> list[int]:
     """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
-    still need work, enqueued as they are (two small files at least); released only after."""
+    still need work, enqueued as they are (two small files at least); released only after.
+    ``ordered``: :func:`partition_items`'."""
     started_by = now - policy.max_wait_hours * 3600
     due = sorted(k for k, t in waits.since.items() if t <= started_by)
     if not due:
         return []
     found = waits.stats.partitions_of(waits.table, due)
-    items = partition_items(waits.table, policy, found, target, now, min_input_files=2)
+    items = partition_items(waits.table, policy, found, target, now, 2, ordered)
     outcomes = queue.enqueue_many(items, now) if items else []
     waits.update([], due, now)
     return list(outcomes)

@@ -158,3 +158,28 @@ def test_a_layout_new_to_a_quiet_table_is_built_and_decided(
     assert report.applied == [] and report.enqueued == 1
     assert decider.queue.get(f"sort:{namespace}.events:{part(region='r1')}") is not None
     assert decider.step().enqueued == 0  # built once
+
+
+def test_a_sorted_partition_is_merged_only_where_small_neighbours_are(
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+) -> None:
+    """Two small files with a near-target one between them in key order (region r0) hold
+    a merge for the sums, but the actor merges neighbours only: not queued. Side by side
+    (r1) they are. Neither partition is clustered too deep."""
+    table = catalog.create_table(f"{namespace}.events", schema=SCHEMA, partition_spec=SPEC)
+    table.append(rows({"r0": range(0, 10), "r1": range(0, 10)}))
+    table.append(rows({"r0": range(5000, 5010), "r1": range(10, 20)}))
+    table.append(rows({"r0": range(100, 3100), "r1": range(100, 3100)}))
+    sizes = {f.file.file_size_in_bytes for f in table.scan().plan_files()}
+    big, small = max(sizes), min(sizes)
+    target = int(big / 0.8)  # the big file is not small (>= 0.75 T), the small ones are
+    assert 2 * max(sizes - {big}) <= target and 4 * small < 3 * target
+    policy = {**POLICY, "target_file_size_bytes": target, "tolerance_bytes": 0}
+    cfg = make_config(lake_home, managed={"namespaces": [namespace]}, defaults=policy)
+    decider = open_decider(
+        cfg, catalog, redis_client, settings=DeciderSettings(ready_depth=0), clock=lambda: T0
+    )
+    assert decider.step().enqueued == 1
+    name = f"{namespace}.events"
+    assert decider.queue.get(f"sort:{name}:{part(region='r1')}") is not None
+    assert decider.queue.get(f"sort:{name}:{part(region='r0')}") is None

@@ -5,6 +5,7 @@ The Redis adapters are proven equal to those by the contract suites."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -452,6 +453,32 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     # queued now, and waiting too: should the partition have changed by the time the actor
     # plans it, it is still merged after max_wait_hours
     assert waiting(policy, touched, t) == (["fills"], [])
+
+
+def test_a_table_with_a_layout_is_merged_only_where_neighbours_merge(tmp_path: Path) -> None:
+    """Sorted (or z-ordered), a partition's files merge only with their neighbours in key
+    order (the actor's Knuth-Plass runs): two small files on either side of a full one give
+    the sums a merge, the plan none; side by side they merge. Partitions whose ordered
+    sizes are unknown keep the sums' verdict."""
+    from service.decider.needs import partition_items
+
+    t = 1000
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
+    policy = cfg.policy_for("db.t")
+    in_order = {"apart": [300, 900, 300], "together": [300, 300, 900]}
+    touched = {k: stats_from_sizes(v, t) for k, v in in_order.items()}
+    touched["unknown"] = stats_from_sizes([300, 900, 300], t)
+    asked: list[list[str]] = []
+
+    def ordered(keys: Sequence[str]) -> dict[str, list[int]]:
+        asked.append(list(keys))
+        return {k: in_order[k] for k in keys if k in in_order}
+
+    plain = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
+    assert [i.partition for i in plain] == ["apart", "together", "unknown"]
+    items = partition_items("db.t", policy, touched, t, 0.0, 2, ordered)
+    assert [i.partition for i in items] == ["together", "unknown"]
+    assert asked == [["apart", "together", "unknown"]]  # one read, only what would merge
 
 
 def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
