@@ -105,8 +105,9 @@ class PartitionStats:
         fewer target files than they are: ``ceil(small_bytes / T) < small_files``. Exact
         for the planner (``optimizer.plan_partition`` finds a group then, and none
         otherwise): four or more small files always fit in fewer (each is under 0.75·T);
-        two that hold more than T, or three more than 2·T, are each over T/2, so no two
-        fit in one file and a rolling merge only moves their shortfall into one file."""
+        two that hold more than T cannot share a file, three that hold more than 2·T are
+        each over T/2, so no two share one, and a rolling merge only moves their shortfall
+        into one file."""
         k = self.small_files
         return k >= 2 and self.small_bytes <= (k - 1) * target
 
@@ -268,7 +269,8 @@ def merge_estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
     (:meth:`PartitionStats.merge_lowers`). The ordering value of an item is
     ``reduction / bytes``: entropy removed per byte rewritten.
 
-    The bytes are exact (``small_bytes``: the planner packs only files under 0.75·T). They
+    The bytes are the small files' (``small_bytes``: the planner packs only files under
+    0.75·T), exact for a plan that merges them all, an upper bound of one that need not. They
     are written as ``m = ceil(bytes / T)`` files of even size (the planner's balanced
     bins). The rolling stats do not keep the small files' own SSE apart from the other
     undersized files' (each of those misses at most ``T/4``), so it is bounded: at least

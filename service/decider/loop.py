@@ -262,7 +262,6 @@ class Decider:
         # stats an older icefloe kept are rebuilt now, not at the table's next commit (read
         # once per table and process: this one writes only the current format)
         stale = current_id == last and name not in self.formats_known and self.stats.stale(name)
-        self.formats_known.add(name)
         again = current_id == last and not stale and self.stats.decided(name) != last
         if again:
             # applied, but the pass that applied it stopped before enqueueing: decide again
@@ -274,6 +273,7 @@ class Decider:
         elif current_id != last or stale:
             self._catch_up(waits, table, policy, layout, target, now, report)
             self.stats.mark_decided(name, current_id)
+        self.formats_known.add(name)  # not before: a rebuild that failed is tried again
         if current_id == last and layout is not None:  # deciding again, or a new layout
             fresh = (self.queue, self.layouts, name, table, policy, layout, target, now)
             report.count(new_layout(*fresh, self.layouts_seen, everything=again))

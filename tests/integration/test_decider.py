@@ -18,6 +18,7 @@ from service.base.config import Config, DeciderSettings
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.cli import main
+from service.decider import loop
 from service.decider.wiring import open_decider
 from service.state.rolling.scan import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
@@ -133,12 +134,12 @@ def test_a_partition_short_of_min_input_files_is_merged_after_max_wait_hours(
 
 
 def test_an_upgraded_decider_rebuilds_an_idle_tables_older_stats_at_once(
-    lake_home: Path, catalog: Any, namespace: str, redis_client: Any
+    lake_home: Path, catalog: Any, namespace: str, redis_client: Any, monkeypatch: Any
 ) -> None:
     """Stats an older icefloe kept (format 2: no count of the small files) on a table that
     sees no new commit: the first pass of an upgraded decider rebuilds them (one full
-    scan), so the partition that waits for ``max_wait_hours`` is still merged then; later
-    passes read nothing more."""
+    scan; a pass that fails is tried again at the next), so the partition that waits for
+    ``max_wait_hours`` is still merged then; later passes read nothing more."""
     policy = {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 1000, "min_input_files": 4}
     cfg = make_config(
         lake_home, managed={"namespaces": [namespace]}, defaults={**policy, "max_wait_hours": 1}
@@ -163,6 +164,16 @@ def test_an_upgraded_decider_rebuilds_an_idle_tables_older_stats_at_once(
     redis_client.hset(keys.table_state(name), "stats", 2)
     clock[0] += 3600
     upgraded = decider()
+    real, calls = loop.catch_up, []
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("catalog went away")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(loop, "catch_up", flaky)
+    assert name in upgraded.step().failed and upgraded.stats.stale(name)
     report = upgraded.step()
     assert [r.full_scan for r in report.applied] == [True] and report.enqueued == 1
     assert "format 2" in report.applied[0].reason

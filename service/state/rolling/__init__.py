@@ -32,8 +32,9 @@ Iceberg metadata; :func:`~service.state.rolling.scan.catch_up`), ``redis``
 a store counts its applied snapshots and full scans there.
 
 Upgrades: a table's state records the format of its partition keys (``KEY_FORMAT``) and
-of its stats (:data:`STATS_FORMAT`); stats of an older format are not updated in place,
-the next commit's pass rebuilds them by a full scan (:func:`chain_start`).
+of its stats (:data:`STATS_FORMAT`); stats of an older format are not updated in place
+(:func:`chain_start`), the decider's first pass over the table rebuilds them by a full
+scan (:meth:`StatsStore.stale`), whether or not a commit came since.
 """
 
 from __future__ import annotations
@@ -213,7 +214,8 @@ class StatsStore(Protocol):
 
     def stale(self, table: str) -> str | None:
         """Why the table's stored stats are of an older icefloe (:func:`older_format`), to
-        be rebuilt now rather than at its next commit; None when current or none stored."""
+        be rebuilt now rather than at its next commit; None when current, none stored, or
+        the table had no snapshot (nothing to rebuild: its first commit scans it)."""
         ...
 
     def target(self, table: str) -> int | None: ...

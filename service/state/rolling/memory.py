@@ -45,7 +45,7 @@ class MemoryStats:
 
     def stale(self, table: str) -> str | None:
         state = self._state.get(table)
-        if not state or state.get("last_snapshot") is None:
+        if not state or not state.get("last_snapshot"):  # none, or an empty table's
             return None
         return older_format(state.get("keys"), state.get("stats"))
 

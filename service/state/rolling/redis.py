@@ -65,7 +65,7 @@ class RollingStats:
     def stale(self, table: str) -> str | None:
         fields = ("last_snapshot", "keys", "stats")
         last, keys_fmt, stats_fmt = self.r.hmget(self.k.table_state(table), fields)
-        return None if last is None else older_format(_int(keys_fmt), _int(stats_fmt))
+        return older_format(_int(keys_fmt), _int(stats_fmt)) if _int(last) else None
 
     @translated("stats target")
     def target(self, table: str) -> int | None:

@@ -51,6 +51,10 @@ class StatsContract:
         assert store.partitions(T) == {"a": stats_from_sizes([10, 20], TARGET)}  # untouched
         full(store, 2, {"a": stats_from_sizes([10, 20, 30], TARGET)})  # the full scan
         assert store.stale(T) is None
+        full(store, None)  # a table without a snapshot: nothing to rebuild before its first
+        self.forget_stats_format(store, T)
+        assert store.stale(T) is None
+        full(store, 2, {"a": stats_from_sizes([10, 20, 30], TARGET)})
         assert store.apply(T, 2, 3, TARGET, {"a": PartitionDelta(added=[40])}, T0) is not None
         assert store.partitions(T) == {"a": stats_from_sizes([10, 20, 30, 40], TARGET)}
 

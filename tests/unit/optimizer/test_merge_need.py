@@ -100,8 +100,8 @@ def test_cases_the_sum_estimate_got_wrong() -> None:
 @settings(max_examples=200, deadline=None, database=None)
 @given(st.integers(4, 4000), st.lists(st.integers(0, 5000), min_size=1, max_size=25))
 def test_the_estimate_rewrites_the_small_files_bytes(target: int, sizes: list[int]) -> None:
-    """The estimated bytes are the small files' bytes exactly (what a complete plan
-    rewrites), a benefit only when a merge lowers the SSE."""
+    """The estimated bytes are the small files' bytes, an upper bound of what the plan
+    rewrites (it may leave some out), a benefit only when a merge lowers the SSE."""
     stats = stats_from_sizes(sizes, target)
     cost, benefit = merge_estimate(stats, target)
     if stats.merge_lowers(target):
