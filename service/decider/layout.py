@@ -16,7 +16,7 @@ of :mod:`service.decider.needs`, not instead of them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -102,15 +102,18 @@ def enqueue_layout(
     keys: Sequence[str] | None,
     target: int,
     now: float,
+    read: KeptRead | None = None,
 ) -> list[int]:
     """The layout items of ``keys`` (None: every partition) of ``name``, in one pipelined
     enqueue; the outcomes (1 new, 0 coalesced). The depths measured are kept for
-    ``status``."""
+    ``status``. ``read``: the kept bounds already read this pass (:func:`kept_read`)."""
     if keys is not None and not keys:
         return []
     measured: dict[str, Depth] = {}
-    generation = layouts.generation(name)  # before the files: kept only if still theirs
-    files = layouts.files(name, keys)
+    if read is None:
+        read = kept_read(layouts, name, keys)
+    generation, kept = read
+    files = kept if keys is None else {k: kept[k] for k in keys if k in kept}
     items = layout_items(name, policy, spec, files, target, now, measured)
     layouts.save_depths(name, signature(spec), measured, generation)
     for item in items:
@@ -118,22 +121,52 @@ def enqueue_layout(
     return list(queue.enqueue_many(items, now)) if items else []
 
 
+KeptRead = tuple[int, Mapping[str, Sequence[FileBounds[str]]]]
+"""A table's layout generation, then its partitions' kept files (:func:`kept_read`)."""
+
+
+def kept_read(layouts: LayoutStore, name: str, keys: Iterable[str] | None) -> KeptRead:
+    """The layout's generation, read before the files of ``keys`` (None: every partition):
+    depths measured on them are kept only if no update came between."""
+    generation = layouts.generation(name)
+    return generation, layouts.files(name, None if keys is None else sorted(keys))
+
+
 def ordered_sizes(
-    layouts: LayoutStore, name: str, spec: LayoutSpec, keys: Sequence[str]
+    files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
+    spec: LayoutSpec,
+    keys: Sequence[str],
 ) -> dict[str, list[int]]:
     """Each of ``keys``' data file sizes in the key order the actor merges them in
     (``jobs.base.layout.key_order``: only neighbours merge, so a table with a layout is
     merged only where its ordered plan finds a run; those without files kept: left out)."""
     out = {}
-    for key, files in layouts.files(name, keys).items():
-        bounds = {f.id: (f.lower, f.upper) for f in files}
-        out[key] = [files[i].size for i in key_order([f.id for f in files], bounds, spec)]
+    for key in keys:
+        files = files_by_partition.get(key)
+        if files:
+            bounds = {f.id: (f.lower, f.upper) for f in files}
+            order = key_order([f.id for f in files], bounds, spec)
+            out[key] = [files[i].size for i in order]
     return out
 
 
 def ordered_of(layouts: LayoutStore, name: str, spec: LayoutSpec | None) -> Ordered | None:
-    """:func:`ordered_sizes` of the table, for ``service.decider.needs`` (None: no layout)."""
-    return None if spec is None else partial(ordered_sizes, layouts, name, spec)
+    """:func:`ordered_sizes` of the table read from the store when asked, for
+    ``service.decider.needs`` (None: no layout)."""
+    if spec is None:
+        return None
+    return lambda keys: ordered_sizes(layouts.files(name, keys), spec, keys)
+
+
+def pass_reads(
+    layouts: LayoutStore, name: str, spec: LayoutSpec | None, keys: Iterable[str]
+) -> tuple[Ordered | None, KeptRead | None]:
+    """One read of ``keys``' kept bounds for a catch-up's merges (their key order) and its
+    layout items (their depths); (None, None) without a layout."""
+    if spec is None:
+        return None, None
+    read = kept_read(layouts, name, keys)
+    return partial(ordered_sizes, read[1], spec), read
 
 
 def keep_missing_depths(layouts: LayoutStore, name: str, spec: LayoutSpec) -> None:

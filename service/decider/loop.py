@@ -56,7 +56,7 @@ from service.base.keys import shard_of
 from service.base.layoutspec import LayoutSpec
 from service.decider.duties import LeaderDuties
 from service.decider.history import flush
-from service.decider.layout import enqueue_layout, new_layout, ordered_of, table_layout
+from service.decider.layout import enqueue_layout, new_layout, ordered_of, pass_reads, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
 from service.decider.report import StepReport
@@ -301,12 +301,13 @@ class Decider:
             log.info(
                 "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
             )
-        ordered = ordered_of(self.layouts, name, layout)
+        changed = result.touched.keys() | result.layout_touched
+        ordered, read = pass_reads(self.layouts, name, layout, changed)
         decide = (self.queue, waits, policy, result.touched, target, now, ordered)
         candidates = report.count(enqueue_touched(*decide))
         if layout is not None:
             keys = sorted(result.layout_touched)
-            lay = (self.queue, self.layouts, name, policy, layout, keys, target, now)
+            lay = (self.queue, self.layouts, name, policy, layout, keys, target, now, read)
             report.count(enqueue_layout(*lay))
         if not result.full_scan:
             self.ledger.count(

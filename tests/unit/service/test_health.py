@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from service.state.health import HealthStore
+from optimizer import PartitionStats
+from optimizer.maintenance_rules import MetadataHealth
+from service.state.health import HealthStore, summary, to_fields
 from service.state.health.memory import MemoryHealth
 from tests.support.contracts.health import HealthContract
 
@@ -17,3 +21,36 @@ class TestMemoryHealth(HealthContract):
 
     def make_store(self) -> HealthStore:
         return MemoryHealth()
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.one_of(st.none(), st.integers(1, 2**63 - 1)),
+    st.lists(st.integers(0, 10**12), max_size=40),
+    st.integers(1, 10**12),
+    st.lists(st.integers(0, 2**62), max_size=20),
+    st.integers(0, 10**12),
+    st.integers(1, 10),
+    st.tuples(*[st.integers(0, 10**15)] * 3),
+)
+def test_the_stored_health_round_trips(
+    snapshot: int | None,
+    manifests: list[int],
+    target: int,
+    times: list[int],
+    metadata_bytes: int,
+    retain: int,
+    deletes: tuple[int, int, int],
+) -> None:
+    """What ``status`` reads back is what the decider stored, whatever the numbers (the
+    manifests' four sums exactly; numbers a newer icefloe appends ignored)."""
+    health = MetadataHealth.of(snapshot, manifests, target, times, metadata_bytes, retain, deletes)
+    fields = to_fields(health)
+    got = summary(fields)
+    m = health.manifests
+    assert got["manifest_stats"] == PartitionStats(m.n, m.sse, m.total_bytes, m.undersized)
+    assert got["snapshot"] == snapshot and got["snapshots"] == health.snapshots
+    assert got["expirable_snapshots"] == len(health.expirable)
+    assert (got["data_rows"], got["delete_files"], got["deleted_rows"]) == deletes
+    newer = {k: f"{v} 7" if k in ("manifests", "deletes") else v for k, v in fields.items()}
+    assert summary(newer) == got
