@@ -9,9 +9,9 @@ bytes rewritten, predicted files after and entropy after for
 * ``iceberg``   -- Iceberg's default ``rewrite_data_files`` binpack selection: files
   ``< 0.75·T`` or ``> 1.8·T``, next-fit in file order into groups of at most 100 GiB,
   a group kept if it has >= 5 (min-input-files) files, or 2+ files totalling > T, or
-  more than 1.8·T; each group written by a rolling writer (``predict_output_sizes``).
-  Real Iceberg sizes its output count with ``expectedOutputFiles`` and may spread a
-  remainder under 0.75·T over the other files; the brief fixes the rolling model here.
+  more than 1.8·T; each group written as ``predict_output_sizes`` says: Iceberg's own
+  output count (``numOutputFiles``: a remainder under 0.75·T folded into the other files
+  while they stay under 1.1·T), files of even size, the model our planner uses too.
 * ``amoro``     -- Amoro's self-optimizing defaults: fragments ``<= T/8``, undersized
   segments ``(T/8, 0.75·T]``; the partition is planned if there are >= 2 fragments
   (minor interval assumed elapsed) or undersized segments total >= T with the two

@@ -8,15 +8,24 @@ model (``predict_output_sizes``): its bytes, its SSE gain (inputs' Σ e² minus 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import mul
 
 from optimizer.binpack import ffd_packing, lpt_spread
-from optimizer.entropy import output_sse
+from optimizer.entropy import one_file_max, output_count, output_sse
 from optimizer.linebreak import best_runs
 
-__all__ = ["Group", "balanced", "candidate_groups", "ffd_groups", "make_group", "spill_group"]
+__all__ = [
+    "Group",
+    "absorbed",
+    "balanced",
+    "candidate_groups",
+    "ffd_groups",
+    "make_group",
+    "spill_group",
+]
 
 SPILL_GROUP_TARGETS = 32
 """A spill group rewrites at most this many targets' worth of bytes (16 GiB at 512 MiB):
@@ -40,7 +49,8 @@ class Group:
 
 
 def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Group:
-    """Evaluate merging ``members`` under the rolling-writer output model."""
+    """Evaluate merging ``members`` under the output model (:func:`output_count` files of
+    even size)."""
     total = 0
     before = 0
     for i in members:
@@ -49,12 +59,14 @@ def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Gro
         if s < target:
             e = target - s
             before += e * e
-    outputs = -(-total // target)
+    outputs = output_count(total, target)
     return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
 
 
 def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | None:
-    """One rolling group of the files FFD left alone, trimmed while trimming helps."""
+    """One group of the files FFD left alone, trimmed while trimming helps; None unless it
+    lowers the SSE and writes fewer files than it reads (even outputs would lower the SSE
+    of two files rewritten as two: churn)."""
     members = sorted(lone, key=sizes.__getitem__)
     if len(members) < 2:
         return None
@@ -68,6 +80,8 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
             if s in seen:
                 continue
             seen.add(s)
+            if output_count(group.total - s, target) >= len(members) - 1:
+                continue  # the rest would be rewritten into as many files: churn
             e = target - s
             gain = (
                 group.gain
@@ -81,7 +95,7 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
             break
         members.pop(best)
         group = make_group(members, sizes, target)
-    return group if group.gain > 0 else None
+    return group if group.gain > 0 and group.removed > 0 else None
 
 
 def ffd_groups(
@@ -98,7 +112,7 @@ def ffd_groups(
             b.sort()
             members = tuple(b)
             gain = before - output_sse(total, target)
-            groups.append(Group(members, total, gain, -(-total // target)))
+            groups.append(Group(members, total, gain, output_count(total, target)))
         else:
             lone.append(b[0])
     return groups, lone
@@ -141,7 +155,8 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     same files after, lower entropy: the spread the FSE's squared error asks for.
 
     The one-output groups' files are spread over as many bins by LPT; the spread is kept
-    only if every bin still fits in ``T`` with 2+ files and the SSE is lower. Groups
+    only if every bin is still one output file (up to 1.1·T, :func:`one_file_max`) with
+    2+ files and the SSE is lower. Groups
     with several outputs (spill groups) are left as they are. The spread is judged from
     the sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which of equal
     files is which), and the files are dealt out into groups only when it is kept.
@@ -151,9 +166,9 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
         return list(groups)
     heaviest = [sizes[i] for g in bins for i in g.members]
     heaviest.sort(reverse=True)
-    spread = lpt_spread(heaviest, len(bins), target)
+    spread = lpt_spread(heaviest, len(bins), one_file_max(target))
     if spread is None or min(spread.counts) < 2 or 0 in spread.loads:
-        return list(groups)  # a bin over T, a lone file, or a bin with no output file
+        return list(groups)  # a bin past one file, a lone file, or a bin with no output
     if heaviest[0] <= target:  # Σ (T - s)², expanded
         total, squares = sum(heaviest), sum(map(mul, heaviest, heaviest))
         before = len(heaviest) * target * target - 2 * target * total + squares
@@ -165,3 +180,41 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     members = [i for g in bins for i in g.members]
     dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
     return [g for g in groups if g.outputs != 1] + [make_group(b, sizes, target) for b in dealt]
+
+
+def absorbed(
+    groups: Sequence[Group], sizes: Sequence[int], target: int, limit: float
+) -> list[Group]:
+    """``groups`` with a small file left out of them folded into each one-output group it
+    would take from under the target to one file of ``T`` up to 1.1·T (:func:`output_count`:
+    Iceberg's fold of a remainder).
+
+    FFD fills bins of ``T``: 0.54 and 0.27·T share one, and the 0.21·T file that would take
+    it past ``T`` is left alone. Their merge writes 0.81·T, small again once compressed,
+    and merged once more at the next pass; Iceberg writes all three as one file. Folding a
+    file of ``s`` into a group removes the file and its error ``(T - s)²`` and the output's,
+    for ``s`` more bytes. Files ``< limit`` in no group are taken largest first, each into
+    the fullest group it fits; a group takes one. A file that would leave a group under
+    ``T`` is not folded: the plan left it out for fewer bytes, not for want of room.
+    """
+    taken = {i for g in groups for i in g.members}
+    left = [i for i, s in enumerate(sizes) if s < limit and i not in taken]
+    ones = [g for g in groups if g.outputs == 1]
+    if not left or not ones:
+        return list(groups)
+    most = one_file_max(target)
+    loads = sorted((g.total, k) for k, g in enumerate(ones) if g.total < target)
+    extra: dict[int, list[int]] = {}
+    for i in sorted(left, key=sizes.__getitem__, reverse=True):
+        at = bisect_right(loads, (most - sizes[i], len(ones))) - 1
+        if at < 0 or loads[at][0] + sizes[i] <= target:
+            continue  # no room, or room within T: the plan left the file out on purpose
+        _, k = loads.pop(at)
+        extra[k] = [i]
+    if not extra:
+        return list(groups)
+    grown = [
+        make_group([*g.members, *extra[k]], sizes, target) if k in extra else g
+        for k, g in enumerate(ones)
+    ]
+    return [g for g in groups if g.outputs != 1] + grown

@@ -29,6 +29,8 @@ __all__ = [
     "is_small",
     "merge_estimate",
     "merge_stats",
+    "one_file_max",
+    "output_count",
     "output_sse",
     "predict_output_sizes",
     "stats_from_sizes",
@@ -101,15 +103,15 @@ class PartitionStats:
 
     def merge_lowers(self, target: int) -> bool:
         """Does merging the partition's small files (:func:`is_small`, the only files the
-        planner packs) lower its SSE? Iff there are two or more and their bytes fit in
-        fewer target files than they are: ``ceil(small_bytes / T) < small_files``. Exact
-        for the planner (``optimizer.plan_partition`` finds a group then, and none
-        otherwise): four or more small files always fit in fewer (each is under 0.75·T);
-        two that hold more than T cannot share a file, three that hold more than 2·T are
-        each over T/2, so no two share one, and a rolling merge only moves their shortfall
-        into one file."""
+        planner packs) lower its SSE? Iff there are two or more and a rewrite of all of
+        them writes fewer files than they are: ``output_count(small_bytes) < small_files``.
+        Exact for the planner (``optimizer.plan_partition`` finds a group then, and none
+        otherwise): four or more small files always make fewer (each is under 0.75·T);
+        two make one file up to 1.1·T, and three make two up to 2.2·T (both Iceberg's
+        fold of a remainder); past that, two files are each over 0.35·T short of
+        sharing one, three are each over 0.7·T, so any two of them hold over 1.4·T."""
         k = self.small_files
-        return k >= 2 and self.small_bytes <= (k - 1) * target
+        return k >= 2 and output_count(self.small_bytes, target) < k
 
     def needs_work(self, tolerance: float) -> bool:
         """True iff the partition has files and ``mse >= tolerance²``.
@@ -223,25 +225,60 @@ def merge_stats(parts: Iterable[PartitionStats]) -> PartitionStats:
     return out
 
 
-def predict_output_sizes(total: int, target: int) -> list[int]:
-    """Sizes of the files a rolling writer with target ``T`` writes for ``total`` bytes.
+def output_count(total: int, target: int) -> int:
+    """How many files a rewrite of ``total`` bytes writes: Iceberg's ``numOutputFiles``.
 
-    ``floor(S/T)`` files of exactly ``T`` and one of ``S mod T`` when that is > 0, i.e.
-    ``ceil(S/T)`` files. Output bytes are taken equal to input bytes: the drift caused by
-    re-compression is measured by the actors after the fact, not guessed here.
+    One file for less than a target. Else ``floor(S/T)`` files, plus one for the
+    remainder when it is over Iceberg's minimum file size (0.75·T) or when folding it in
+    would take the others to 1.1·T or more on average (Iceberg's bound: ``1.1 · T``, under
+    its write maximum of ``1.4 · T`` for the default maximum file size of ``1.8 · T``).
+    A group of 0.21, 0.27 and 0.54·T is one file of 1.02·T, not one of T and a 0.02·T
+    sliver that is small again.
     """
     _check_target(target)
     if total < 0:
         raise ValueError(f"total must be >= 0 bytes, got {total}")
+    if total == 0:
+        return 0
     full, rest = divmod(total, target)
-    return [target] * full + ([rest] if rest else [])
+    if full == 0:
+        return 1
+    if rest == 0:
+        return full
+    if 4 * rest > 3 * target or 10 * (total // full) >= 11 * target:
+        return full + 1
+    return full
+
+
+def one_file_max(target: int) -> int:
+    """The most bytes a rewrite writes as one file: just under 1.1·T (:func:`output_count`)."""
+    _check_target(target)
+    return max(target, (11 * target - 1) // 10)
+
+
+def predict_output_sizes(total: int, target: int) -> list[int]:
+    """Sizes of the files a rewrite of ``total`` bytes writes with target ``T``:
+    :func:`output_count` files of even size (the Arrow engine splits a group's rows
+    evenly; Iceberg's runner reads ``S / count`` per writer), larger ones first.
+
+    Output bytes are taken equal to input bytes: the drift caused by re-compression is
+    measured by the actors after the fact, not guessed here.
+    """
+    count = output_count(total, target)
+    if count == 0:
+        return []
+    load, heavier = divmod(total, count)
+    return [load + 1] * heavier + [load] * (count - heavier)
 
 
 def output_sse(total: int, target: int) -> int:
     """SSE of ``predict_output_sizes(total, target)`` without building the list."""
-    _check_target(target)
-    rest = total % target
-    return (target - rest) ** 2 if rest else 0
+    count = output_count(total, target)
+    if count == 0:
+        return 0
+    load, heavier = divmod(total, count)
+    short, shorter = max(0, target - load - 1), max(0, target - load)
+    return heavier * short * short + (count - heavier) * shorter * shorter
 
 
 def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
@@ -252,14 +289,15 @@ def estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
 
     The undersized bytes are estimated from the sums: by Cauchy–Schwarz
     ``Σe <= sqrt(k·SSE)``, exact when the undersized files are equal, so
-    ``bytes ≈ k·T - sqrt(k·SSE)``; the output is :func:`predict_output_sizes` of them.
+    ``bytes ≈ k·T - sqrt(k·SSE)``, written as full files and the remainder.
     """
     k = stats.undersized
     if k < 2 or stats.n == 0:
         return 0, 0.0
     under_bytes = max(0, min(stats.total_bytes, k * target - math.isqrt(k * stats.sse)))
     n_after = stats.n - k + max(1, -(-under_bytes // target))
-    mse_after = output_sse(under_bytes, target) / n_after
+    rest = under_bytes % target  # a rolling writer: full files and the remainder
+    mse_after = ((target - rest) ** 2 if rest else 0) / n_after
     return under_bytes, max(0.0, stats.mse - mse_after)
 
 
@@ -271,8 +309,8 @@ def merge_estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
 
     The bytes are the small files' (``small_bytes``: the planner packs only files under
     0.75·T), exact for a plan that merges them all, an upper bound of one that need not. They
-    are written as ``m = ceil(bytes / T)`` files of even size (the planner's balanced
-    bins). The rolling stats do not keep the small files' own SSE apart from the other
+    are written as ``m =`` :func:`output_count` files of even size (the planner's
+    balanced bins). The rolling stats do not keep the small files' own SSE apart from the other
     undersized files' (each of those misses at most ``T/4``), so it is bounded: at least
     what ``k`` equal files would miss (Cauchy–Schwarz, exact for equal files), at least the
     partition's SSE less what the others can miss, at most the partition's SSE.
@@ -280,13 +318,12 @@ def merge_estimate(stats: PartitionStats, target: int) -> tuple[int, float]:
     if not stats.merge_lowers(target):
         return 0, 0.0
     k, small = stats.small_files, stats.small_bytes
-    outputs = -(-small // target)
+    outputs = output_count(small, target)
     others = stats.undersized - k
     worst_other = target - (3 * target + 3) // 4  # a file not small misses at most this
     equal = -(-((k * target - small) ** 2) // k)
     inputs_sse = min(stats.sse, max(equal, stats.sse - others * worst_other * worst_other))
-    load, heavier = divmod(small, outputs) if outputs else (0, 0)  # empty files: no output
-    outputs_sse = (outputs - heavier) * (target - load) ** 2 + heavier * (target - load - 1) ** 2
+    outputs_sse = output_sse(small, target)
     n_after = stats.n - k + outputs
     mse_after = (stats.sse - inputs_sse + outputs_sse) / n_after if n_after else 0.0
     return small, max(0.0, stats.mse - mse_after)

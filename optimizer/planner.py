@@ -2,9 +2,10 @@
 
 ``plan_partition`` turns a partition's data file sizes into groups of files to merge.
 
-Output model (the Spark actors must match it): a group totalling ``S`` bytes is written
-by a rolling writer with target ``T`` and yields ``predict_output_sizes(S, T)``, i.e.
-``floor(S/T)`` files of ``T`` plus one of ``S mod T`` when that is > 0.
+Output model (the actors' engines match it): a group totalling ``S`` bytes yields
+``predict_output_sizes(S, T)``: Iceberg's output count (``output_count``: ``floor(S/T)``
+files, plus one for a remainder over 0.75·T or one that would take the others to 1.1·T)
+of even size. A group of up to 1.1·T is one file.
 
 Candidate groups:
 
@@ -13,12 +14,15 @@ Candidate groups:
   ``near_target · T`` (default 0.75, Iceberg's and Amoro's "big enough" ratio; such a
   file's error is at most ``(T/4)²``, under the default tolerance) are never packed;
   a file alone in its bin is not rewritten. Then a *spill* step: the lone files that FFD
-  could not pair (they are mostly over ``T/2``, e.g. many 0.6·T files) form rolling
-  groups of at most ``SPILL_GROUP_TARGETS · T`` bytes, each kept only if it lowers the
-  SSE, and trimmed file by file while trimming helps. Last, the chosen one-output groups
-  are *balanced*: their files spread evenly over as many bins (``balanced``), which
-  rewrites the same files into as many outputs with a lower SSE (1.0 + 0.5 · T becomes
-  0.75 + 0.75 · T).
+  could not pair (they are mostly over ``T/2``, e.g. many 0.6·T files) form groups of
+  at most ``SPILL_GROUP_TARGETS · T`` bytes, each kept only if it lowers the SSE and
+  writes fewer files than it reads, and trimmed file by file while trimming helps. Then
+  the chosen one-output groups are *balanced*: their files spread evenly over as many
+  bins (``balanced``), which rewrites the same files into as many outputs with a lower
+  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T). Last, a small file FFD left out because
+  it would take a bin past ``T`` is *folded* into it while the bin stays one file
+  (``absorbed``: 0.54 + 0.27 + 0.21·T is one file of 1.02·T, where 0.81·T would be
+  small again once compressed).
 * ``preserve_order=True`` -- Knuth-Plass line breaking over consecutive files (see
   ``linebreak``); near-target and oversized files are barriers. Each run of 2+ files is
   a group.
@@ -48,8 +52,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.candidates import Group, balanced, candidate_groups, ffd_groups
-from optimizer.entropy import output_sse, predict_output_sizes, stats_from_sizes
+from optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
+from optimizer.entropy import (
+    PartitionStats,
+    output_count,
+    output_sse,
+    predict_output_sizes,
+    stats_from_sizes,
+)
 
 __all__ = [
     "DEFAULT_TOLERANCE_FRACTION",
@@ -154,7 +164,7 @@ def _smallest_first(
     of ``(T - s)²``, so rewriting the smallest first is the fractional-knapsack optimum.
     FFD over *all* files instead pairs every big file with small fillers, and each bin
     spends most of its bytes on a file that was nearly fine. ``m`` is first estimated in
-    one O(n) scan as if the prefix were packed perfectly by a rolling writer, then
+    one O(n) scan as if the prefix were packed perfectly into one group, then
     checked with real FFD bins and grown geometrically until they meet the goal, so a
     plan costs a few FFD runs, not one per candidate ``m``.
     """
@@ -167,10 +177,10 @@ def _smallest_first(
         return groups if sse - gain - tol_sq * (n - removed) < 0 else None
 
     m, inputs_sse, total = len(order), 0, 0
-    for k, i in enumerate(order, start=1):  # estimate: the prefix as one rolling group
+    for k, i in enumerate(order, start=1):  # estimate: the prefix as one group
         total += sizes[i]
         inputs_sse += (target - sizes[i]) ** 2
-        outputs = -(-total // target)
+        outputs = output_count(total, target)
         if sse - inputs_sse + output_sse(total, target) - tol_sq * (n - k + outputs) < 0:
             m = k
             break
@@ -209,6 +219,18 @@ def _guard(groups: list[Group], sse: int, n: int) -> list[Group]:
     return chosen
 
 
+def folded(
+    groups: list[Group], sizes: Sequence[int], target: int, limit: float, stats: PartitionStats
+) -> list[Group]:
+    """``groups`` with the small files left out folded in (:func:`absorbed`), unless that
+    would take the partition's MSE above where it was (a folded file's error can be under
+    the mean: :func:`_guard`'s promise holds)."""
+    out = absorbed(groups, sizes, target, limit)
+    gain = sum(g.gain for g in out)
+    removed = sum(g.removed for g in out)
+    return out if _mse(stats.sse - gain, stats.n - removed) <= stats.mse else groups
+
+
 def plan_partition(
     sizes: Sequence[int],
     target: int,
@@ -241,7 +263,7 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            chosen = balanced(chosen, sizes, target)
+            chosen = folded(balanced(chosen, sizes, target), sizes, target, limit, stats)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

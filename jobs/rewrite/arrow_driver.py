@@ -28,7 +28,7 @@ from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.tasks import ScanTasks
 from jobs.rewrite.write_properties import spark_only_reason
-from optimizer import predict_output_sizes
+from optimizer import output_count
 from optimizer.binpack import balance
 from service.base.spark import in_process_master
 
@@ -107,7 +107,7 @@ class ArrowDriver:
             """Spec, partition and output locations: a few py4j round trips a group."""
             spec = self.table.specs().get(r.group.spec_id)
             partition = self.scan.files[r.group.paths[0]].partition()
-            n = len(predict_output_sizes(r.group.bytes, target))
+            n = output_count(r.group.bytes, target)
             return spec, partition, new_locations(self.table, spec, partition, n)
 
         with ThreadPoolExecutor(max_workers=4) as pool:

@@ -2,10 +2,11 @@
 Iceberg's own Spark rewrite runners (``ScanTaskSetManager``, ``FileRewriteCoordinator``).
 
 Per group that Spark writes: stage the group's scan tasks under its id, read the id as one
-Spark task (split size >= group bytes, so a group is one rolling writer and yields
-``optimizer.predict_output_sizes`` files), optionally sorted (by the sort columns, or by
-a z-order key that an Arrow UDF computes as the Arrow engine does,
-:mod:`jobs.rewrite.zorder_rows`, and drops before the write), and write with
+Spark task (split size >= group bytes, so a group is one writer: one file when
+``optimizer.output_count`` says one, else rolled at 1.4 x T as Iceberg's runner rolls),
+optionally sorted (by the sort columns, or by a z-order key that an Arrow UDF computes
+as the Arrow engine does, :mod:`jobs.rewrite.zorder_rows`, and drops before the write),
+and write with
 ``distribution-mode=none`` into the group's own partition spec. The input's checksum is
 observed on the rows the writer consumes (no extra pass); the output's comes from one
 plain read of every new file (:meth:`SparkEngine.output_checksums`).
@@ -33,6 +34,7 @@ from jobs.base.verify import (
 from jobs.rewrite.locations import local_path
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.tasks import ScanTasks
+from optimizer import output_count
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -45,8 +47,10 @@ WRITE_TARGET_FACTOR = 1.4
 ``T`` lands well under ``T`` on disk (~55% in our benchmark). Iceberg's own binpack runner
 writes with ``target + (max - target) / 2`` = 1.4 x target for the default max of 1.8 x
 target; we do the same for groups larger than T. A group of S <= T is planned as exactly
-one file, so its writer gets a roll size it can never reach (``NO_ROLL_FACTOR`` x T): a
-roll on a misestimate would leave a tiny remainder file, the very thing we remove."""
+one file (and so is one of up to 1.1 x T, its remainder folded in:
+``optimizer.output_count``), so its writer gets a roll size it can never reach
+(``NO_ROLL_FACTOR`` x T): a roll on a misestimate would leave a tiny remainder file, the
+very thing we remove."""
 NO_ROLL_FACTOR = 8
 
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
@@ -90,7 +94,7 @@ def zordered(df: DataFrame, columns: Sequence[str]) -> DataFrame:
 
 def write_target(group_bytes: int, target: int) -> int:
     """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
-    factor = NO_ROLL_FACTOR if group_bytes <= target else WRITE_TARGET_FACTOR
+    factor = NO_ROLL_FACTOR if output_count(group_bytes, target) == 1 else WRITE_TARGET_FACTOR
     return int(target * factor)
 
 

@@ -5,8 +5,9 @@ max-tree over every opened bin, LPT with one ``(load, bin)`` heap step per file,
 scored file by file, the spread built as groups before it is judged. The fast code must
 give the very same plans (groups in the same order, same predicted stats) for every
 input; ``test_planner_reference.py`` checks it, ``bench/planner_bench.py`` times both.
-Only the containers (``Group``, ``Plan``), the entropy helpers and Knuth-Plass (not part
-of #21) are shared with the code under test. Not collected by pytest (no ``test_``).
+Only the containers (``Group``, ``Plan``), the entropy helpers, Knuth-Plass and the fold
+of left-out files (``folded``; none of them part of #21) are shared with the code under
+test. Not collected by pytest (no ``test_``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import math
 from collections.abc import Sequence
 
 from optimizer.candidates import SPILL_GROUP_TARGETS, Group
-from optimizer.entropy import output_sse, predict_output_sizes, stats_from_sizes
+from optimizer.entropy import output_count, output_sse, predict_output_sizes, stats_from_sizes
 from optimizer.linebreak import best_runs
-from optimizer.planner import NEAR_TARGET_FRACTION, Plan
+from optimizer.planner import NEAR_TARGET_FRACTION, Plan, folded
 
 _SPILL_TRIM_PASSES = 4
 
@@ -103,7 +104,7 @@ def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Gro
         total += s
         e = target - s if s < target else 0
         before += e * e
-    outputs = -(-total // target)
+    outputs = output_count(total, target)
     return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
 
 
@@ -121,6 +122,8 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
             if s in seen:
                 continue
             seen.add(s)
+            if output_count(group.total - s, target) >= len(members) - 1:
+                continue
             e = target - s
             gain = (
                 group.gain
@@ -134,7 +137,7 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
             break
         members.pop(best)
         group = make_group(members, sizes, target)
-    return group if group.gain > 0 else None
+    return group if group.gain > 0 and group.removed > 0 else None
 
 
 def ffd_groups(
@@ -235,7 +238,7 @@ def _smallest_first(
     for k, i in enumerate(order, start=1):
         total += sizes[i]
         inputs_sse += (target - sizes[i]) ** 2
-        outputs = -(-total // target)
+        outputs = output_count(total, target)
         if sse - inputs_sse + output_sse(total, target) - tol_sq * (n - k + outputs) < 0:
             m = k
             break
@@ -297,7 +300,7 @@ def reference_plan(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            chosen = balanced(chosen, sizes, target)
+            chosen = folded(balanced(chosen, sizes, target), sizes, target, limit, stats)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

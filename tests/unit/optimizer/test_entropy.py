@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from optimizer import (
@@ -16,6 +16,7 @@ from optimizer import (
     is_small,
     merge_need,
     merge_stats,
+    output_count,
     output_sse,
     predict_output_sizes,
     stats_from_sizes,
@@ -73,15 +74,39 @@ def test_needs_work_is_inclusive_and_exact_for_huge_ints() -> None:
         big.needs_work(-1)
 
 
-def test_predict_output_sizes_is_a_rolling_writer() -> None:
+def test_predict_output_sizes_by_hand() -> None:
     assert predict_output_sizes(0, 100) == []
     assert predict_output_sizes(99, 100) == [99]
     assert predict_output_sizes(100, 100) == [100]
-    assert predict_output_sizes(201, 100) == [100, 100, 1]
-    assert output_sse(201, 100) == 99**2
-    assert output_sse(200, 100) == 0
+    assert predict_output_sizes(102, 100) == [102]  # 0.21 + 0.27 + 0.54 · T: one file
+    assert predict_output_sizes(109, 100) == [109]
+    assert predict_output_sizes(110, 100) == [55, 55]  # folded, it would reach 1.1 · T
+    assert predict_output_sizes(175, 100) == [88, 87]
+    assert predict_output_sizes(176, 100) == [88, 88]  # a remainder over 0.75 · T stays
+    assert predict_output_sizes(201, 100) == [101, 100]
+    assert predict_output_sizes(230, 100) == [77, 77, 76]
+    assert output_sse(201, 100) == 0
+    assert output_sse(230, 100) == 2 * 23**2 + 24**2
+    assert output_count(1_000_000, 100_000) == 10
     with pytest.raises(ValueError):
         predict_output_sizes(-1, 100)
+
+
+def iceberg_num_output_files(input_size: int, target: int) -> int:
+    """``SizeBasedFileRewritePlanner.numOutputFiles`` as Iceberg 1.12 writes it (Java
+    longs and doubles), with its default minimum (0.75) and maximum (1.8) file sizes."""
+    min_file_size = int(target * 0.75)
+    write_max = int(target + (int(target * 1.8) - target) * 0.5)
+    if input_size < target:
+        return 1
+    with_remainder = -(-input_size // target)
+    without_remainder = input_size // target
+    avg_without = input_size // without_remainder
+    if input_size % target > min_file_size:
+        return with_remainder
+    if avg_without < min(1.1 * target, write_max):
+        return without_remainder
+    return with_remainder
 
 
 @settings(database=None)
@@ -90,9 +115,19 @@ def test_predict_output_sizes_properties(target: int, full: int, extra: int) -> 
     total = target * full + extra % target
     out = predict_output_sizes(total, target)
     assert sum(out) == total
-    assert len(out) == -(-total // target)
-    assert all(0 < s <= target for s in out)
+    assert len(out) == output_count(total, target)
+    assert max(out, default=0) - min(out, default=0) <= 1  # even files
     assert output_sse(total, target) == stats_from_sizes(out, target).sse
+
+
+@settings(database=None)
+@given(st.integers(20, 10**6), st.integers(1, 40 * 10**6))
+def test_output_count_is_icebergs(target: int, total: int) -> None:
+    """Away from float rounding at the 0.75 and 1.1 bounds, Iceberg's own count."""
+    full, rest = divmod(total, target)
+    assume(abs(4 * rest - 3 * target) > 4)
+    assume(not full or abs(10 * (total // full) - 11 * target) > 10)
+    assert output_count(total, target) == iceberg_num_output_files(total, target)
 
 
 def test_apply_delta_by_hand() -> None:
@@ -223,7 +258,8 @@ def test_merge_need_by_hand() -> None:
     assert need(10, 10, 10, 10, 10) == "merge"
     assert need(30, 30, 30, 20) == "merge"  # four, together a target file: at once
     assert need(80, 74, 30, 10) == "merge"  # under 0.75 T (74 + 30 + 10) they hold a target
-    assert need(80, 74, 30) is None  # ... but two that hold more than T: [100, 4] is worse
+    assert need(80, 74, 30) == "merge"  # two that hold 1.04 T: one file (Iceberg's fold)
+    assert need(80, 74, 40) is None  # 1.14 T: two files again (1.1 T at most in one)
     assert need(80, 75, 30, 30) == "wait"  # two small ones, less than a target: wait
     assert need(80, 75, 30) is None  # a 75 is big enough for Iceberg: 30 has no partner
     assert need(60, 60) is None  # 100 + 20 would be no better (Iceberg would rewrite them)

@@ -87,8 +87,10 @@ def test_cases_the_sum_estimate_got_wrong() -> None:
     with the plan on random partitions (T = 1000, no tolerance, floor 2)."""
     t = 1000
     for sizes, merged in [
-        ([394, 649, 751], False),  # a 751 is never packed; 394 + 649 > T
-        ([697, 704, 723, 777, 802], False),  # no two small ones fit in one file; three
+        ([394, 720, 751], False),  # a 751 is never packed; 394 + 720 > 1.1·T: two files
+        ([394, 649, 751], True),  # 394 + 649 = 1.043·T: one file, the remainder folded in
+        ([730, 740, 745, 777], False),  # no two small ones fit in one file; three: 3 files
+        ([697, 704, 723, 777, 802], True),  # three small ones hold 2.124·T: two files
         ([330, 330, 341], True),  # the planner writes 500 + 501, not 1000 + 1
         ([31, 518, 745], True),  # 31 + 518 in one file
         ([336, 352, 356], True),

@@ -13,6 +13,7 @@ from optimizer import (
     NEAR_TARGET_FRACTION,
     Plan,
     default_tolerance,
+    one_file_max,
     plan_partition,
     predict_output_sizes,
     stats_from_sizes,
@@ -116,7 +117,7 @@ def test_balanced_groups_rewrite_the_same_files_with_less_entropy(sizes: list[in
         i for g in bins for i in g.members
     )
     assert len(spread) == len(bins)
-    assert all(len(g.members) >= 2 and g.total <= target for g in spread)
+    assert all(len(g.members) >= 2 and g.total <= one_file_max(target) for g in spread)
     assert sum(g.gain for g in spread) >= sum(g.gain for g in bins)  # SSE after: not higher
 
 
@@ -129,12 +130,29 @@ def test_spill_merges_files_ffd_cannot_pair() -> None:
     assert plan.sse_after == 0
 
 
-def test_spill_is_trimmed_to_what_helps() -> None:
-    # Three 0.6·T files: 1.8·T -> T + 0.8·T lowers SSE (3·0.16 -> 0.04) ...
-    assert plan_partition([600, 600, 600], 1000).groups == [[0, 1, 2]]
-    # ... while a fourth would only leave a 0.4·T tail: it is left out.
-    plan = plan_partition([600, 600, 600, 600], 1000)
-    assert plan.groups in ([[0, 1, 2]], [[1, 2, 3]], [[0, 1, 3]], [[0, 2, 3]])
+def test_spill_writes_fewer_files_or_nothing() -> None:
+    # Three 0.6·T files: 1.8·T -> two of 0.9·T lowers SSE (3·0.16 -> 2·0.01) ...
+    three = plan_partition([600, 600, 600], 1000)
+    assert three.groups == [[0, 1, 2]] and three.predicted_outputs == [[900, 900]]
+    # ... four: three of 0.8·T (the remainder, 0.4·T, is folded in: 1.2·T each is too big)
+    four = plan_partition([600, 600, 600, 600], 1000)
+    assert four.groups == [[0, 1, 2, 3]] and four.predicted_outputs == [[800, 800, 800]]
+    # Two files rewritten as two even ones would lower the SSE too: churn, not a merge.
+    assert plan_partition([600, 740], 1000).is_empty
+    # Two that fit one file with the remainder folded in (under 1.1·T) are merged.
+    assert plan_partition([600, 480], 1000).predicted_outputs == [[1080]]
+
+
+def test_a_file_left_out_of_a_bin_is_folded_in() -> None:
+    """FFD's bin of 540 + 270 would write 810 B, small again once compressed; the 210 B
+    file it left alone joins it: one file of 1,020 B (Iceberg's fold), none left small."""
+    plan = plan_partition([540, 270, 210, 950], 1000)
+    assert plan.groups == [[0, 1, 2]] and plan.predicted_outputs == [[1020]]
+    assert plan.sse_after == 50**2
+    # A bin that reaches the target takes nothing more: 600 + 400 stays, 90 waits.
+    assert plan_partition([600, 400, 90, 950], 1000).groups == [[0, 1]]
+    # Nothing folds past 1.1·T: 540 + 290 + 280 would be 1,110 B.
+    assert plan_partition([540, 290, 280, 950], 1000).groups == [[0, 1]]
 
 
 def test_ordered_plan_by_hand() -> None:

@@ -432,8 +432,9 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
         ([500, 500], False),  # exactly T: not more
         ([900, 900, 100], False),  # the large ones are not small for Iceberg's rule
         ([800, 760, 300], False),  # nor a 760 (undersized, but over 0.75·T)
-        ([600, 500], False),  # enough, but [T, 100] would not lower the entropy
-        ([394, 649, 751, 760], False),  # 394 + 649 > T, and no other small file
+        ([600, 500], False),  # enough, but 1.1·T is two files again: nothing fewer
+        ([394, 649, 751, 760], True),  # 394 + 649 = 1.043·T: one file (Iceberg's fold)
+        ([394, 720, 751, 760], False),  # 394 + 720 = 1.114·T: two files
         ([330, 330, 341, 900], True),  # into 500 + 501, not 1000 + 1
     ]
     for sizes, merged in cases:
