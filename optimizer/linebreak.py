@@ -5,16 +5,18 @@ would interleave key ranges). Like words in a paragraph, the files are broken in
 each run becomes one output file whose error is ``(T - run_bytes)²``, and we minimise the
 sum over runs: ``dp[j] = min_i dp[i] + (T - (S_j - S_i))²`` over prefix sums ``S``.
 
-Window bound: a run may total at most ``T`` bytes (a run of one file is always allowed:
-the file simply stays as it is). Every run is then exactly one output file, and the cost
-``w(i, j)`` is a convex function of the run's bytes, so it satisfies the quadrangle
-inequality (``w(a,c) + w(b,d) <= w(a,d) + w(b,c)``, also with the +inf of over-full
-runs). Hence decisions are monotone: once a later break candidate beats an earlier one
-for some ``j`` it beats it for every larger ``j``. A queue of candidates, each owning an
-interval of ``j`` found by binary search, then gives O(n log n) regardless of how many
-tiny files fit in a window, which the plain O(n·w) window DP cannot promise for a
-partition of 100,000 one-megabyte files. Runs above ``T`` would need a rolling writer's
-sawtooth cost, which is not convex; they are deliberately not considered.
+Window bound: a run may total at most what one output file holds (``one_file_max``:
+just under 1.1·T, Iceberg's fold of a remainder; a run of one file is always allowed: the
+file simply stays as it is). Every run is then exactly one output file, and the cost
+``w(i, j)`` (``(T - run_bytes)²``, 0 from ``T`` on) is a convex function of the run's
+bytes, so it satisfies the quadrangle inequality (``w(a,c) + w(b,d) <= w(a,d) + w(b,c)``,
+also with the +inf of over-full runs). Hence decisions are monotone: once a later break
+candidate beats an earlier one for some ``j`` it beats it for every larger ``j``. A queue
+of candidates, each owning an interval of ``j`` found by binary search, then gives
+O(n log n) regardless of how many tiny files fit in a window, which the plain O(n·w)
+window DP cannot promise for a partition of 100,000 one-megabyte files. Runs of several
+output files would need the output count's sawtooth cost, which is not convex; they are
+deliberately not considered.
 
 Files at or above ``limit`` are barriers: they are never merged and split the list into
 independent segments.
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+from optimizer.entropy import one_file_max
 
 __all__ = ["best_runs", "runs_sse"]
 
@@ -39,6 +43,7 @@ def runs_sse(sizes: Sequence[int], target: int, runs: Sequence[tuple[int, int]])
 
 def _segment_breaks(sizes: Sequence[int], lo: int, hi: int, target: int) -> list[int]:
     """Optimal break positions (absolute, excluding ``lo``) of ``sizes[lo:hi]``."""
+    most = one_file_max(target)
     n = hi - lo
     prefix = [0] * (n + 1)
     acc = 0
@@ -51,7 +56,7 @@ def _segment_breaks(sizes: Sequence[int], lo: int, hi: int, target: int) -> list
 
     def value(i: int, j: int) -> float:
         run = prefix[j] - prefix[i]
-        if run > target and j - i > 1:
+        if run > most and j - i > 1:
             return inf
         e = target - run if run < target else 0
         return dp[i] + e * e
@@ -100,9 +105,10 @@ def _segment_breaks(sizes: Sequence[int], lo: int, hi: int, target: int) -> list
 def best_runs(sizes: Sequence[int], target: int, limit: int | None = None) -> list[tuple[int, int]]:
     """Split ``sizes`` into consecutive runs ``[start, end)`` minimising Σ error².
 
-    Runs of two or more files total at most ``target``; files ``>= limit`` (default
-    ``target``) are barriers kept as runs of their own. The runs cover every index in
-    order. Among optimal solutions the one found is deterministic.
+    Runs of two or more files total at most what one output file holds (``one_file_max``);
+    files ``>= limit`` (default ``target``) are barriers kept as runs of their own. The
+    runs cover every index in order. Among optimal solutions the one found is
+    deterministic.
     """
     if target <= 0:
         raise ValueError(f"target must be > 0, got {target}")

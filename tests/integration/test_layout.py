@@ -124,6 +124,9 @@ def test_a_resort_that_cannot_lower_the_depth_commits_nothing(spark, cfg, catalo
     layout = layout_cfg(cfg, ident)
     first = optimize_table(spark, layout, ident, action="sort")  # fewer files: shallower
     assert first.partitions_rewritten == len(DAYS)
+    # The one key compresses well: two outputs of half a target each, which now fit one.
+    second = optimize_table(spark, layout, ident, action="sort")
+    assert all(p.files_added == 1 for p in second.partitions if p.status == "rewritten")
     snapshot = catalog.load_table(ident).current_snapshot().snapshot_id
     report = optimize_table(spark, layout, ident, action="sort")
     assert report.partitions_rewritten == 0

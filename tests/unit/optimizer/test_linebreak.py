@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import best_runs
+from optimizer import best_runs, one_file_max
 from optimizer.linebreak import runs_sse
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ def brute_force_sse(sizes: list[int], target: int, limit: int) -> int:
             if end < n and not cuts[end - 1]:
                 continue
             run = sizes[start:end]
-            if len(run) > 1 and (sum(run) > target or max(run) >= limit):
+            if len(run) > 1 and (sum(run) > one_file_max(target) or max(run) >= limit):
                 ok = False
                 break
             e = target - min(sum(run), target)
@@ -45,7 +45,7 @@ def check_runs(sizes: list[int], target: int, limit: int, runs: list[tuple[int, 
     for a, b in runs:
         assert b > a
         if b - a > 1:
-            assert sum(sizes[a:b]) <= target
+            assert sum(sizes[a:b]) <= one_file_max(target)
             assert max(sizes[a:b]) < limit
 
 
@@ -97,8 +97,14 @@ def test_equals_brute_force_with_many_tiny_files_per_window(sizes: list[int]) ->
 
 
 def test_large_partition_of_tiny_files_spreads_the_error_evenly() -> None:
-    # 10,000 bytes into runs of at most 512: the fewest runs is 20, and squared error
-    # prefers twenty runs of 500 (20 · 12²) to nineteen full runs and one of 272 (240²).
+    # 10,000 bytes into runs of at most 512 · 1.1 (one file each): 18 or 19 full runs, no
+    # error (at most 512, twenty runs of 500 would leave 20 · 12²).
     runs = best_runs([1] * 10_000, 512)
-    assert [b - a for a, b in runs] == [500] * 20
-    assert runs_sse([1] * 10_000, 512, runs) == 20 * 12**2
+    assert all(512 <= b - a <= one_file_max(512) for a, b in runs)
+    assert runs_sse([1] * 10_000, 512, runs) == 0
+
+
+def test_a_run_folds_a_remainder_in_up_to_one_output_file() -> None:
+    # 54 + 27 + 21 = 102: one file (no sliver); 54 + 27 + 30 = 111 would not be one file.
+    assert best_runs([54, 27, 21], 100) == [(0, 3)]
+    assert best_runs([54, 27, 30], 100, limit=75) in ([(0, 2), (2, 3)], [(0, 1), (1, 3)])
