@@ -9,20 +9,20 @@ of even size. A group of up to 1.1·T is one file.
 
 Candidate groups:
 
-* ``preserve_order=False`` -- modified First Fit Decreasing into bins of ``T`` over the
-  undersized files. Modifications, all to replace fewer files: files at or above
-  ``near_target · T`` (default 0.75, Iceberg's and Amoro's "big enough" ratio; such a
-  file's error is at most ``(T/4)²``, under the default tolerance) are never packed;
+* ``preserve_order=False`` -- modified First Fit Decreasing over the undersized files,
+  into bins of one output file (``one_file_max``: up to 1.1·T, so 0.54 + 0.27 + 0.21·T
+  is one file of 1.02·T, where bins of ``T`` would write 0.81·T, small again once
+  compressed, and leave the 0.21·T file out). Modifications, all to replace fewer
+  files: files at or above ``near_target · T`` (default 0.75, Iceberg's and Amoro's "big
+  enough" ratio; such a file's error is at most ``(T/4)²``, under the default tolerance)
+  are never packed;
   a file alone in its bin is not rewritten. Then a *spill* step: the lone files that FFD
   could not pair (they are mostly over ``T/2``, e.g. many 0.6·T files) form groups of
   at most ``SPILL_GROUP_TARGETS · T`` bytes, each kept only if it lowers the SSE and
   writes fewer files than it reads, and trimmed file by file while trimming helps. Then
   the chosen one-output groups are *balanced*: their files spread evenly over as many
   bins (``balanced``), which rewrites the same files into as many outputs with a lower
-  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T). Last, a small file FFD left out because
-  it would take a bin past ``T`` is *folded* into it while the bin stays one file
-  (``absorbed``: 0.54 + 0.27 + 0.21·T is one file of 1.02·T, where 0.81·T would be
-  small again once compressed).
+  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T).
 * ``preserve_order=True`` -- Knuth-Plass line breaking over consecutive files (see
   ``linebreak``); near-target and oversized files are barriers. Each run of 2+ files is
   a group.
@@ -52,9 +52,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
+from optimizer.candidates import Group, balanced, candidate_groups, ffd_groups
 from optimizer.entropy import (
-    PartitionStats,
     output_count,
     output_sse,
     predict_output_sizes,
@@ -219,18 +218,6 @@ def _guard(groups: list[Group], sse: int, n: int) -> list[Group]:
     return chosen
 
 
-def folded(
-    groups: list[Group], sizes: Sequence[int], target: int, limit: float, stats: PartitionStats
-) -> list[Group]:
-    """``groups`` with the small files left out folded in (:func:`absorbed`), unless that
-    would take the partition's MSE above where it was (a folded file's error can be under
-    the mean: :func:`_guard`'s promise holds)."""
-    out = absorbed(groups, sizes, target, limit)
-    gain = sum(g.gain for g in out)
-    removed = sum(g.removed for g in out)
-    return out if _mse(stats.sse - gain, stats.n - removed) <= stats.mse else groups
-
-
 def plan_partition(
     sizes: Sequence[int],
     target: int,
@@ -263,7 +250,7 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            chosen = folded(balanced(chosen, sizes, target), sizes, target, limit, stats)
+            chosen = balanced(chosen, sizes, target)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,
