@@ -77,8 +77,8 @@ files of a perfect layout: past that point merging buys little planning or open-
 relief per byte rewritten. Partitions made only of near-target files (>= 0.75 · T)
 never need work; one empty
 file beside nine full ones is tolerated, beside eight it is not. On the benchmark mix
-(ours / Iceberg): a quarter of T rewrites ~0.57 of Iceberg's bytes for ~1.08x its files,
-a third ~0.43 for ~1.14x, 0.4 ~0.33 for ~1.20x (``bench/planner_bench.py`` prints the
+(ours / Iceberg): a quarter of T rewrites ~0.60 of Iceberg's bytes for ~1.06x its files,
+a third ~0.44 for ~1.13x, 0.4 ~0.34 for ~1.19x (``bench/planner_bench.py`` prints the
 sweep). A configured ``tolerance_bytes`` always wins over this default.
 """
 
