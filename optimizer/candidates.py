@@ -8,6 +8,7 @@ model (``predict_output_sizes``): its bytes, its SSE gain (inputs' Σ e² minus 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import mul
@@ -18,6 +19,7 @@ from optimizer.linebreak import best_runs
 
 __all__ = [
     "Group",
+    "absorbed",
     "balanced",
     "candidate_groups",
     "ffd_groups",
@@ -99,9 +101,8 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
 def ffd_groups(
     movable: Sequence[int], sizes: Sequence[int], target: int
 ) -> tuple[list[Group], list[int]]:
-    """FFD bins (of one output file, :func:`one_file_max`) of 2+ files as groups, and the
-    files left alone in their bins."""
-    packing = ffd_packing(sizes, one_file_max(target), movable)
+    """FFD bins of 2+ files as groups, and the files left alone in their bins."""
+    packing = ffd_packing(sizes, target, movable)
     groups: list[Group] = []
     lone: list[int] = []
     full = target * target
@@ -148,17 +149,16 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     """The same files in as many one-output groups, with their loads evened out.
 
     FFD fills bins one after another: ``k`` full bins and a remainder. For a fixed set of
-    files and ``k`` outputs of at most ``T``, ``Σ (T - L_j)²`` is smallest when the loads
+    files and ``k`` outputs of at most ``T`` each, ``Σ (T - L_j)²`` is smallest when the loads
     ``L_j`` are equal (``Σ L_j`` is fixed, so only ``Σ L_j²`` varies), e.g. 1.5·T of
     small files as 0.75 + 0.75 instead of 1.0 + 0.5 halves the SSE. Same files rewritten,
     same files after, lower entropy: the spread the FSE's squared error asks for.
 
     The one-output groups' files are spread over as many bins by LPT; the spread is kept
-    only if every bin is still one output file (up to 1.1·T, :func:`one_file_max`) with
-    2+ files and the SSE is lower. Groups
-    with several outputs (spill groups) are left as they are. The spread is judged from
-    the sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which of equal
-    files is which), and the files are dealt out into groups only when it is kept.
+    only if every bin is still one output file (up to 1.1·T, :func:`one_file_max`) with 2+
+    files and the SSE is lower. Groups with several outputs are left as they are. The spread
+    is judged from the sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which
+    of equal files is which), and the files are dealt out into groups only when it is kept.
     """
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
@@ -179,3 +179,47 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     members = [i for g in bins for i in g.members]
     dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
     return [g for g in groups if g.outputs != 1] + [make_group(b, sizes, target) for b in dealt]
+
+
+def absorbed(
+    groups: Sequence[Group],
+    sizes: Sequence[int],
+    target: int,
+    limit: float,
+    candidates: Sequence[Group],
+) -> list[Group]:
+    """``groups`` with a small file left out of them folded into each one-output group it
+    would take from under the target to one file of ``T`` up to 1.1·T (:func:`output_count`:
+    Iceberg's fold of a remainder).
+
+    FFD fills bins of ``T``: 0.54 and 0.27·T share one, and the 0.21·T file that would take
+    it past ``T`` is left alone. Their merge writes 0.81·T, small again once compressed,
+    and merged once more at the next pass; Iceberg writes all three as one file. Folding a
+    file of ``s`` into a group removes the file and its error ``(T - s)²`` and the output's,
+    for ``s`` more bytes. Files ``< limit`` in no group and no ``candidates`` (alone in
+    their FFD bin, and in no spill group) are taken largest first, each into the fullest
+    group it fits; a group takes one. A file of a candidate the plan did not choose, or one
+    that would leave a group under ``T``, is not folded: the plan left it out for fewer
+    bytes, not for want of room.
+    """
+    taken = {i for g in [*groups, *candidates] for i in g.members}
+    left = [i for i, s in enumerate(sizes) if s < limit and i not in taken]
+    ones = [g for g in groups if g.outputs == 1]
+    if not left or not ones:
+        return list(groups)
+    most = one_file_max(target)
+    loads = sorted((g.total, k) for k, g in enumerate(ones) if g.total < target)
+    extra: dict[int, list[int]] = {}
+    for i in sorted(left, key=sizes.__getitem__, reverse=True):
+        at = bisect_right(loads, (most - sizes[i], len(ones))) - 1
+        if at < 0 or loads[at][0] + sizes[i] <= target:
+            continue  # no room, or room within T: the plan left the file out on purpose
+        _, k = loads.pop(at)
+        extra[k] = [i]
+    if not extra:
+        return list(groups)
+    grown = [
+        make_group([*g.members, *extra[k]], sizes, target) if k in extra else g
+        for k, g in enumerate(ones)
+    ]
+    return [g for g in groups if g.outputs != 1] + grown

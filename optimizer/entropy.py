@@ -108,8 +108,8 @@ class PartitionStats:
         Exact for the planner (``optimizer.plan_partition`` finds a group then, and none
         otherwise): four or more small files always make fewer (each is under 0.75·T);
         two make one file up to 1.1·T, and three make two up to 2.2·T (both Iceberg's
-        fold of a remainder); past that, two files are each over 0.35·T short of
-        sharing one, three are each over 0.7·T, so any two of them hold over 1.4·T."""
+        fold of a remainder); past that, two files cannot share one, and three are each
+        over 0.7·T, so any two of them hold over 1.4·T."""
         k = self.small_files
         return k >= 2 and output_count(self.small_bytes, target) < k
 
@@ -229,9 +229,10 @@ def output_count(total: int, target: int) -> int:
     """How many files a rewrite of ``total`` bytes writes: Iceberg's ``numOutputFiles``.
 
     One file for less than a target. Else ``floor(S/T)`` files, plus one for the
-    remainder when it is over Iceberg's minimum file size (0.75·T) or when folding it in
-    would take the others to 1.1·T or more on average (Iceberg's bound: ``1.1 · T``, under
-    its write maximum of ``1.4 · T`` for the default maximum file size of ``1.8 · T``).
+    remainder when it is over Iceberg's minimum file size (0.75·T, as a whole number of
+    bytes) or when folding it in would take the others to 1.1·T or more on average
+    (Iceberg's bound: ``1.1 · T``, under its write maximum of ``1.4 · T`` for the default
+    maximum file size of ``1.8 · T``).
     A group of 0.21, 0.27 and 0.54·T is one file of 1.02·T, not one of T and a 0.02·T
     sliver that is small again.
     """
@@ -245,15 +246,26 @@ def output_count(total: int, target: int) -> int:
         return 1
     if rest == 0:
         return full
-    if 4 * rest > 3 * target or 10 * (total // full) >= 11 * target:
+    if rest > int(target * 0.75) or not total // full < _fold_limit(target):
         return full + 1
     return full
+
+
+def _fold_limit(target: int) -> float:
+    """Iceberg's ``Math.min(1.1 * targetFileSize, writeMaxFileSize())`` for the default
+    maximum file size (1.8·T), in the same double arithmetic (so ``1.1 · 100`` is a hair
+    over 110, as in Java)."""
+    write_max = int(target + (int(target * 1.8) - target) * 0.5)
+    return min(1.1 * target, write_max)
 
 
 def one_file_max(target: int) -> int:
     """The most bytes a rewrite writes as one file: just under 1.1·T (:func:`output_count`)."""
     _check_target(target)
-    return max(target, (11 * target - 1) // 10)
+    most = max(target, math.ceil(_fold_limit(target)))
+    while most > target and not most < _fold_limit(target):
+        most -= 1
+    return most
 
 
 def predict_output_sizes(total: int, target: int) -> list[int]:

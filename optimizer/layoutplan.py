@@ -1,15 +1,16 @@
 """Minimum replacement for layout: the fewest bytes whose sorted rewrite lowers the depth.
 
 Rewrite model (the sort actor must match it). Rewriting a set ``S`` of a partition's files:
-``S`` falls into *groups*, the chain-overlap components of ``S``'s own intervals; each
-group of ``B`` bytes is written as ``ceil(B / T)`` sorted, non-overlapping files
-(``predict_output_sizes``) that tile the group's hull ``[min lower, max upper]``. The
-files not in ``S`` stay as they are. After the rewrite the point depth is the kept files'
-depth plus one inside each hull. Where the outputs' boundaries fall inside a hull is not
-known without reading data, so every output of a group is charged the deepest point of
-its hull; a kept file gets the deepest point of its own interval. The predicted depth is
-therefore an upper bound on the real one when the writer keeps each group's outputs
-inside its hull and apart from each other (a range-partitioned sort does).
+``S`` falls into *groups*, the chain-overlap components of ``S``'s own intervals; each group
+of ``B`` bytes is written as ``output_count(B, T)`` sorted, non-overlapping files
+(``predict_output_sizes``: Iceberg's count, one file up to 1.1·T) that tile the group's hull
+``[min lower, max upper]``. The files not in ``S`` stay as they are. After the rewrite the
+point depth is the kept files' depth plus one inside each hull. Where the outputs'
+boundaries fall inside a hull is not known without reading data, so every output of a group
+is charged the deepest point of its hull; a kept file gets the deepest point of its own
+interval. The predicted depth is therefore an upper bound on the real one when the writer
+keeps each group's outputs inside its hull and apart from each other (a range-partitioned
+sort does).
 
 Which files. The mean over files can be lowered without fixing anything, by splitting
 files into more outputs shallower than the mean. Two rules keep plans honest: a file
@@ -81,8 +82,8 @@ EXACT_COMBINATIONS = 10_000
 class LayoutPlan(Generic[K]):
     """Groups of file ids to rewrite sorted, and the predicted depth before and after.
 
-    Each group is written as ``ceil(group bytes / target)`` sorted files over the group's
-    hull (module doc); ``output_files`` sums those counts.
+    Each group is written as ``output_count(group bytes, target)`` sorted files over the
+    group's hull (module doc); ``output_files`` sums those counts.
     """
 
     groups: tuple[tuple[K, ...], ...]

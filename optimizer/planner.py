@@ -9,20 +9,22 @@ of even size. A group of up to 1.1·T is one file.
 
 Candidate groups:
 
-* ``preserve_order=False`` -- modified First Fit Decreasing over the undersized files,
-  into bins of one output file (``one_file_max``: up to 1.1·T, so 0.54 + 0.27 + 0.21·T
-  is one file of 1.02·T, where bins of ``T`` would write 0.81·T, small again once
-  compressed, and leave the 0.21·T file out). Modifications, all to replace fewer
-  files: files at or above ``near_target · T`` (default 0.75, Iceberg's and Amoro's "big
-  enough" ratio; such a file's error is at most ``(T/4)²``, under the default tolerance)
-  are never packed;
+* ``preserve_order=False`` -- modified First Fit Decreasing into bins of ``T`` over the
+  undersized files. Modifications, all to replace fewer files: files at or above
+  ``near_target · T`` (default 0.75, Iceberg's and Amoro's "big enough" ratio; such a
+  file's error is at most ``(T/4)²``, under the default tolerance) are never packed;
   a file alone in its bin is not rewritten. Then a *spill* step: the lone files that FFD
   could not pair (they are mostly over ``T/2``, e.g. many 0.6·T files) form groups of
   at most ``SPILL_GROUP_TARGETS · T`` bytes, each kept only if it lowers the SSE and
   writes fewer files than it reads, and trimmed file by file while trimming helps. Then
   the chosen one-output groups are *balanced*: their files spread evenly over as many
   bins (``balanced``), which rewrites the same files into as many outputs with a lower
-  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T).
+  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T). Last, a small file that FFD left alone
+  because it would take a bin past ``T`` (and no spill group took) is *folded* into the
+  bin while it stays one file (``absorbed``: 0.54 + 0.27 + 0.21·T is one file of 1.02·T,
+  where 0.81·T would be small again once compressed). Bins of 1.1·T instead would pair
+  the wrong files: 400 + 690 would leave a 10 B file alone, and no group would lower the
+  MSE of 10, 400 and 690 (T = 1000).
 * ``preserve_order=True`` -- Knuth-Plass line breaking over consecutive files (see
   ``linebreak``); near-target and oversized files are barriers. Each run of 2+ files is
   a group.
@@ -33,9 +35,10 @@ the rest of the partition and of the other groups. MSE divides by the file count
 hides the very problem we fix: 1,000 one-byte files and one one-byte file have the same
 MSE, while the SSE of the former is 1,000 times larger. A group inside one bin of ``T``
 always lowers the SSE strictly (``(T-a-b)² < (T-a)² + (T-b)²`` iff ``2ab < T²``); a
-rolling group must earn it (two 300 MB files under a 512 MB target would become 512 MB +
-88 MB, raising the SSE: no work). The partition's MSE is still reported from the full
-predicted file list, and a final guard drops groups until ``mse_after <= mse_before``.
+group of several outputs must earn it, and write fewer files than it reads (two 300 MB
+files under a 512 MB target would become two of 300 MB again: no work). The partition's
+MSE is still reported from the full predicted file list, and a final guard drops groups
+until ``mse_after <= mse_before``.
 
 Essential, not complete: with ``tolerance > 0`` the goal is ``SSE' < tol² · N'``. A group
 closes the gap ``SSE - tol²·N`` by its *progress* ``ΔSSE - tol² · (files it removes)``
@@ -52,8 +55,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.candidates import Group, balanced, candidate_groups, ffd_groups
+from optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
 from optimizer.entropy import (
+    PartitionStats,
     output_count,
     output_sse,
     predict_output_sizes,
@@ -77,8 +81,8 @@ files of a perfect layout: past that point merging buys little planning or open-
 relief per byte rewritten. Partitions made only of near-target files (>= 0.75 · T)
 never need work; one empty
 file beside nine full ones is tolerated, beside eight it is not. On the benchmark mix
-(ours / Iceberg): a quarter of T rewrites ~0.60 of Iceberg's bytes for ~1.06x its files,
-a third ~0.44 for ~1.13x, 0.4 ~0.34 for ~1.19x (``bench/planner_bench.py`` prints the
+(ours / Iceberg): a quarter of T rewrites ~0.57 of Iceberg's bytes for ~1.08x its files,
+a third ~0.43 for ~1.14x, 0.4 ~0.33 for ~1.20x (``bench/planner_bench.py`` prints the
 sweep). A configured ``tolerance_bytes`` always wins over this default.
 """
 
@@ -218,6 +222,23 @@ def _guard(groups: list[Group], sse: int, n: int) -> list[Group]:
     return chosen
 
 
+def folded(
+    groups: list[Group],
+    sizes: Sequence[int],
+    target: int,
+    limit: float,
+    stats: PartitionStats,
+    candidates: Sequence[Group],
+) -> list[Group]:
+    """``groups`` with the small files no candidate holds folded in (:func:`absorbed`),
+    unless that would take the partition's MSE above where it was (a folded file's error
+    can be under the mean: :func:`_guard`'s promise holds)."""
+    out = absorbed(groups, sizes, target, limit, candidates)
+    gain = sum(g.gain for g in out)
+    removed = sum(g.removed for g in out)
+    return out if _mse(stats.sse - gain, stats.n - removed) <= stats.mse else groups
+
+
 def plan_partition(
     sizes: Sequence[int],
     target: int,
@@ -239,7 +260,7 @@ def plan_partition(
     chosen: list[Group] = []
     if stats.needs_work(tolerance):
         limit = near_target * target
-        groups = candidate_groups(sizes, target, limit, preserve_order)
+        groups = candidates = candidate_groups(sizes, target, limit, preserve_order)
         if tolerance > 0:
             tol_sq = tolerance * tolerance
             essential = _essential(groups, stats.sse, stats.n, tol_sq)
@@ -250,7 +271,8 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            chosen = balanced(chosen, sizes, target)
+            spread = balanced(chosen, sizes, target)
+            chosen = folded(spread, sizes, target, limit, stats, candidates)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

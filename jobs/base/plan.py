@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Files of one (spec, partition) that become one rolling write."""
+    """Files of one (spec, partition) rewritten together (``optimizer.output_count``
+    files)."""
 
     partition: str
     spec_id: int
@@ -209,7 +210,7 @@ def _plan_partition(
         groups = [list(g) for g in plan.groups]
         grouped = {i for g in groups for i in g}
         extra: list[int] = [i for i in must if i not in grouped]
-        if extra:  # delete-file compaction: one rolling group of the remaining files
+        if extra:  # delete-file compaction: one group of the remaining files
             groups.append(extra)
         if not groups:
             reason = "no group lowers the partition's entropy"

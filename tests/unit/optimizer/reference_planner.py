@@ -5,9 +5,9 @@ max-tree over every opened bin, LPT with one ``(load, bin)`` heap step per file,
 scored file by file, the spread built as groups before it is judged. The fast code must
 give the very same plans (groups in the same order, same predicted stats) for every
 input; ``test_planner_reference.py`` checks it, ``bench/planner_bench.py`` times both.
-Only the containers (``Group``, ``Plan``), the entropy helpers and Knuth-Plass (not part
-of #21) are shared with the code under test; both pack bins of one output file
-(``one_file_max``, since the output model became Iceberg's). Not collected by pytest (no ``test_``).
+Only the containers (``Group``, ``Plan``), the entropy helpers, Knuth-Plass and the fold
+of left-out files (``folded``; none of them part of #21) are shared with the code under
+test. Not collected by pytest (no ``test_``).
 """
 
 from __future__ import annotations
@@ -17,15 +17,9 @@ import math
 from collections.abc import Sequence
 
 from optimizer.candidates import SPILL_GROUP_TARGETS, Group
-from optimizer.entropy import (
-    one_file_max,
-    output_count,
-    output_sse,
-    predict_output_sizes,
-    stats_from_sizes,
-)
+from optimizer.entropy import output_count, output_sse, predict_output_sizes, stats_from_sizes
 from optimizer.linebreak import best_runs
-from optimizer.planner import NEAR_TARGET_FRACTION, Plan
+from optimizer.planner import NEAR_TARGET_FRACTION, Plan, folded
 
 _SPILL_TRIM_PASSES = 4
 
@@ -149,7 +143,7 @@ def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | N
 def ffd_groups(
     movable: Sequence[int], sizes: Sequence[int], target: int
 ) -> tuple[list[Group], list[int]]:
-    bins = first_fit_decreasing([sizes[i] for i in movable], one_file_max(target))
+    bins = first_fit_decreasing([sizes[i] for i in movable], target)
     groups: list[Group] = []
     lone: list[int] = []
     for b in bins:
@@ -293,7 +287,7 @@ def reference_plan(
     chosen: list[Group] = []
     if stats.needs_work(tolerance):
         limit = near_target * target
-        groups = candidate_groups(sizes, target, limit, preserve_order)
+        groups = candidates = candidate_groups(sizes, target, limit, preserve_order)
         if tolerance > 0:
             tol_sq = tolerance * tolerance
             essential = _essential(groups, stats.sse, stats.n, tol_sq)
@@ -306,7 +300,8 @@ def reference_plan(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            chosen = balanced(chosen, sizes, target)
+            spread = balanced(chosen, sizes, target)
+            chosen = folded(spread, sizes, target, limit, stats, candidates)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

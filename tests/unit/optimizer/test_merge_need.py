@@ -58,6 +58,25 @@ def test_the_verdict_agrees_with_the_plan_on_every_small_partition(target: int, 
     assert checked > 10_000
 
 
+@pytest.mark.parametrize("target", [40, 64])
+def test_the_verdict_agrees_with_the_plan_on_every_pair_and_triple(target: int) -> None:
+    """Where one file holds up to 1.1·T (4 bytes more at T = 40, 6 at T = 64; none at the
+    exhaustive test's targets): every pair and triple of small files, alone or beside a
+    full file. Bins of 1.1·T once paired 400 + 690 and left 10 alone (T = 1000), and the
+    MSE guard then dropped the only group the verdict had promised."""
+    small = range(1, -(-3 * target // 4))
+    for n in (2, 3):
+        for sizes in combinations_with_replacement(small, n):
+            for files in (list(sizes), [*sizes, target]):
+                stats = stats_from_sizes(files, target)
+                for tolerance in (0, target // 3):
+                    verdict = merge_need(stats, target, tolerance, 2)
+                    assert (verdict == "merge") == planner_merges(files, target, tolerance, 2), (
+                        files,
+                        tolerance,
+                    )
+
+
 @settings(max_examples=400, deadline=None, database=None)
 @given(
     st.integers(1, 5000),
@@ -94,6 +113,7 @@ def test_cases_the_sum_estimate_got_wrong() -> None:
         ([330, 330, 341], True),  # the planner writes 500 + 501, not 1000 + 1
         ([31, 518, 745], True),  # 31 + 518 in one file
         ([336, 352, 356], True),
+        ([10, 400, 690], True),  # 10 + 690 in one file (not 400 + 690, leaving 10 alone)
     ]:
         verdict = merge_need(stats_from_sizes(sizes, t), t, 0, 2)
         assert (verdict == "merge") is merged is planner_merges(sizes, t, 0, 2), sizes

@@ -143,15 +143,15 @@ def test_spill_writes_fewer_files_or_nothing() -> None:
     assert plan_partition([600, 480], 1000).predicted_outputs == [[1080]]
 
 
-def test_a_bin_holds_one_output_file() -> None:
-    """Bins of ``T`` would write 540 + 270 B as 810 B, small again once compressed, and
-    leave the 210 B file out; a bin holds what one output file holds (up to 1.1·T, the
-    fold of Iceberg's ``numOutputFiles``): one file of 1,020 B, none left small."""
+def test_a_file_left_out_of_a_bin_is_folded_in() -> None:
+    """FFD's bin of 540 + 270 would write 810 B, small again once compressed; the 210 B
+    file it left alone joins it: one file of 1,020 B (Iceberg's fold), none left small."""
     plan = plan_partition([540, 270, 210, 950], 1000)
     assert plan.groups == [[0, 1, 2]] and plan.predicted_outputs == [[1020]]
     assert plan.sse_after == 50**2
-    assert plan_partition([600, 400, 90, 950], 1000).predicted_outputs == [[1090]]
-    # Nothing past 1.1·T: 540 + 290 + 280 would be 1,110 B, two files again.
+    # A bin that reaches the target takes nothing more: 600 + 400 stays, 90 waits.
+    assert plan_partition([600, 400, 90, 950], 1000).groups == [[0, 1]]
+    # Nothing folds past 1.1·T: 540 + 290 + 280 would be 1,110 B.
     assert plan_partition([540, 290, 280, 950], 1000).groups == [[0, 1]]
 
 
