@@ -209,17 +209,17 @@ def absorbed(
         return list(groups)
     most = one_file_max(target)
     loads = sorted((g.total, k) for k, g in enumerate(ones) if g.total < target)
-    extra: dict[int, list[int]] = {}
+    extra: dict[int, int] = {}  # group -> the one file folded into it
     for i in sorted(left, key=sizes.__getitem__, reverse=True):
         at = bisect_right(loads, (most - sizes[i], len(ones))) - 1
         if at < 0 or loads[at][0] + sizes[i] <= target:
             continue  # no room, or room within T: the plan left the file out on purpose
         _, k = loads.pop(at)
-        extra[k] = [i]
+        extra[k] = i
     if not extra:
         return list(groups)
     grown = [
-        make_group([*g.members, *extra[k]], sizes, target) if k in extra else g
+        make_group([*g.members, extra[k]], sizes, target) if k in extra else g
         for k, g in enumerate(ones)
     ]
     return [g for g in groups if g.outputs != 1] + grown
