@@ -146,39 +146,52 @@ def candidate_groups(
 
 
 def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list[Group]:
-    """The same files in as many one-output groups, with their loads evened out.
+    """The same files in as few one-output groups as they fit, with their loads evened out.
 
-    FFD fills bins one after another: ``k`` full bins and a remainder. For a fixed set of
-    files and ``k`` outputs of at most ``T`` each, ``Σ (T - L_j)²`` is smallest when the loads
-    ``L_j`` are equal (``Σ L_j`` is fixed, so only ``Σ L_j²`` varies), e.g. 1.5·T of
-    small files as 0.75 + 0.75 instead of 1.0 + 0.5 halves the SSE. Same files rewritten,
-    same files after, lower entropy: the spread the FSE's squared error asks for.
+    FFD fills bins of ``T`` one after another: ``k`` full bins and a remainder. For a fixed
+    set of files in ``m`` outputs, ``Σ (T - L_j)²`` is smallest when the loads ``L_j`` are
+    equal (``Σ L_j`` is fixed, so only ``Σ L_j²`` varies), e.g. 1.5·T of small files as
+    0.75 + 0.75 instead of 1.0 + 0.5 halves the SSE; and it falls as ``m`` falls, down to
+    files of ``T`` and more, which carry no error. A file holds up to 1.1·T
+    (:func:`one_file_max`), as Iceberg folds a remainder into its other outputs: 5.28·T of
+    small files are five files of 1.06·T, not five of ``T`` and one of 0.28·T that is
+    small again, nor six of 0.88·T.
 
-    The one-output groups' files are spread over as many bins by LPT; the spread is kept
-    only if every bin is still one output file (up to 1.1·T, :func:`one_file_max`) with 2+
-    files and the SSE is lower. Groups with several outputs are left as they are. The spread
-    is judged from the sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which
-    of equal files is which), and the files are dealt out into groups only when it is kept.
+    The one-output groups' files are spread by LPT over the fewest bins that could hold
+    them (``ceil(Σ L / one_file_max)``), then one more, then as many as there were; the
+    first spread is kept whose every bin is still one output file with 2+ files and whose
+    SSE is lower. Same files rewritten, fewer or as many files after. Groups with several
+    outputs are left as they are. A spread is judged from the sorted sizes alone
+    (``lpt_spread``: LPT's bins do not depend on which of equal files is which), and the
+    files are dealt out into groups only once one is kept.
     """
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
         return list(groups)
     heaviest = [sizes[i] for g in bins for i in g.members]
     heaviest.sort(reverse=True)
-    spread = lpt_spread(heaviest, len(bins), one_file_max(target))
-    if spread is None or min(spread.counts) < 2 or 0 in spread.loads:
-        return list(groups)  # a bin past one file, a lone file, or a bin with no output
     if heaviest[0] <= target:  # Σ (T - s)², expanded
         total, squares = sum(heaviest), sum(map(mul, heaviest, heaviest))
         before = len(heaviest) * target * target - 2 * target * total + squares
     else:
+        total = sum(heaviest)
         before = sum((target - s) ** 2 for s in heaviest if s < target)
-    gain = before - sum(output_sse(x, target) for x in spread.loads)
-    if gain <= sum(g.gain for g in bins):
-        return list(groups)
-    members = [i for g in bins for i in g.members]
-    dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
-    return [g for g in groups if g.outputs != 1] + [make_group(b, sizes, target) for b in dealt]
+    most = one_file_max(target)
+    fewest = -(-total // most)
+    for count in sorted({fewest, fewest + 1, len(bins)}):
+        if count > len(bins) or count * 2 > len(heaviest):
+            continue
+        spread = lpt_spread(heaviest, count, most)
+        if spread is None or min(spread.counts) < 2 or 0 in spread.loads:
+            continue  # a bin past one file, a lone file, or a bin with no output
+        gain = before - sum(output_sse(x, target) for x in spread.loads)
+        if gain <= sum(g.gain for g in bins):
+            continue
+        members = [i for g in bins for i in g.members]
+        dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
+        kept = [make_group(b, sizes, target) for b in dealt]
+        return [g for g in groups if g.outputs != 1] + kept
+    return list(groups)
 
 
 def absorbed(

@@ -17,9 +17,10 @@ Candidate groups:
   could not pair (they are mostly over ``T/2``, e.g. many 0.6·T files) form groups of
   at most ``SPILL_GROUP_TARGETS · T`` bytes, each kept only if it lowers the SSE and
   writes fewer files than it reads, and trimmed file by file while trimming helps. Then
-  the chosen one-output groups are *balanced*: their files spread evenly over as many
-  bins (``balanced``), which rewrites the same files into as many outputs with a lower
-  SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T). Last, a small file that FFD left alone
+  the chosen one-output groups are *balanced*: their files spread evenly over as few
+  bins as hold them as one file each (``balanced``), which rewrites the same files into
+  as many or fewer outputs with a lower SSE (1.0 + 0.5 · T becomes 0.75 + 0.75 · T;
+  5 · T + 0.28 · T becomes five of 1.06 · T). Last, a small file that FFD left alone
   because it would take a bin past ``T`` (and no spill group took) is *folded* into the
   bin while it stays one file (``absorbed``: 0.54 + 0.27 + 0.21·T is one file of 1.02·T,
   where 0.81·T would be small again once compressed). Bins of 1.1·T instead would pair

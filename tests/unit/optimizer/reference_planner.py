@@ -17,7 +17,13 @@ import math
 from collections.abc import Sequence
 
 from optimizer.candidates import SPILL_GROUP_TARGETS, Group
-from optimizer.entropy import output_count, output_sse, predict_output_sizes, stats_from_sizes
+from optimizer.entropy import (
+    one_file_max,
+    output_count,
+    output_sse,
+    predict_output_sizes,
+    stats_from_sizes,
+)
 from optimizer.linebreak import best_runs
 from optimizer.planner import NEAR_TARGET_FRACTION, Plan, folded
 
@@ -181,15 +187,20 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     if len(bins) < 2:
         return list(groups)
     members = [i for g in bins for i in g.members]
-    spread = [
-        make_group([members[k] for k in b], sizes, target)
-        for b in balance([sizes[i] for i in members], len(bins))
-    ]
-    if any(len(g.members) < 2 or g.outputs != 1 for g in spread) or sum(
-        g.gain for g in spread
-    ) <= sum(g.gain for g in bins):
-        return list(groups)
-    return [g for g in groups if g.outputs != 1] + spread
+    fewest = math.ceil(sum(sizes[i] for i in members) / one_file_max(target))
+    for count in sorted({fewest, fewest + 1, len(bins)}):
+        if count > len(bins) or 2 * count > len(members):
+            continue
+        spread = [
+            make_group([members[k] for k in b], sizes, target)
+            for b in balance([sizes[i] for i in members], count)
+        ]
+        if any(len(g.members) < 2 or g.outputs != 1 for g in spread) or sum(
+            g.gain for g in spread
+        ) <= sum(g.gain for g in bins):
+            continue
+        return [g for g in groups if g.outputs != 1] + spread
+    return list(groups)
 
 
 def _progress(g: Group, tol_sq: float) -> float:
