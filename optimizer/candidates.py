@@ -145,7 +145,9 @@ def candidate_groups(
     return [g for g in groups if g.gain > 0]
 
 
-def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list[Group]:
+def balanced(
+    groups: Sequence[Group], sizes: Sequence[int], target: int, fewer: bool = True
+) -> list[Group]:
     """The same files in as few one-output groups as they fit, with their loads evened out.
 
     FFD fills bins of ``T`` one after another: ``k`` full bins and a remainder. For a fixed
@@ -157,13 +159,13 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
     small files are five files of 1.06·T, not five of ``T`` and one of 0.28·T that is
     small again, nor six of 0.88·T.
 
-    The one-output groups' files are spread by LPT over the fewest bins that could hold
-    them (``ceil(Σ L / one_file_max)``), then one more, then as many as there were; the
-    first spread is kept whose every bin is still one output file with 2+ files and whose
-    SSE is lower. Same files rewritten, fewer or as many files after. Groups with several
-    outputs are left as they are. A spread is judged from the sorted sizes alone
-    (``lpt_spread``: LPT's bins do not depend on which of equal files is which), and the
-    files are dealt out into groups only once one is kept.
+    The one-output groups' files are spread by LPT over the fewest bins that could hold them
+    (``ceil(Σ L / one_file_max)``), then one more, then as many as there were (only the last
+    when not ``fewer``); the first spread is kept whose every bin is still one output file
+    with 2+ files and whose SSE is lower. Same files rewritten, fewer or as many files
+    after. Groups with several outputs are left as they are. A spread is judged from the
+    sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which of equal files is
+    which), and the files are dealt out into groups only once one is kept.
     """
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
@@ -178,7 +180,7 @@ def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list
         before = sum((target - s) ** 2 for s in heaviest if s < target)
     most = one_file_max(target)
     fewest = -(-total // most)
-    for count in sorted({fewest, fewest + 1, len(bins)}):
+    for count in sorted({fewest, fewest + 1, len(bins)} if fewer else {len(bins)}):
         if count > len(bins) or count * 2 > len(heaviest):
             continue
         spread = lpt_spread(heaviest, count, most)

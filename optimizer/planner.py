@@ -223,6 +223,26 @@ def _guard(groups: list[Group], sse: int, n: int) -> list[Group]:
     return chosen
 
 
+def _spread(
+    groups: list[Group], sizes: Sequence[int], target: int, stats: PartitionStats, tol_sq: float
+) -> list[Group]:
+    """:func:`balanced`, into fewer outputs only if the partition's MSE after stays at most
+    where it was (:func:`_guard`'s promise) and a goal the plan met with as many outputs is
+    still met: fewer files divide a smaller SSE by a smaller count, so the mean can rise."""
+    fewer = balanced(groups, sizes, target)
+    if sum(g.outputs for g in fewer) == sum(g.outputs for g in groups):
+        return fewer
+    same = balanced(groups, sizes, target, fewer=False)
+
+    def mse_after(plan: list[Group]) -> float:
+        gain = sum(g.gain for g in plan)
+        return _mse(stats.sse - gain, stats.n - sum(g.removed for g in plan))
+
+    mse = mse_after(fewer)
+    met = tol_sq > 0 and mse_after(same) < tol_sq
+    return fewer if mse <= stats.mse and (mse < tol_sq or not met) else same
+
+
 def folded(
     groups: list[Group],
     sizes: Sequence[int],
@@ -272,7 +292,7 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            spread = balanced(chosen, sizes, target)
+            spread = _spread(chosen, sizes, target, stats, tolerance * tolerance)
             chosen = folded(spread, sizes, target, limit, stats, candidates)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(

@@ -182,13 +182,15 @@ def candidate_groups(
     return [g for g in groups if g.gain > 0]
 
 
-def balanced(groups: Sequence[Group], sizes: Sequence[int], target: int) -> list[Group]:
+def balanced(
+    groups: Sequence[Group], sizes: Sequence[int], target: int, fewer: bool = True
+) -> list[Group]:
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
         return list(groups)
     members = [i for g in bins for i in g.members]
     fewest = math.ceil(sum(sizes[i] for i in members) / one_file_max(target))
-    for count in sorted({fewest, fewest + 1, len(bins)}):
+    for count in sorted({fewest, fewest + 1, len(bins)} if fewer else {len(bins)}):
         if count > len(bins) or 2 * count > len(members):
             continue
         spread = [
@@ -312,6 +314,17 @@ def reference_plan(
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
             spread = balanced(chosen, sizes, target)
+            if len(spread) < len(chosen):
+                same = balanced(chosen, sizes, target, fewer=False)
+                fewer_mse, same_mse = (
+                    (stats.sse - sum(g.gain for g in plan))
+                    / (stats.n - sum(g.removed for g in plan))
+                    for plan in (spread, same)
+                )
+                tol_sq = tolerance * tolerance
+                lost_goal = tol_sq > 0 and same_mse < tol_sq <= fewer_mse
+                if fewer_mse > stats.mse or lost_goal:
+                    spread = same
             chosen = folded(spread, sizes, target, limit, stats, candidates)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(

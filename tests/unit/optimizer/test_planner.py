@@ -122,6 +122,21 @@ def test_balancing_folds_the_short_bin_into_fewer_outputs() -> None:
     assert max(o for out in wide.predicted_outputs for o in out) < 1000
 
 
+def test_balancing_keeps_as_many_outputs_when_fewer_would_miss_the_goal() -> None:
+    # Found by random search: the plan meets the goal (MSE < tol²) with eight outputs;
+    # the same files as seven outputs have less SSE but, over one file fewer, a mean
+    # above tol², and the decider would queue the partition again.
+    sizes = [225, 230, 248, 252, 257, 257, 260, 267, 273, 279, 302, 325, 364, 373, 398, 423]
+    sizes += [432, 476, 492, 507, 530, 547, 549, 552, 559, 580, 592, 599, 600, 753, 942]
+    plan = plan_partition(sizes, 1000, tolerance=333)
+    assert plan.mse_after < 333**2
+    groups = [make_group(g, sizes, 1000) for g in plan.groups]
+    fewer = balanced(groups, sizes, 1000)
+    assert len(fewer) < len(groups)
+    gain, removed = sum(g.gain for g in fewer), sum(g.removed for g in fewer)
+    assert (plan.sse_before - gain) / (plan.files_before - removed) >= 333**2
+
+
 @settings(max_examples=400, deadline=None, database=None)
 @given(st.lists(st.integers(1, 1_000), max_size=40))
 def test_balanced_groups_rewrite_the_same_files_with_less_entropy(sizes: list[int]) -> None:
