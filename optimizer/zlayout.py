@@ -33,11 +33,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from optimizer.layout import Depth, FileBounds, K, depth_of, encode_files, max_depths
+from optimizer.layout import (
+    Bound,
+    Depth,
+    FileBounds,
+    K,
+    depth_of,
+    encode,
+    encode_files,
+    max_depths,
+)
 from optimizer.layoutplan import LayoutPlan, plan_layout
 from optimizer.zorder import ZORDER_BITS, zorder_key
 
-__all__ = ["ideal_depths", "plan_zorder", "zorder_depth"]
+__all__ = ["ideal_depths", "key_ordered", "plan_zorder", "zorder_depth"]
 
 _ALL_ONES = (1 << ZORDER_BITS) - 1
 
@@ -156,3 +165,14 @@ def plan_zorder(
         before=before,
         after=after,
     )
+
+
+def key_ordered(files: Sequence[FileBounds[str]], zorder: int = 0) -> list[int]:
+    """Indexes of ``files`` in key order, the order in which a merge of neighbours takes
+    them: by lower bound (unbounded first; with ``zorder`` columns, by the interleaved key
+    of the lower corner of the file's box), then by id."""
+
+    def lower(f: FileBounds[str]) -> Bound | None:
+        return corner_keys(f, zorder).lower if zorder else f.lower
+
+    return sorted(range(len(files)), key=lambda i: (encode(lower(files[i]), False), files[i].id))

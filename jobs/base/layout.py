@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import Depth, FileBounds
-from optimizer.layout import encode
-from optimizer.zlayout import corner_keys
+from optimizer.zlayout import key_ordered
 from service.base.layoutspec import Bound, LayoutSpec
 
 Bounds = tuple[Bound | None, Bound | None]
@@ -49,15 +48,9 @@ def file_bounds(
 
 def key_order(paths: Sequence[str], bounds: Mapping[str, Bounds], spec: LayoutSpec) -> list[int]:
     """Indexes of ``paths`` by their files' lower bounds (unbounded first; a z-order's by
-    the interleaved key of its box's lower corner), then path."""
-
-    def lower(i: int) -> Bound | None:
-        lo, hi = bounds.get(paths[i], (None, None))
-        if spec.zorder:
-            return corner_keys(FileBounds(paths[i], 0, lo, hi), len(spec.columns)).lower
-        return lo
-
-    return sorted(range(len(paths)), key=lambda i: (encode(lower(i), False), paths[i]))
+    the interleaved key of its box's lower corner), then path
+    (``optimizer.zlayout.key_ordered``)."""
+    return key_ordered(file_bounds(paths, [0] * len(paths), bounds), spec.corner_columns)
 
 
 def layout_groups(

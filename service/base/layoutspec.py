@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optimizer import PartitionStats, merge_need, ordered_value
+from optimizer import PartitionStats, merge_need, ordered_value, plan_partition
 from optimizer.layout import Depth, FileBounds, K, clustering_depth
 from optimizer.layoutplan import LayoutPlan, plan_layout
-from optimizer.zlayout import plan_zorder, zorder_depth
+from optimizer.zlayout import key_ordered, plan_zorder, zorder_depth
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 
@@ -111,6 +111,11 @@ class LayoutSpec:
             return zorder_depth(files, len(self.columns))
         return clustering_depth(files)
 
+    @property
+    def corner_columns(self) -> int:
+        """The columns of a z-order's boxes (``optimizer.zlayout``); 0 for a sort."""
+        return len(self.columns) if self.zorder else 0
+
     def plan(self, files: Sequence[FileBounds[K]], target: int) -> LayoutPlan[K]:
         """The least rewrite that brings the partition's depth within the tolerance."""
         if self.zorder:
@@ -140,6 +145,20 @@ def merge_verdict(
         return None
     floor = policy.min_input_files if floor is None else floor
     return merge_need(stats, target, policy.tolerance_bytes, floor)
+
+
+def key_sizes(files: Sequence[FileBounds[str]], zorder: int = 0) -> list[int]:
+    """The sizes of a partition's ``files`` in key order (``optimizer.zlayout.key_ordered``;
+    ``zorder``: the z-order's columns, 0 for a sort), the order in which a table with a
+    layout merges them: only neighbours merge, so the layout is kept."""
+    return [files[i].size for i in key_ordered(files, zorder)]
+
+
+def merges_in_order(sizes: Sequence[int], target: int, tolerance: int) -> bool:
+    """Whether the plan of a partition whose ``sizes`` are in key order (:func:`key_sizes`)
+    merges any run of neighbours (``plan_partition``, ``preserve_order``): a merge verdict
+    from the sums is queued, and shown as "to merge", only then."""
+    return bool(plan_partition(sizes, target, tolerance, preserve_order=True).groups)
 
 
 def declared_order(table: Table) -> tuple[str, ...]:

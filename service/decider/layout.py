@@ -20,11 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from jobs.base.layout import key_order
 from optimizer.layout import Depth, FileBounds
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
-from service.base.layoutspec import LayoutSpec, decided_layout
+from service.base.layoutspec import LayoutSpec, decided_layout, key_sizes
 from service.base.tablestats import current_partitions
 from service.decider.needs import Ordered
 from service.state.layout import LayoutStore, signature
@@ -138,15 +137,14 @@ def ordered_sizes(
     keys: Sequence[str],
 ) -> dict[str, list[int]]:
     """Each of ``keys``' data file sizes in the key order the actor merges them in
-    (``jobs.base.layout.key_order``: only neighbours merge, so a table with a layout is
-    merged only where its ordered plan finds a run; those without files kept: left out)."""
+    (``service.base.layoutspec.key_sizes``: only neighbours merge, so a table with a layout
+    is merged only where its ordered plan finds a run; those without files kept: left
+    out)."""
     out = {}
     for key in keys:
         files = files_by_partition.get(key)
         if files:
-            bounds = {f.id: (f.lower, f.upper) for f in files}
-            order = key_order([f.id for f in files], bounds, spec)
-            out[key] = [files[i].size for i in order]
+            out[key] = key_sizes(files, spec.corner_columns)
     return out
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, merge_estimate, plan_partition
+from optimizer import PartitionStats, merge_estimate
 from optimizer.maintenance_rules import (
     TABLE_ACTIONS,
     MetadataHealth,
@@ -46,7 +46,7 @@ from optimizer.maintenance_rules import (
     table_needs,
 )
 from service.base.config import TablePolicy
-from service.base.layoutspec import merge_verdict, rewrite_action
+from service.base.layoutspec import merge_verdict, merges_in_order, rewrite_action
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.rolling import StatsStore
@@ -138,10 +138,7 @@ def _ordered_runs(
     merges = [k for k, v in verdicts.items() if v == "merge"]
     if ordered is None or not merges:
         return {}
-    runs = {}
-    for key, sizes in ordered(merges).items():
-        runs[key] = bool(plan_partition(sizes, target, tol, preserve_order=True).groups)
-    return runs
+    return {key: merges_in_order(sizes, target, tol) for key, sizes in ordered(merges).items()}
 
 
 @dataclass

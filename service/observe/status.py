@@ -22,7 +22,7 @@ from optimizer.health_score import removable_mse
 from optimizer.layout import Depth
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
-from service.base.layoutspec import merge_verdict
+from service.base.layoutspec import key_sizes, merge_verdict, merges_in_order
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
@@ -121,6 +121,7 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         for k, s in sorted(parts.items())
         if s.needs_work(tol)
     ]
+    _in_key_order(src, name, over, inputs.target, tol)
     health = src.health.load(name) or {}
     score = None
     if health:  # the documented score (docs/health-score.md), as the decider exports it
@@ -141,6 +142,24 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         "held": src.health.holds(name),  # action → why the decider does not run it
         "clustering": _clustering(src, name, inputs.policy.clustering_tolerance),
     }
+
+
+def _in_key_order(
+    src: Sources, name: str, over: list[dict[str, Any]], target: int, tol: int
+) -> None:
+    """A table with a kept layout merges only neighbours in key order, so the decider queues
+    a "merge" only where its files in that order hold a run: where they hold none, a merge
+    lowers nothing (``merge`` None), as the decider sees it."""
+    sig = None if src.layouts is None else src.layouts.signature(name)
+    merges = [o["key"] for o in over if o["merge"] == "merge"]
+    if src.layouts is None or sig is None or not merges:
+        return
+    kept = src.layouts.files(name, merges)
+    for o in over:
+        files = kept.get(o["key"])
+        if o["merge"] == "merge" and files:
+            if not merges_in_order(key_sizes(files, zorder_columns(sig)), target, tol):
+                o["merge"] = None
 
 
 def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | None:

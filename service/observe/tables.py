@@ -12,7 +12,13 @@ from optimizer import FileBounds
 from optimizer.health_score import removable_mse
 from service.base.catalog import load_table
 from service.base.config import Config
-from service.base.layoutspec import LayoutSpec, decided_layout, merge_verdict
+from service.base.layoutspec import (
+    LayoutSpec,
+    decided_layout,
+    key_sizes,
+    merge_verdict,
+    merges_in_order,
+)
 from service.base.tablestats import PartitionFiles, current_partitions, table_score
 from service.state.health import read_health
 
@@ -32,6 +38,13 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
     for p in current_partitions(table, layout=layout):
         s = p.stats(target)
         pooled.append(s)
+        files = _files(p) if layout is not None else []
+        # what the decider would queue now (status's "to merge": ``merge_verdict``; with a
+        # layout, only where a run of neighbours in key order merges)
+        merge = merge_verdict(policy, s, target) == "merge"
+        if merge and layout is not None:
+            sizes = key_sizes(files, layout.corner_columns)
+            merge = merges_in_order(sizes, target, inputs.tolerance)
         parts.append(
             {
                 "partition": p.partition.display(),
@@ -40,9 +53,8 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
                 "bytes": s.total_bytes,
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
-                # what the decider would queue now (status's "to merge": ``merge_verdict``)
-                "needs_work": merge_verdict(policy, s, target) == "merge",
-                **_depth(p, layout),
+                "needs_work": merge,
+                **_depth(files, layout),
             }
         )
     score = table_score(policy, removable_mse(pooled, target), health, time.time())
@@ -65,13 +77,17 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
     }
 
 
-def _depth(p: PartitionFiles, layout: LayoutSpec | None) -> dict[str, Any]:
+def _files(p: PartitionFiles) -> list[FileBounds[str]]:
+    """A partition's files with their key bounds (read with a layout)."""
+    return [
+        FileBounds(path, size, *b) for path, size, b in zip(p.paths, p.sizes, p.bounds, strict=True)
+    ]
+
+
+def _depth(files: list[FileBounds[str]], layout: LayoutSpec | None) -> dict[str, Any]:
     """A partition's clustering depth (a table with a layout), from its files' bounds."""
     if layout is None:
         return {}
-    files = [
-        FileBounds(path, size, *b) for path, size, b in zip(p.paths, p.sizes, p.bounds, strict=True)
-    ]
     d = layout.depth(files)
     return {"depth": round(d.mean, 4), "depth_max": d.max}
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optimizer.layout import FileBounds
-from optimizer.zlayout import corner_keys, ideal_depths, plan_zorder, zorder_depth
+from optimizer.zlayout import corner_keys, ideal_depths, key_ordered, plan_zorder, zorder_depth
 from optimizer.zorder import ZORDER_BITS
 
 pytestmark = pytest.mark.unit
@@ -142,3 +142,21 @@ def test_bad_input_is_refused() -> None:
         zorder_depth([FileBounds("f", 1, (1,), (2,))], 2)
     with pytest.raises(ValueError, match="tolerance"):
         plan_zorder(QUADRANTS, 0.5, 1000, 2)
+
+
+def test_key_order_is_by_lower_bound_unbounded_first_then_id() -> None:
+    files = [
+        FileBounds("c", 1, (5,), (9,)),
+        FileBounds("a", 1, (5,), (6,)),
+        FileBounds("b", 1, None, (3,)),
+        FileBounds("d", 1, (1,), (2,)),
+    ]
+    assert [files[i].id for i in key_ordered(files)] == ["b", "d", "a", "c"]
+    # a z-order's files by the interleaved key of their boxes' lower corners: (0, 1) comes
+    # before (1, 0) (the first column's bit is the higher one), both after an unbounded one
+    boxes = [
+        FileBounds("x", 1, (1, 0), (1, 0)),
+        FileBounds("y", 1, (0, 1), (0, 1)),
+        FileBounds("z", 1, (None, 0), (0, 0)),
+    ]
+    assert [boxes[i].id for i in key_ordered(boxes, zorder=2)] == ["z", "y", "x"]

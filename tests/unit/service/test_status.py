@@ -108,6 +108,39 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     assert collect(cfg, src, T0)["tables"]["db.t"]["clustering"] is None
 
 
+def test_to_merge_of_a_sorted_table_counts_runs_of_neighbours(tmp_path: Path) -> None:
+    # the decider merges a table with a layout only where neighbours in key order merge:
+    # five small files between near-target ones hold no run, five side by side do
+    cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 1000})
+    apart, together = [10, 995] * 4 + [10], [10] * 5 + [995] * 4
+    stats = MemoryStats()
+    sums = {"day=1": stats_from_sizes(apart, 1000), "day=2": stats_from_sizes(together, 1000)}
+    stats.replace("db.t", 7, 1000, sums, T0)
+
+    def in_key_order(sizes: list[int]) -> list[FileBounds[str]]:
+        return [FileBounds(f"f{i:02d}", s, (10 * i,), (10 * i + 9,)) for i, s in enumerate(sizes)]
+
+    src = Sources(
+        MemoryQueue(),
+        stats,
+        MemoryHealth(),
+        MemoryLedger(),
+        MemoryLeader(LeaderBoard(), 30, "d1"),
+        MemoryShards(ShardBoard(), 4, 30, "d1"),
+        MemoryLayouts(),
+    )
+    table = collect(cfg, src, T0)["tables"]["db.t"]  # no layout kept: the sums' verdict
+    assert [p["merge"] for p in table["over_tolerance"]] == ["merge", "merge"]
+    assert src.layouts is not None
+    layouts = {"day=1": in_key_order(apart), "day=2": in_key_order(together)}
+    src.layouts.replace("db.t", "sort:ts", layouts)
+    table = collect(cfg, src, T0)["tables"]["db.t"]
+    assert [(p["key"], p["merge"]) for p in table["over_tolerance"]] == [
+        ("day=1", None),
+        ("day=2", "merge"),
+    ]
+
+
 def test_a_recent_action_reads_as_one_line() -> None:
     mib = 1 << 20
     merged = {
