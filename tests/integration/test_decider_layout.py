@@ -18,6 +18,7 @@ from service.base.config import DeciderSettings
 from service.base.layoutspec import LayoutSpec, decided_layout
 from service.base.tablestats import current_partitions
 from service.decider.wiring import open_decider
+from service.observe.tables import table_summary
 from service.state.layout import LayoutDelta, depths, signature
 from service.state.layout.memory import MemoryLayouts
 from service.state.layout.scan import partition_bounds
@@ -183,3 +184,9 @@ def test_a_sorted_partition_is_merged_only_where_small_neighbours_are(
     name = f"{namespace}.events"
     assert decider.queue.get(f"sort:{name}:{part(region='r1')}") is not None
     assert decider.queue.get(f"sort:{name}:{part(region='r0')}") is None
+    # `icefloe tables` (from metadata) says the same of what the decider would queue
+    parts = table_summary(cfg, catalog, name)["partitions"]
+    assert {p["key"]: p["needs_work"] for p in parts} == {
+        part(region="r0"): False,
+        part(region="r1"): True,
+    }
