@@ -26,7 +26,7 @@ from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout, key_sizes
 from service.base.tablestats import current_partitions
 from service.decider.needs import Ordered
-from service.state.layout import LayoutStore, signature
+from service.state.layout import LayoutStore, kept_and_missing, signature
 from service.state.layout.scan import rebuild
 from service.state.queue import ActionItem, PriorityQueue
 
@@ -172,11 +172,8 @@ def keep_missing_depths(layouts: LayoutStore, name: str, spec: LayoutSpec) -> No
     icefloe built, or a pass that stopped between an update and its measure), so that
     ``status`` need not measure them on every call. Enqueues nothing."""
     generation = layouts.generation(name)
-    kept = layouts.saved_depths(name)
-    missing = [k for k in layouts.partitions(name) if k not in kept]
-    if missing:
-        files = layouts.files(name, missing)
-        measured = {k: spec.depth(part) for k, part in files.items()}
+    _, measured = kept_and_missing(layouts, name, spec.corner_columns)
+    if measured:
         layouts.save_depths(name, signature(spec), measured, generation)
 
 

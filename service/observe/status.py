@@ -28,7 +28,7 @@ from service.base.redis_client import connect
 from service.base.tablestats import table_score
 from service.state.health import HealthStore, from_summary
 from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, depths, zorder_columns
+from service.state.layout import LayoutStore, kept_and_missing, zorder_columns
 from service.state.layout.redis import RedisLayouts
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
@@ -187,13 +187,9 @@ def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | N
 
 def _depths(layouts: LayoutStore, name: str, zorder: int) -> dict[str, Depth]:
     """Each partition's depth as the decider keeps it; measured here from the stored
-    files only where none is kept (a layout an older icefloe built, or a pass that stopped
-    between the update and the measure)."""
-    kept = layouts.saved_depths(name)
-    parts = layouts.partitions(name)
-    missing = [k for k in parts if k not in kept]
-    known = kept | (depths(layouts.files(name, missing), zorder) if missing else {})
-    return {k: known[k] for k in parts if k in known}
+    files only where none is kept (:func:`~service.state.layout.kept_and_missing`)."""
+    kept, measured = kept_and_missing(layouts, name, zorder)
+    return kept | measured
 
 
 def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:

@@ -114,6 +114,19 @@ def depths(
     return {k: clustering_depth(files) for k, files in files_by_partition.items()}
 
 
+def kept_and_missing(
+    store: LayoutStore, table: str, zorder: int = 0
+) -> tuple[dict[str, Depth], dict[str, Depth]]:
+    """The depths kept for ``table``'s current partitions, and those of the partitions with
+    none kept (a layout an older icefloe built, or a pass that stopped between an update
+    and its measure) measured from their stored files (:func:`depths`)."""
+    parts = store.partitions(table)
+    kept = store.saved_depths(table)
+    missing = [k for k in parts if k not in kept]
+    measured = depths(store.files(table, missing), zorder) if missing else {}
+    return {k: kept[k] for k in parts if k in kept}, measured
+
+
 # ---- the codec ---------------------------------------------------------------------------
 def _value(v: Any) -> Any:
     """One bound value as JSON: ints, bools and None as themselves, tuples as lists, the
