@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optimizer import PartitionStats, stats_from_sizes
+from optimizer import FileBounds, PartitionStats, stats_from_sizes
 from optimizer.health_score import HealthInputs, Score, health_score
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.layoutspec import Bound, LayoutSpec
@@ -44,6 +44,13 @@ class PartitionFiles:
     def stats(self, target: int) -> PartitionStats:
         rows = (sum(self.records), self.delete_bytes, self.deleted_rows)
         return stats_from_sizes(self.sizes, target, self.delete_files, rows)
+
+    def file_bounds(self) -> list[FileBounds[str]]:
+        """The files with their key bounds (read with a layout: ``bounds``)."""
+        return [
+            FileBounds(path, int(size), lower, upper)
+            for path, size, (lower, upper) in zip(self.paths, self.sizes, self.bounds, strict=True)
+        ]
 
 
 def spec_fields(table: Table) -> dict[int, tuple[FieldSpec, ...]]:

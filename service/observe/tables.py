@@ -19,7 +19,7 @@ from service.base.layoutspec import (
     merge_verdict,
     merges_in_order,
 )
-from service.base.tablestats import PartitionFiles, current_partitions, table_score
+from service.base.tablestats import current_partitions, table_score
 from service.state.health import read_health
 
 
@@ -38,7 +38,7 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
     for p in current_partitions(table, layout=layout):
         s = p.stats(target)
         pooled.append(s)
-        files = _files(p) if layout is not None else []
+        files = p.file_bounds() if layout is not None else []
         # what the decider would queue now (status's "to merge": ``merge_verdict``; with a
         # layout, only where a run of neighbours in key order merges)
         merge = merge_verdict(policy, s, target) == "merge"
@@ -75,13 +75,6 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
         "delete_ratio": health.delete_ratio,
         "clustering": clustering(parts, layout),
     }
-
-
-def _files(p: PartitionFiles) -> list[FileBounds[str]]:
-    """A partition's files with their key bounds (read with a layout)."""
-    return [
-        FileBounds(path, size, *b) for path, size, b in zip(p.paths, p.sizes, p.bounds, strict=True)
-    ]
 
 
 def _depth(files: list[FileBounds[str]], layout: LayoutSpec | None) -> dict[str, Any]:

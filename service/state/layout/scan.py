@@ -32,9 +32,7 @@ def partition_bounds(
     """Each partition's files' bounds, from ``current_partitions(..., layout=spec)``."""
     out: dict[str, list[FileBounds[str]]] = {}
     for part in parts:
-        files = out.setdefault(part.key, [])
-        for path, size, (lower, upper) in zip(part.paths, part.sizes, part.bounds, strict=True):
-            files.append(FileBounds(path, int(size), lower, upper))
+        out.setdefault(part.key, []).extend(part.file_bounds())
     return out
 
 
