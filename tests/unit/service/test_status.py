@@ -75,6 +75,19 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     assert table["health"]["score"] < 100 and table["health"]["penalties"]["deletes"] > 0
 
 
+def layout_sources(stats: MemoryStats, layouts: MemoryLayouts) -> Sources:
+    """In-memory sources with ``stats`` and ``layouts``; the rest empty."""
+    return Sources(
+        MemoryQueue(),
+        stats,
+        MemoryHealth(),
+        MemoryLedger(),
+        MemoryLeader(LeaderBoard(), 30, "d1"),
+        MemoryShards(ShardBoard(), 4, 30, "d1"),
+        layouts,
+    )
+
+
 def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     cfg = make_config(tmp_path, defaults={"clustering_tolerance": 1.5})
     stats = MemoryStats()
@@ -83,16 +96,7 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     sorted_files = [FileBounds("a", 1, (0,), (9,)), FileBounds("b", 1, (10,), (19,))]
     overlapping = [FileBounds("c", 1, (0,), (9,)), FileBounds("d", 1, (5,), (15,))]
     layouts.replace("db.t", "sort:ts", {"day=1": sorted_files, "day=2": overlapping})
-    board = ShardBoard()
-    src = Sources(
-        MemoryQueue(),
-        stats,
-        MemoryHealth(),
-        MemoryLedger(),
-        MemoryLeader(LeaderBoard(), 30, "d1"),
-        MemoryShards(board, 4, 30, "d1"),
-        layouts,
-    )
+    src = layout_sources(stats, layouts)
     c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
     assert c["layout"] == "sort:ts" and c["tolerance"] == 1.5
     assert c["mean_depth"] == 1.5 and c["max_depth"] == 2  # (1 + 1 + 2 + 2) / 4 files
@@ -120,15 +124,7 @@ def test_to_merge_of_a_sorted_table_counts_runs_of_neighbours(tmp_path: Path) ->
     def in_key_order(sizes: list[int]) -> list[FileBounds[str]]:
         return [FileBounds(f"f{i:02d}", s, (10 * i,), (10 * i + 9,)) for i, s in enumerate(sizes)]
 
-    src = Sources(
-        MemoryQueue(),
-        stats,
-        MemoryHealth(),
-        MemoryLedger(),
-        MemoryLeader(LeaderBoard(), 30, "d1"),
-        MemoryShards(ShardBoard(), 4, 30, "d1"),
-        MemoryLayouts(),
-    )
+    src = layout_sources(stats, MemoryLayouts())
     table = collect(cfg, src, T0)["tables"]["db.t"]  # no layout kept: the sums' verdict
     assert [p["merge"] for p in table["over_tolerance"]] == ["merge", "merge"]
     assert src.layouts is not None
