@@ -23,9 +23,11 @@ Candidate groups:
   5 · T + 0.28 · T becomes five of 1.06 · T). Last, a small file that FFD left alone
   because it would take a bin past ``T`` (and no spill group took) is *folded* into the
   bin while it stays one file (``absorbed``: 0.54 + 0.27 + 0.21·T is one file of 1.02·T,
-  where 0.81·T would be small again once compressed). Bins of 1.1·T instead would pair
-  the wrong files: 400 + 690 would leave a 10 B file alone, and no group would lower the
-  MSE of 10, 400 and 690 (T = 1000).
+  where 0.81·T would be small again once compressed). Fewer, fuller bins can leave no
+  room for that fold, so they are kept only if, folds included, they leave fewer files
+  at an MSE no higher than before and keep a tolerance goal met (``_finished``). Bins of
+  1.1·T instead would pair the wrong files: 400 + 690 would leave a 10 B file alone, and
+  no group would lower the MSE of 10, 400 and 690 (T = 1000).
 * ``preserve_order=True`` -- Knuth-Plass line breaking over consecutive files (see
   ``linebreak``); near-target and oversized files are barriers. Each run of 2+ files is
   a group.
@@ -223,26 +225,6 @@ def _guard(groups: list[Group], sse: int, n: int) -> list[Group]:
     return chosen
 
 
-def _spread(
-    groups: list[Group], sizes: Sequence[int], target: int, stats: PartitionStats, tol_sq: float
-) -> list[Group]:
-    """:func:`balanced`, into fewer outputs only if the partition's MSE after stays at most
-    where it was (:func:`_guard`'s promise) and a goal the plan met with as many outputs is
-    still met: fewer files divide a smaller SSE by a smaller count, so the mean can rise."""
-    fewer = balanced(groups, sizes, target)
-    if sum(g.outputs for g in fewer) == sum(g.outputs for g in groups):
-        return fewer
-    same = balanced(groups, sizes, target, fewer=False)
-
-    def mse_after(plan: list[Group]) -> float:
-        gain = sum(g.gain for g in plan)
-        return _mse(stats.sse - gain, stats.n - sum(g.removed for g in plan))
-
-    mse = mse_after(fewer)
-    met = tol_sq > 0 and mse_after(same) < tol_sq
-    return fewer if mse <= stats.mse and (mse < tol_sq or not met) else same
-
-
 def folded(
     groups: list[Group],
     sizes: Sequence[int],
@@ -258,6 +240,36 @@ def folded(
     gain = sum(g.gain for g in out)
     removed = sum(g.removed for g in out)
     return out if _mse(stats.sse - gain, stats.n - removed) <= stats.mse else groups
+
+
+def _finished(
+    groups: list[Group],
+    sizes: Sequence[int],
+    target: int,
+    limit: float,
+    stats: PartitionStats,
+    candidates: Sequence[Group],
+    tol_sq: float,
+) -> list[Group]:
+    """The chosen groups :func:`balanced`, then :func:`folded`. Into fewer outputs only if,
+    folds included, that leaves fewer files, a partition MSE at most where it was, and any
+    goal (MSE < tol²) the spread over as many outputs meets: fewer, fuller bins can leave no
+    room for a fold, and fewer files divide a smaller SSE by a smaller count."""
+    spread = balanced(groups, sizes, target)
+    fewer = folded(spread, sizes, target, limit, stats, candidates)
+    if sum(g.outputs for g in spread) == sum(g.outputs for g in groups):
+        return fewer  # as many outputs: what ``fewer=False`` would give
+    same = folded(
+        balanced(groups, sizes, target, fewer=False), sizes, target, limit, stats, candidates
+    )
+
+    def after(plan: list[Group]) -> tuple[int, float]:
+        n = stats.n - sum(g.removed for g in plan)
+        return n, _mse(stats.sse - sum(g.gain for g in plan), n)
+
+    (n, mse), (n_same, mse_same) = after(fewer), after(same)
+    lost = tol_sq > 0 and mse_same < tol_sq <= mse
+    return fewer if n < n_same and mse <= stats.mse and not lost else same
 
 
 def plan_partition(
@@ -292,8 +304,8 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
-            spread = _spread(chosen, sizes, target, stats, tolerance * tolerance)
-            chosen = folded(spread, sizes, target, limit, stats, candidates)
+            tol_sq = tolerance * tolerance
+            chosen = _finished(chosen, sizes, target, limit, stats, candidates, tol_sq)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

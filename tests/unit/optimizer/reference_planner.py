@@ -314,18 +314,25 @@ def reference_plan(
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
             spread = balanced(chosen, sizes, target)
-            if len(spread) < len(chosen):
-                same = balanced(chosen, sizes, target, fewer=False)
-                fewer_mse, same_mse = (
-                    (stats.sse - sum(g.gain for g in plan))
-                    / (stats.n - sum(g.removed for g in plan))
-                    for plan in (spread, same)
+            fewer = folded(spread, sizes, target, limit, stats, candidates)
+            chosen_outputs = sum(g.outputs for g in chosen)
+            if sum(g.outputs for g in spread) < chosen_outputs:
+                same = folded(
+                    balanced(chosen, sizes, target, fewer=False),
+                    sizes,
+                    target,
+                    limit,
+                    stats,
+                    candidates,
                 )
+                n, n_same = (stats.n - sum(g.removed for g in p) for p in (fewer, same))
+                mse = (stats.sse - sum(g.gain for g in fewer)) / n
+                mse_same = (stats.sse - sum(g.gain for g in same)) / n_same
                 tol_sq = tolerance * tolerance
-                lost_goal = tol_sq > 0 and same_mse < tol_sq <= fewer_mse
-                if fewer_mse > stats.mse or lost_goal:
-                    spread = same
-            chosen = folded(spread, sizes, target, limit, stats, candidates)
+                lost = tol_sq > 0 and mse_same < tol_sq <= mse
+                if n >= n_same or mse > stats.mse or lost:
+                    fewer = same
+            chosen = fewer
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

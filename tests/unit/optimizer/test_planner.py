@@ -137,6 +137,26 @@ def test_balancing_keeps_as_many_outputs_when_fewer_would_miss_the_goal() -> Non
     assert (plan.sse_before - gain) / (plan.files_before - removed) >= 333**2
 
 
+@pytest.mark.parametrize(
+    ("sizes", "tolerance", "mse_at_most"),
+    [
+        ([366, 370, 348, 338, 321, 347, 390], 250, 250**2),
+        ([375, 333, 336, 349, 320, 357, 312, 344, 367, 356], 0, 44_185),
+    ],
+)
+def test_balancing_into_fewer_outputs_leaves_room_for_a_fold(
+    sizes: list[int], tolerance: int, mse_at_most: int
+) -> None:
+    # Found by a review: two bins of 1,076 and 1,083 are fewer outputs than three of about
+    # 720, but leave no room to fold the 321 in; three bins with the 321 folded into one
+    # (1,049) leave three files, not four, and meet the goal (MSE < 250²).
+    plan = plan_partition(sizes, 1000, tolerance=tolerance)
+    groups = [make_group(g, sizes, 1000) for g in plan.groups]
+    assert plan.mse_after < mse_at_most
+    assert plan.files_after == len(groups) == sum(len(o) for o in plan.predicted_outputs)
+    assert max(o for out in plan.predicted_outputs for o in out) > 1000  # one was folded
+
+
 @settings(max_examples=400, deadline=None, database=None)
 @given(st.lists(st.integers(1, 1_000), max_size=40))
 def test_balanced_groups_rewrite_the_same_files_with_less_entropy(sizes: list[int]) -> None:
