@@ -55,7 +55,7 @@ even all groups cannot meet the goal, all beneficial groups are done.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
@@ -246,22 +246,20 @@ def _finished(
     groups: list[Group],
     sizes: Sequence[int],
     target: int,
-    limit: float,
     stats: PartitionStats,
-    candidates: Sequence[Group],
     tol_sq: float,
+    fold: Callable[[list[Group]], list[Group]],
 ) -> list[Group]:
-    """The chosen groups :func:`balanced`, then :func:`folded`. Into fewer outputs only if,
-    folds included, that leaves fewer files, a partition MSE at most where it was, and any
-    goal (MSE < tol²) the spread over as many outputs meets: fewer, fuller bins can leave no
-    room for a fold, and fewer files divide a smaller SSE by a smaller count."""
+    """The chosen groups :func:`balanced`, then ``fold``-ed (:func:`folded`). Into fewer
+    outputs only if, folds included, that leaves fewer files, a partition MSE at most where
+    it was, and any goal (MSE < tol²) the spread over as many outputs meets: fewer, fuller
+    bins can leave no room for a fold, and fewer files divide a smaller SSE by a smaller
+    count."""
     spread = balanced(groups, sizes, target)
-    fewer = folded(spread, sizes, target, limit, stats, candidates)
+    fewer = fold(spread)
     if sum(g.outputs for g in spread) == sum(g.outputs for g in groups):
         return fewer  # as many outputs: what ``fewer=False`` would give
-    same = folded(
-        balanced(groups, sizes, target, fewer=False), sizes, target, limit, stats, candidates
-    )
+    same = fold(balanced(groups, sizes, target, fewer=False))
 
     def after(plan: list[Group]) -> tuple[int, float]:
         n = stats.n - sum(g.removed for g in plan)
@@ -304,8 +302,12 @@ def plan_partition(
             groups = groups if essential is None else essential
         chosen = _guard(groups, stats.sse, stats.n)
         if not preserve_order:
+
+            def fold(plan: list[Group]) -> list[Group]:
+                return folded(plan, sizes, target, limit, stats, candidates)
+
             tol_sq = tolerance * tolerance
-            chosen = _finished(chosen, sizes, target, limit, stats, candidates, tol_sq)
+            chosen = _finished(chosen, sizes, target, stats, tol_sq, fold)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,

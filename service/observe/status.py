@@ -154,11 +154,11 @@ def _in_key_order(
     merges = [o["key"] for o in over if o["merge"] == "merge"]
     if src.layouts is None or sig is None or not merges:
         return
-    kept = src.layouts.files(name, merges)
+    kept, zorder = src.layouts.files(name, merges), zorder_columns(sig)
     for o in over:
         files = kept.get(o["key"])
         if o["merge"] == "merge" and files:
-            if not merges_in_order(key_sizes(files, zorder_columns(sig)), target, tol):
+            if not merges_in_order(key_sizes(files, zorder), target, tol):
                 o["merge"] = None
 
 
