@@ -203,8 +203,7 @@ def _attempt(
     try:
         work = [p for p in plan.partitions if p.groups]
         paths = [path for p in work for g in p.groups for path in g.paths]
-        rewrite.load_tasks(paths)
-        rewrite.check_files_exist(paths)
+        rewrite.load_tasks(paths)  # a missing file is looked for only if a read fails
         timings["setup"] = timings.get("setup", 0.0) + time.monotonic() - clock
         zorder = layout is not None and layout.zorder
         results = rewrite.run(

@@ -48,6 +48,7 @@ from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
 
@@ -226,14 +227,24 @@ def _read_file(
     every file of a table whose schema never changed, at half the cost of PyIceberg's
     ``ArrowScan``, which re-derives the projection for every file. Any other file (renamed,
     added or promoted columns, no field ids, a map column) goes through ``ArrowScan``."""
-    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
+    parquet = _whole(io, path)
+    if _plain_readable(parquet.schema_arrow, table.written_schema):
+        batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
+        return batches
+    return list(_scan(table, io, spec_id, path, rows))
+
+
+def _whole(io: FileIO, path: str) -> pq.ParquetFile:
+    """The Parquet file at ``path``, its bytes read in one request: footer and columns then
+    come from memory. On object storage that is two requests (the size, then the bytes)
+    where a footer read and then column reads make three or more; a rewrite reads every
+    byte of its inputs anyway."""
+    import pyarrow as pa  # pyarrow: only when files are read or written
+    import pyarrow.parquet as pq
 
     with io.new_input(path).open() as f:
-        parquet = pq.ParquetFile(f)
-        if _plain_readable(parquet.schema_arrow, table.written_schema):
-            batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
-            return batches
-    return list(_scan(table, io, spec_id, path, rows))
+        data = f.read()
+    return pq.ParquetFile(pa.BufferReader(data))
 
 
 FIELD_ID = b"PARQUET:field_id"
@@ -355,10 +366,7 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
 def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
     """The file at ``path`` holds exactly ``written``, row for row, value for value; its
     non-null count per column, as read back (the data checks' measure of the output)."""
-    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
-
-    with io.new_input(path).open() as f:
-        back = pq.ParquetFile(f).read()
+    back = _whole(io, path).read()
     if back.num_rows != written.num_rows:
         raise VerificationError(
             f"{path}: wrote {written.num_rows} rows, the file holds {back.num_rows}"

@@ -48,7 +48,7 @@ from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.partitions import partition_mismatch
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
-from jobs.rewrite.tasks import ScanTasks
+from jobs.rewrite.tasks import MissingDataFile, ScanTasks
 from service.base.errors import OperationFailed
 from service.base.spark import activate
 
@@ -157,10 +157,6 @@ class ExactRewrite:
         """Whole-file scan tasks at the start snapshot for exactly ``paths``."""
         self.scan.load(paths)
 
-    def check_files_exist(self, paths: Iterable[str]) -> None:
-        """Fail before any write if a planned data file is missing on storage."""
-        self.scan.check_exist(paths)
-
     def dangling_deletes(self, paths: Sequence[str]) -> list[Any]:
         """Position delete files that reference only files among ``paths``."""
         return self.scan.dangling_deletes(paths)
@@ -212,6 +208,7 @@ class ExactRewrite:
             raise
         except Exception as e:
             self.discard(results)
+            self._explain(results)
             raise OperationFailed(
                 f"rewrite of {self.table_name} failed ({java_class_name(e)}: {java_message(e)}); "
                 "nothing committed"
@@ -260,6 +257,7 @@ class ExactRewrite:
                     arrow_job.result()
             except Exception as e:
                 self.discard(fast)
+                self._explain(fast)  # a missing file: Spark's read would fail on it too
                 for r in fast:
                     r.engine, r.input, r.output = "spark", Checksum(), Checksum()
                 self.fallback = arrow_failure(e)
@@ -324,6 +322,17 @@ class ExactRewrite:
         deletes = self.scan.dangling_deletes(paths)
         replaced = [self.scan.files[path] for path in paths]
         return self.committer.commit(results, replaced, deletes, discard_on_conflict)
+
+    def _explain(self, results: Sequence[GroupResult]) -> None:
+        """After a failed write: raise :class:`MissingDataFile` if one of the groups' input
+        files is gone from storage (the usual cause, said in one line); storage that cannot
+        be reached leaves the failure's own message to say it."""
+        try:
+            self.scan.check_exist([p for r in results for p in r.group.paths])
+        except MissingDataFile:
+            raise
+        except OperationFailed:
+            pass
 
     def discard(self, results: Iterable[GroupResult]) -> None:
         """Delete files written for ``results`` (they were never committed)."""

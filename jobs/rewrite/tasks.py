@@ -17,6 +17,10 @@ POSITION_DELETES = "POSITION_DELETES"
 PUFFIN = "PUFFIN"  # the format of deletion vectors (format version 3)
 
 
+class MissingDataFile(OperationFailed):
+    """A planned data file is not on storage (:meth:`ScanTasks.check_exist`)."""
+
+
 class ScanTasks:
     """Scan tasks of planned files of the Java ``table`` at ``snapshot_id``."""
 
@@ -82,7 +86,10 @@ class ScanTasks:
             iterable.close()
 
     def check_exist(self, paths: Iterable[str]) -> None:
-        """Fail before any write if a planned data file is missing on storage.
+        """Raise :class:`MissingDataFile` if a planned data file is missing on storage: what
+        explains a failed read. A read that succeeds proves its file exists, so a rewrite
+        looks only after a failure, not before every write (on object storage each look is
+        a request: 36 s for 12,000 files).
 
         Local files are looked at directly; others through the table's FileIO, several
         at a time (each look is a py4j round trip, and on object storage a request)."""
@@ -105,7 +112,7 @@ class ScanTasks:
             ) from e
         missing = [path for path, ok in zip(todo, found, strict=True) if not ok]
         if missing:
-            raise OperationFailed(
+            raise MissingDataFile(
                 f"data file {missing[0]} of {self.table_name} is missing on storage; "
                 "nothing was rewritten"
             )
