@@ -142,7 +142,7 @@ class ArrowDriver:
             r.engine = "arrow"
         missing = [r for r in results if r.group_id not in built]
         with ThreadPoolExecutor(max_workers=4) as pool:  # py4j-bound: keep the JVM busy
-            found = pool.map(lambda r: self._build(r.group_id, r.new_paths), missing)
+            found = pool.map(lambda r: self._build(by_id[r.group_id]), missing)
             for r, files in zip(missing, found, strict=True):
                 built[r.group_id] = files
         for r in results:
@@ -150,9 +150,12 @@ class ArrowDriver:
                 r.new_files.append(java_file)
                 r.new_sizes.append(size)
 
-    def _build(self, group_id: str, paths: Sequence[str]) -> list[tuple[Any, int]]:
-        spec, partition = self._where[group_id]
-        return self.new_files.build(spec, partition, paths)
+    def _build(self, done: ArrowResult) -> list[tuple[Any, int]]:
+        """The Java ``DataFile`` of each file of a finished group, from the footers it
+        read back."""
+        spec, partition = self._where[done.group_id]
+        paths = [path for path, _ in done.files]
+        return self.new_files.build(spec, partition, paths, done.footers)
 
     def _run(self, arrow: ArrowTable, groups: list[ArrowGroup], built: Built) -> list[ArrowResult]:
         """Every group's :class:`ArrowResult`. In the driver, each finished group's
@@ -170,9 +173,7 @@ class ArrowDriver:
 
                 def one(g: ArrowGroup) -> ArrowResult:
                     done = rewrite_group(arrow, g)
-                    java[g.group_id] = py4j.submit(
-                        self._build, g.group_id, [path for path, _ in done.files]
-                    )
+                    java[g.group_id] = py4j.submit(self._build, done)
                     return done
 
                 with ThreadPoolExecutor(max_workers=min(slots, len(groups))) as pool:

@@ -124,6 +124,28 @@ class ArrowResult:
     non_null: dict[str, int] = field(default_factory=dict)  # of the rows read
     files: list[tuple[str, int]] = field(default_factory=list)  # (path, rows), verified
     non_null_out: dict[str, int] = field(default_factory=dict)  # of the files read back
+    # each file's size and Parquet footer, as read back: its DataFile's metrics, with no
+    # further request (jobs.rewrite.new_files)
+    footers: dict[str, Footer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Footer:
+    """A written file's size and its Parquet footer (the Thrift ``FileMetaData`` bytes)."""
+
+    size: int
+    metadata: bytes
+
+    @classmethod
+    def of(cls, data: bytes, path: str) -> Footer:
+        """The footer of the whole bytes of the Parquet file at ``path``: ``... FileMetaData,
+        its length as 4 bytes little-endian, PAR1``."""
+        if len(data) < 12 or data[-4:] != b"PAR1":
+            raise VerificationError(f"{path}: not a Parquet file (no PAR1 at its end)")
+        n = int.from_bytes(data[-8:-4], "little")
+        if n <= 0 or n > len(data) - 12:
+            raise VerificationError(f"{path}: a Parquet footer of {n} bytes in {len(data)}")
+        return cls(len(data), data[-8 - n : -8])
 
 
 def slim_metadata(metadata: TableMetadata) -> TableMetadata:
@@ -197,7 +219,8 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
             result.non_null[name] = result.non_null.get(name, 0) + len(column) - column.null_count
         path = group.outputs[i]
         written = _write(table, io, path, chunk)
-        for name, n in _verify(io, path, written).items():
+        counts, result.footers[path] = _verify(io, path, written)
+        for name, n in counts.items():
             result.non_null_out[name] = result.non_null_out.get(name, 0) + n
         result.files.append((path, written.num_rows))
     if result.rows_in != expected_rows:
@@ -227,23 +250,27 @@ def _read_file(
     every file of a table whose schema never changed, at half the cost of PyIceberg's
     ``ArrowScan``, which re-derives the projection for every file. Any other file (renamed,
     added or promoted columns, no field ids, a map column) goes through ``ArrowScan``."""
-    parquet = _whole(io, path)
+    parquet = _parquet(_whole(io, path))
     if _plain_readable(parquet.schema_arrow, table.written_schema):
         batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
         return batches
     return list(_scan(table, io, spec_id, path, rows))
 
 
-def _whole(io: FileIO, path: str) -> pq.ParquetFile:
-    """The Parquet file at ``path``, its bytes read in one request: footer and columns then
-    come from memory. On object storage that is two requests (the size, then the bytes)
-    where a footer read and then column reads make three or more; a rewrite reads every
-    byte of its inputs anyway."""
+def _whole(io: FileIO, path: str) -> bytes:
+    """The bytes of the file at ``path``, read in one request. Parquet's footer and columns
+    then come from memory: on object storage two requests (the size, then the bytes) where
+    a footer read and then column reads make three or more; a rewrite reads every byte of
+    its inputs anyway."""
+    with io.new_input(path).open() as f:
+        data: bytes = f.read()
+    return data
+
+
+def _parquet(data: bytes) -> pq.ParquetFile:
     import pyarrow as pa  # pyarrow: only when files are read or written
     import pyarrow.parquet as pq
 
-    with io.new_input(path).open() as f:
-        data = f.read()
     return pq.ParquetFile(pa.BufferReader(data))
 
 
@@ -363,10 +390,13 @@ def _as_written(table: ArrowTable, chunk: pa.Table) -> pa.Table:
     )
 
 
-def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
+def _verify(io: FileIO, path: str, written: pa.Table) -> tuple[dict[str, int], Footer]:
     """The file at ``path`` holds exactly ``written``, row for row, value for value; its
-    non-null count per column, as read back (the data checks' measure of the output)."""
-    back = _whole(io, path).read()
+    non-null count per column, as read back (the data checks' measure of the output), and
+    its footer as read back."""
+    data = _whole(io, path)
+    footer = Footer.of(data, path)
+    back = _parquet(data).read()
     if back.num_rows != written.num_rows:
         raise VerificationError(
             f"{path}: wrote {written.num_rows} rows, the file holds {back.num_rows}"
@@ -377,7 +407,8 @@ def _verify(io: FileIO, path: str, written: pa.Table) -> dict[str, int]:
         raise VerificationError(f"{path}: the file's schema is not what was written ({e})") from e
     if not _bitwise(back).equals(_bitwise(written)):
         raise VerificationError(f"{path}: the file's values differ from the rows written")
-    return {name: back.num_rows - back.column(name).null_count for name in back.column_names}
+    counts = {name: back.num_rows - back.column(name).null_count for name in back.column_names}
+    return counts, footer
 
 
 def _bitwise(table: pa.Table) -> pa.Table:

@@ -16,6 +16,7 @@ from jobs.base.verify import Checksum, checksums_by_key
 from jobs.data.optimize import optimize_table
 from jobs.rewrite import exact as rewrite_mod
 from jobs.rewrite.arrow_driver import ArrowDriver
+from jobs.rewrite.arrow_engine import Footer
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from service.base.catalog import load_table
@@ -518,9 +519,10 @@ def test_reading_new_local_files_lists_them_on_the_driver_and_restores_the_setti
 
 
 def test_new_files_data_files_carry_the_same_metrics_either_way(spark, cfg, namespace):
-    """Differential: a local file's ``DataFile`` built with shared Parquet read options
-    equals the one Iceberg's own ``ParquetUtil.fileMetrics`` builds through the table's
-    FileIO (the route for object storage), metrics and bounds included."""
+    """Differential: a local file's ``DataFile`` built with shared Parquet read options,
+    and one built from the footer bytes the Arrow engine reads back, equal the one
+    Iceberg's own ``ParquetUtil.fileMetrics`` builds through the table's FileIO, metrics
+    and bounds included."""
     ident, rewrite = rewrite_at_current(spark, cfg, namespace, "metrics")
     try:
         paths = [r.file_path for r in data_files(spark, ident)]
@@ -532,8 +534,15 @@ def test_new_files_data_files_carry_the_same_metrics_either_way(spark, cfg, name
             partition = rewrite.scan.files[path].partition()
             ours = rewrite.new_files.build(spec, partition, [path])
             theirs = through_io.build(spec, partition, [path])
+            data = Path(path.removeprefix("file:")).read_bytes()
+            footer = {path: Footer.of(data, path)}
+            read_back = through_io.build(spec, partition, [path], footer)
             assert ours[0][1] == theirs[0][1] == int(rewrite.scan.files[path].fileSizeInBytes())
+            assert read_back[0][1] == theirs[0][1]
             assert str(parser.toJson(ours[0][0], spec)) == str(parser.toJson(theirs[0][0], spec))
+            assert str(parser.toJson(read_back[0][0], spec)) == str(
+                parser.toJson(theirs[0][0], spec)
+            )
             assert int(ours[0][0].recordCount()) == rewrite.scan.records[path]
             assert ours[0][0].lowerBounds().size() == 4  # every column's lower bound
     finally:

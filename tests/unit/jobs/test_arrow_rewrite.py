@@ -262,3 +262,31 @@ def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
         )
 
     assert rows(written, "label") == rows(before, "name")
+
+
+def test_each_written_file_comes_back_with_its_size_and_footer(table, tmp_path):
+    """The footer handed to the commit (jobs.rewrite.new_files) is the file's own: its
+    Thrift bytes are those pyarrow reads the metadata from, its size the file's."""
+    result = ar.rewrite_group(arrow_table(table), arrow_group(table, 2, tmp_path))
+    assert sorted(result.footers) == sorted(p for p, _ in result.files)
+    for path, rows in result.files:
+        data = Path(path.removeprefix("file:")).read_bytes()
+        footer = result.footers[path]
+        assert footer.size == len(data)
+        n = len(footer.metadata)
+        assert data[-8 - n : -8] == footer.metadata and data[-8:-4] == n.to_bytes(4, "little")
+        assert pq.read_metadata(pa.BufferReader(data)).num_rows == rows
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"PAR1", "not a Parquet file"),
+        (b"PAR1" + b"x" * 20 + b"JUNK", "not a Parquet file"),
+        (b"PAR1" + b"x" * 20 + (99).to_bytes(4, "little") + b"PAR1", "a Parquet footer of 99"),
+        (b"PAR1" + b"x" * 20 + (0).to_bytes(4, "little") + b"PAR1", "a Parquet footer of 0"),
+    ],
+)
+def test_a_footer_that_cannot_be_a_parquet_footer_is_refused(data, why):
+    with pytest.raises(ar.VerificationError, match=f"^f.parquet: {why}"):
+        ar.Footer.of(data, "f.parquet")
