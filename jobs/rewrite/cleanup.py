@@ -6,9 +6,11 @@ left for orphan cleanup."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
+from jobs.rewrite.locations import local_path
 from jobs.rewrite.results import GroupResult
 
 
@@ -24,3 +26,18 @@ def discard(io: Any, results: Iterable[GroupResult]) -> None:
         r.new_paths.clear()
         r.new_files.clear()
         r.new_sizes.clear()
+
+
+def prune(prefix: str | None) -> None:
+    """Remove the empty folders under one attempt's own ``prefix`` (Spark's writer's, see
+    ``jobs.rewrite.locations.attempt_table``) on a local file system, the prefix's own
+    included: a discarded attempt leaves its partition folders behind there. A folder
+    that still holds a file (a committed one) stays; object stores have no folders."""
+    local = local_path(prefix) if prefix else None
+    if local is None or not os.path.isdir(local):
+        return
+    for folder, _, _ in os.walk(local, topdown=False):
+        try:
+            os.rmdir(folder)  # only an empty folder goes
+        except OSError:
+            pass

@@ -339,5 +339,7 @@ class ExactRewrite:
         cleanup.discard(self.table.io(), results)
 
     def close(self) -> None:
-        """Unstage every group id (idempotent; always call it)."""
+        """Unstage every group id, and remove the empty folders a discarded Spark write
+        left under this attempt's prefix (idempotent; always call it)."""
         self.spark_engine.close()
+        cleanup.prune(self.spark_prefix)

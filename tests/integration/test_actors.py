@@ -21,7 +21,7 @@ from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from service.base.catalog import load_table
 from service.base.errors import OperationFailed
-from tests.support.config import part
+from tests.support.config import part, with_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -104,10 +104,6 @@ def current_operation(catalog: Any, ident: str) -> str:
 def fq(ident: str) -> str:
     ns, name = ident.split(".")
     return f"lake.`{ns}`.`{name}`"
-
-
-def with_engine(cfg: Any, engine: str) -> Any:
-    return replace(cfg, defaults=replace(cfg.defaults, engine=engine))
 
 
 @pytest.fixture(params=["auto", "spark"])

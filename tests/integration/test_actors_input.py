@@ -16,7 +16,7 @@ from jobs.scripts import actor_optimize
 from service.base.catalog import load_catalog, load_table
 from service.base.errors import OperationFailed, TableNotFound, UsageError
 from service.cli import main as cli_main
-from tests.support.config import part
+from tests.support.config import part, with_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -130,7 +130,14 @@ def test_empty_and_unpartitioned_tables(spark, cfg, catalog, namespace):
         optimize_table(spark, cfg, empty, partitions=["day=d0"])
 
 
-def test_missing_data_file_fails_cleanly_and_commits_nothing(spark, cfg, catalog, events):
+@pytest.mark.parametrize("engine", ["auto", "spark"])
+def test_missing_data_file_fails_cleanly_and_commits_nothing(
+    spark, cfg, catalog, namespace, engine
+):
+    """Nothing looks for the planned files before the write: the failed read (Arrow's,
+    then Spark's, or Spark's alone) is explained in one line, and nothing is left."""
+    events = create(spark, namespace, f"missing_{engine}", inserts=3)
+    cfg = with_engine(cfg, engine)
     snap = _snapshot(catalog, events)
     table = load_table(catalog, events)
     victim = table.inspect.files().to_pylist()[0]["file_path"]

@@ -27,6 +27,11 @@ def part(spec_id: int = 0, kind: str = "string", **values: Any) -> str:
     return PartitionKey.of(spec_id, fields, list(values.values())).encode()
 
 
+def with_engine(cfg: Config, engine: str) -> Config:
+    """``cfg`` with every table's data engine set to ``engine`` (``auto`` or ``spark``)."""
+    return dataclasses.replace(cfg, defaults=dataclasses.replace(cfg.defaults, engine=engine))
+
+
 def make_config(home: Path, **overrides: Any) -> Config:
     """A config whose catalog and warehouse live under ``home`` (tests never touch the demo)."""
     return build_config(config_raw(home, **overrides), source="<tests>", home=home)
