@@ -155,7 +155,9 @@ class ArrowDriver:
         read back."""
         spec, partition = self._where[done.group_id]
         paths = [path for path, _ in done.files]
-        return self.new_files.build(spec, partition, paths, done.footers)
+        # an executor archive packed before footers came back has none: files are opened
+        footers = getattr(done, "footers", None)
+        return self.new_files.build(spec, partition, paths, footers)
 
     def _run(self, arrow: ArrowTable, groups: list[ArrowGroup], built: Built) -> list[ArrowResult]:
         """Every group's :class:`ArrowResult`. In the driver, each finished group's

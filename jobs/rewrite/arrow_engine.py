@@ -249,12 +249,28 @@ def _read_file(
     order) is read as it is: a field-id projection of it is the identity. That is nearly
     every file of a table whose schema never changed, at half the cost of PyIceberg's
     ``ArrowScan``, which re-derives the projection for every file. Any other file (renamed,
-    added or promoted columns, no field ids, a map column) goes through ``ArrowScan``."""
-    parquet = _parquet(_whole(io, path))
-    if _plain_readable(parquet.schema_arrow, table.written_schema):
-        batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
-        return batches
-    return list(_scan(table, io, spec_id, path, rows))
+    added or promoted columns, no field ids, a map column) goes through ``ArrowScan``.
+
+    A table that never changed its schema has its files read whole (:func:`_whole`); one
+    that did has each file's footer read first, since ``ArrowScan`` reads an older file
+    again itself."""
+    import pyarrow.parquet as pq  # pyarrow: only when files are read or written
+
+    if len(table.metadata.schemas) == 1:
+        plain = _plain_rows(_parquet(_whole(io, path)), table)
+    else:
+        with io.new_input(path).open() as f:
+            plain = _plain_rows(pq.ParquetFile(f), table)
+    return plain if plain is not None else list(_scan(table, io, spec_id, path, rows))
+
+
+def _plain_rows(parquet: pq.ParquetFile, table: ArrowTable) -> list[pa.RecordBatch] | None:
+    """The file's rows in the table's written schema when it holds exactly those columns
+    (:func:`_plain_readable`), else None."""
+    if not _plain_readable(parquet.schema_arrow, table.written_schema):
+        return None
+    batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
+    return batches
 
 
 def _whole(io: FileIO, path: str) -> bytes:

@@ -87,6 +87,26 @@ class Collaborators:
     guard: WriteGuard = NO_GUARD
 
 
+_MISSING = ("filenotfound", "notfoundexception", "nosuchkey", "no such file", "does not exist")
+
+
+def may_be_missing(error: BaseException) -> bool:
+    """Could ``error`` (or an error it was raised from) come from reading a file that is
+    gone? A Python ``FileNotFoundError``, Java's or Iceberg's not-found exceptions, S3's
+    ``NoSuchKey``, or a Spark task's failure that names one of them."""
+    seen: BaseException | None = error
+    for _ in range(16):  # a chain of causes is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, FileNotFoundError):
+            return True
+        text = f"{java_class_name(seen)} {seen}".lower()
+        if any(sign in text for sign in _MISSING):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class ExactRewrite:
     """One rewrite of planned file groups of one table, from one starting snapshot."""
 
@@ -208,7 +228,7 @@ class ExactRewrite:
             raise
         except Exception as e:
             self.discard(results)
-            self._explain(results)
+            self._explain(results, e)
             raise OperationFailed(
                 f"rewrite of {self.table_name} failed ({java_class_name(e)}: {java_message(e)}); "
                 "nothing committed"
@@ -257,7 +277,7 @@ class ExactRewrite:
                     arrow_job.result()
             except Exception as e:
                 self.discard(fast)
-                self._explain(fast)  # a missing file: Spark's read would fail on it too
+                self._explain(fast, e)  # a missing file: Spark's read would fail on it too
                 for r in fast:
                     r.engine, r.input, r.output = "spark", Checksum(), Checksum()
                 self.fallback = arrow_failure(e)
@@ -323,15 +343,18 @@ class ExactRewrite:
         replaced = [self.scan.files[path] for path in paths]
         return self.committer.commit(results, replaced, deletes, discard_on_conflict)
 
-    def _explain(self, results: Sequence[GroupResult]) -> None:
-        """After a failed write: raise :class:`MissingDataFile` if one of the groups' input
-        files is gone from storage (the usual cause, said in one line); storage that cannot
-        be reached leaves the failure's own message to say it."""
+    def _explain(self, results: Sequence[GroupResult], error: BaseException) -> None:
+        """After a write failed with ``error``: when it may come from a file that is gone
+        (:func:`may_be_missing`), raise :class:`MissingDataFile` if one of the groups'
+        input files is gone from storage, said in one line. Anything else (or storage that
+        cannot be reached) leaves the failure's own message to say it."""
+        if not may_be_missing(error):
+            return  # a look costs a request a file: only when it can explain the failure
         try:
             self.scan.check_exist([p for r in results for p in r.group.paths])
         except MissingDataFile:
             raise
-        except OperationFailed:
+        except Exception:  # noqa: BLE001 - the failure's own message says more
             pass
 
     def discard(self, results: Iterable[GroupResult]) -> None:

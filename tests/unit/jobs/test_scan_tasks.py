@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jobs.rewrite.exact import may_be_missing
 from jobs.rewrite.tasks import ScanTasks
 from service.base.errors import OperationFailed
 
@@ -65,3 +66,45 @@ def test_checking_that_planned_files_exist_is_one_line() -> None:
     with pytest.raises(OperationFailed) as failure:
         tasks.check_exist(["s3://warehouse/db/t/data/a.parquet"])
     assert "\n" not in str(failure.value) and "could not check" in str(failure.value)
+
+
+class _JavaNotFound(Exception):
+    """A py4j-converted Java exception whose class is Iceberg's ``NotFoundException``."""
+
+    class _J:
+        def getClass(self) -> Any:  # noqa: N802
+            name = "org.apache.iceberg.exceptions.NotFoundException"
+            return type("C", (), {"getName": lambda s: name})()
+
+    java_exception = _J()
+
+
+def _raised_from(cause: BaseException) -> BaseException:
+    try:
+        try:
+            raise cause
+        except BaseException as inner:
+            raise RuntimeError("the Arrow job failed") from inner
+    except RuntimeError as outer:
+        return outer
+
+
+@pytest.mark.parametrize(
+    ("error", "missing"),
+    [
+        (FileNotFoundError(2, "No such file or directory"), True),
+        (_raised_from(FileNotFoundError("gone")), True),  # a cause down the chain
+        (RuntimeError("Task failed: FileNotFoundError: [Errno 2] Failed to open file"), True),
+        (RuntimeError("java.io.FileNotFoundException: File file:/t/a.parquet"), True),
+        (RuntimeError("Location does not exist: s3://b/t/a.parquet"), True),
+        (RuntimeError("S3 error: NoSuchKey"), True),
+        (RuntimeError("Python worker exited: ModuleNotFoundError: No module named x"), False),
+        (RuntimeError("verification failed: 3 rows written, 4 read"), False),
+        (_JavaNotFound("x"), True),  # a py4j error's Java class
+        (OperationFailed("could not reach S3"), False),
+    ],
+)
+def test_only_a_failure_that_may_come_from_a_gone_file_is_looked_into(error, missing):
+    """After a failed write the planned files are looked up (a request each on object
+    storage) only when the failure may come from a file that is gone."""
+    assert may_be_missing(error) is missing
