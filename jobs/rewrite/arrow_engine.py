@@ -44,6 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
 from jobs.rewrite.dictionaries import dictionary_columns
+from jobs.rewrite.file_bytes import (
+    Footer,
+    VerificationError,
+    parquet_of,
+    plain_readable,
+    whole,
+)
 from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
 
 if TYPE_CHECKING:
@@ -51,10 +58,6 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
-
-
-class VerificationError(Exception):
-    """A written file does not hold exactly the rows it was given."""
 
 
 @dataclass(frozen=True)
@@ -127,25 +130,6 @@ class ArrowResult:
     # each file's size and Parquet footer, as read back: its DataFile's metrics, with no
     # further request (jobs.rewrite.new_files)
     footers: dict[str, Footer] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Footer:
-    """A written file's size and its Parquet footer (the Thrift ``FileMetaData`` bytes)."""
-
-    size: int
-    metadata: bytes
-
-    @classmethod
-    def of(cls, data: bytes, path: str) -> Footer:
-        """The footer of the whole bytes of the Parquet file at ``path``: ``... FileMetaData,
-        its length as 4 bytes little-endian, PAR1``."""
-        if len(data) < 12 or data[-4:] != b"PAR1":
-            raise VerificationError(f"{path}: not a Parquet file (no PAR1 at its end)")
-        n = int.from_bytes(data[-8:-4], "little")
-        if n <= 0 or n > len(data) - 12:
-            raise VerificationError(f"{path}: a Parquet footer of {n} bytes in {len(data)}")
-        return cls(len(data), data[-8 - n : -8])
 
 
 def slim_metadata(metadata: TableMetadata) -> TableMetadata:
@@ -249,15 +233,13 @@ def _read_file(
     order) is read as it is: a field-id projection of it is the identity. That is nearly
     every file of a table whose schema never changed, at half the cost of PyIceberg's
     ``ArrowScan``, which re-derives the projection for every file. Any other file (renamed,
-    added or promoted columns, no field ids, a map column) goes through ``ArrowScan``.
-
-    A table that never changed its schema has its files read whole (:func:`_whole`); one
-    that did has each file's footer read first, since ``ArrowScan`` reads an older file
-    again itself."""
+    added or promoted columns, no field ids, a map column) goes through ``ArrowScan``. A
+    table whose schema never changed has its files read whole; others the footer first
+    (``ArrowScan`` reads an older file again itself)."""
     import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     if len(table.metadata.schemas) == 1:
-        plain = _plain_rows(_parquet(_whole(io, path)), table)
+        plain = _plain_rows(parquet_of(whole(io, path)), table)
     else:
         with io.new_input(path).open() as f:
             plain = _plain_rows(pq.ParquetFile(f), table)
@@ -266,51 +248,11 @@ def _read_file(
 
 def _plain_rows(parquet: pq.ParquetFile, table: ArrowTable) -> list[pa.RecordBatch] | None:
     """The file's rows in the table's written schema when it holds exactly those columns
-    (:func:`_plain_readable`), else None."""
-    if not _plain_readable(parquet.schema_arrow, table.written_schema):
+    (:func:`jobs.rewrite.file_bytes.plain_readable`), else None."""
+    if not plain_readable(parquet.schema_arrow, table.written_schema):
         return None
     batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()
     return batches
-
-
-def _whole(io: FileIO, path: str) -> bytes:
-    """The bytes of the file at ``path``, read in one request. Parquet's footer and columns
-    then come from memory: on object storage two requests (the size, then the bytes) where
-    a footer read and then column reads make three or more; a rewrite reads every byte of
-    its inputs anyway."""
-    with io.new_input(path).open() as f:
-        data: bytes = f.read()
-    return data
-
-
-def _parquet(data: bytes) -> pq.ParquetFile:
-    import pyarrow as pa  # pyarrow: only when files are read or written
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(pa.BufferReader(data))
-
-
-FIELD_ID = b"PARQUET:field_id"
-_OFFSETS = {("large_string", "string"), ("large_binary", "binary")}
-
-
-def _plain_readable(got: pa.Schema, want: pa.Schema) -> bool:
-    """Does a file whose Arrow schema is ``got`` hold exactly the columns ``want``? Names,
-    field ids, nullability and types must be the same (nested fields' ids included); the
-    one difference allowed is 64- against 32-bit offsets of top-level strings and
-    binaries (a cast that changes no value)."""
-    if got.names != want.names:
-        return False
-    for g, w in zip(got, want, strict=True):
-        if (g.metadata or {}).get(FIELD_ID) != (w.metadata or {}).get(
-            FIELD_ID
-        ) or g.nullable != w.nullable:
-            return False
-        if not (
-            g.type.equals(w.type, check_metadata=True) or (str(g.type), str(w.type)) in _OFFSETS
-        ):
-            return False
-    return True
 
 
 def _scan(
@@ -410,9 +352,9 @@ def _verify(io: FileIO, path: str, written: pa.Table) -> tuple[dict[str, int], F
     """The file at ``path`` holds exactly ``written``, row for row, value for value; its
     non-null count per column, as read back (the data checks' measure of the output), and
     its footer as read back."""
-    data = _whole(io, path)
+    data = whole(io, path)
     footer = Footer.of(data, path)
-    back = _parquet(data).read()
+    back = parquet_of(data).read()
     if back.num_rows != written.num_rows:
         raise VerificationError(
             f"{path}: wrote {written.num_rows} rows, the file holds {back.num_rows}"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.rewrite.arrow_engine import Footer
+from jobs.rewrite.file_bytes import Footer
 from jobs.rewrite.locations import local_path
 
 if TYPE_CHECKING:

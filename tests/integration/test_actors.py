@@ -16,7 +16,7 @@ from jobs.base.verify import Checksum, checksums_by_key
 from jobs.data.optimize import optimize_table
 from jobs.rewrite import exact as rewrite_mod
 from jobs.rewrite.arrow_driver import ArrowDriver
-from jobs.rewrite.arrow_engine import Footer
+from jobs.rewrite.file_bytes import Footer
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from service.base.catalog import load_table

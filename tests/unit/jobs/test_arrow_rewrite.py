@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.rewrite import arrow_engine as ar
+from jobs.rewrite.file_bytes import plain_readable
 from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 
 pytestmark = pytest.mark.unit
@@ -209,15 +210,15 @@ def test_which_files_are_read_as_they_are(table, tmp_path):
     offsets against 32-bit ones are the one difference allowed."""
     written = arrow_table(table).written_schema
     f = next(iter(table.scan().plan_files())).file
-    assert ar._plain_readable(pq.read_schema(f.file_path.removeprefix("file://")), written)
-    assert ar._plain_readable(
+    assert plain_readable(pq.read_schema(f.file_path.removeprefix("file://")), written)
+    assert plain_readable(
         pa.schema(
             [written.field(0), written.field(1).with_type(pa.large_string()), written.field(2)]
         ),
         written,
     )
     renamed = pa.schema([written.field(0), written.field(1).with_name("label"), written.field(2)])
-    assert not ar._plain_readable(renamed, written)
+    assert not plain_readable(renamed, written)
     other_id = pa.schema(
         [
             written.field(0),
@@ -225,11 +226,11 @@ def test_which_files_are_read_as_they_are(table, tmp_path):
             written.field(2),
         ]
     )
-    assert not ar._plain_readable(other_id, written)
+    assert not plain_readable(other_id, written)
     no_ids = pa.schema([fld.remove_metadata() for fld in written])
-    assert not ar._plain_readable(no_ids, written)
+    assert not plain_readable(no_ids, written)
     wider = pa.schema([written.field(0).with_type(pa.int32()), written.field(1), written.field(2)])
-    assert not ar._plain_readable(wider, written)
+    assert not plain_readable(wider, written)
     required = pa.schema(
         [
             written.field(0).with_nullable(not written.field(0).nullable),
@@ -237,7 +238,7 @@ def test_which_files_are_read_as_they_are(table, tmp_path):
             written.field(2),
         ]
     )
-    assert not ar._plain_readable(required, written)
+    assert not plain_readable(required, written)
 
 
 def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
