@@ -42,7 +42,7 @@ from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.arrow_engine import ArrowTable
 from jobs.rewrite.commit import REWRITE_ID_PROPERTY, CommitConflict, Committer
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message
+from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message, may_be_missing
 from jobs.rewrite.locations import attempt_table
 from jobs.rewrite.new_files import NewFiles
 from jobs.rewrite.partitions import partition_mismatch
@@ -85,26 +85,6 @@ class Collaborators:
     run_suite: RunSuite = run_suite
     before_commit: BeforeCommit | None = None
     guard: WriteGuard = NO_GUARD
-
-
-_MISSING = ("filenotfound", "notfoundexception", "nosuchkey", "no such file", "does not exist")
-
-
-def may_be_missing(error: BaseException) -> bool:
-    """Could ``error`` (or an error it was raised from) come from reading a file that is
-    gone? A Python ``FileNotFoundError``, Java's or Iceberg's not-found exceptions, S3's
-    ``NoSuchKey``, or a Spark task's failure that names one of them."""
-    seen: BaseException | None = error
-    for _ in range(16):  # a chain of causes is short; never loop on a cycle
-        if seen is None:
-            return False
-        if isinstance(seen, FileNotFoundError):
-            return True
-        text = f"{java_class_name(seen)} {seen}".lower()
-        if any(sign in text for sign in _MISSING):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 class ExactRewrite:

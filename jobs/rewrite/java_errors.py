@@ -1,4 +1,5 @@
-"""One-line descriptions of errors that come back through py4j (or from Python tasks)."""
+"""One-line descriptions of errors that come back through py4j (or from Python tasks), and
+whether one may come from a file that is gone (:func:`may_be_missing`)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,23 @@ def arrow_failure(error: BaseException) -> str:
             )
             return f"Python task failed on an executor: {cause}{hint}"
     return f"{java_class_name(error)}: {java_message(error)}"
+
+
+_MISSING = ("filenotfound", "notfoundexception", "nosuchkey", "no such file", "does not exist")
+
+
+def may_be_missing(error: BaseException) -> bool:
+    """Could ``error`` (or an error it was raised from) come from reading a file that is
+    gone? A Python ``FileNotFoundError``, Java's or Iceberg's not-found exceptions, S3's
+    ``NoSuchKey``, or a Spark task's failure that names one of them."""
+    seen: BaseException | None = error
+    for _ in range(16):  # a chain of causes is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, FileNotFoundError):
+            return True
+        text = f"{java_class_name(seen)} {seen}".lower()
+        if any(sign in text for sign in _MISSING):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

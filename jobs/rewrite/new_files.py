@@ -98,7 +98,7 @@ class NewFiles:
         out = []
         for path in paths:
             footer = footers.get(path)
-            local = self.local(path)
+            local = None if footer is not None else self.local(path)
             if footer is not None:
                 stream = j.bytes_in(footer.metadata)
                 parsed = converter.readParquetMetadata(stream, j.converter.NO_FILTER)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.exact import may_be_missing
+from jobs.rewrite.java_errors import may_be_missing
 from jobs.rewrite.tasks import ScanTasks
 from service.base.errors import OperationFailed
 
