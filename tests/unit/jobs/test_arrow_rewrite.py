@@ -10,6 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jobs.rewrite import arrow_engine as ar
 from jobs.rewrite.file_bytes import plain_readable
@@ -291,3 +293,31 @@ def test_each_written_file_comes_back_with_its_size_and_footer(table, tmp_path):
 def test_a_footer_that_cannot_be_a_parquet_footer_is_refused(data, why):
     with pytest.raises(ar.VerificationError, match=f"^f.parquet: {why}"):
         ar.Footer.of(data, "f.parquet")
+
+
+@given(st.binary(max_size=64))
+def test_any_bytes_give_a_footer_inside_them_or_a_verification_error(data):
+    """Property: whatever a read-back returns, ``Footer.of`` either refuses it with a
+    VerificationError or returns the bytes just before the length and ``PAR1``."""
+    try:
+        footer = ar.Footer.of(data, "f.parquet")
+    except ar.VerificationError:
+        return
+    n = len(footer.metadata)
+    assert footer.size == len(data) and 0 < n <= len(data) - 12
+    assert data[-8 - n : -8] == footer.metadata and data[-4:] == b"PAR1"
+
+
+@given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=50))
+def test_a_written_files_footer_is_the_metadata_pyarrow_reads(values):
+    """Property: the footer of any file pyarrow writes parses back to that file's
+    metadata (rows and schema)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"v": values}), sink)
+    data = sink.getvalue().to_pybytes()
+    footer = ar.Footer.of(data, "f.parquet")
+    assert footer.size == len(data)
+    meta = pq.read_metadata(pa.BufferReader(data))
+    assert meta.num_rows == len(values)
+    rebuilt = footer.metadata + len(footer.metadata).to_bytes(4, "little") + b"PAR1"
+    assert data.endswith(rebuilt)
