@@ -2,8 +2,12 @@
 
 ``python -m tests.faults.kill_actor WARM_CONFIG`` (in its own session: the kill takes the
 whole process group) starts Spark on ``WARM_CONFIG``'s catalog, then reads one line from
-stdin, ``CONFIG POINT``, and runs the actor on ``CONFIG`` (same catalog; its own Redis
-keys and tables). Starting Spark ahead lets the tests warm every point's actor at once.
+stdin, ``CONFIG POINT [hold]``, and runs the actor on ``CONFIG`` (same catalog; its own
+Redis keys and tables). Starting Spark ahead lets the tests warm every point's actor at
+once. With ``hold`` the actor does not kill itself at the point: it prints
+``holding at POINT`` and waits there (its lease still renewed) for the test's own
+``kill -9``, so a test kills an action under way at a point it chose, however fast the
+machine runs the action.
 
 The wiring is production's (:func:`service.actor.loop.run_actor`: the Redis queue, batches of
 a table's items, intents under the batch's first lease, the orphan cleaner); only the
@@ -22,13 +26,21 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 POINTS = ("before-write", "mid-write", "spark-written", "before-commit", "after-commit")
 
 
+HOLD = {"on": False}  # set from the stdin line: wait at the point instead of dying
+
+
 def die(point: str) -> None:
+    if HOLD["on"]:
+        print(f"holding at {point}", flush=True)
+        while True:  # until the test's kill -9
+            time.sleep(60)
     print(f"kill -9 at {point}", flush=True)
     os.killpg(os.getpgid(0), signal.SIGKILL)
 
@@ -62,7 +74,8 @@ def main(warm_config: str) -> None:
 
     spark = build_spark(load_config(warm_config), app_name="icefloe-kill-actor")
     print("ready", flush=True)
-    config, point = sys.stdin.readline().split()
+    config, point, *hold = sys.stdin.readline().split()
+    HOLD["on"] = hold == ["hold"]
     if point not in POINTS:
         raise SystemExit(f"unknown point {point!r}; one of {', '.join(POINTS)}")
     cfg = load_config(config)

@@ -85,6 +85,11 @@ class Runner:
                 time.sleep(min(POLL, report.next_lapse or POLL))
 
 
+def victim_shards(windows: list[Window]) -> frozenset[int]:
+    """The shards the victim (decider ``c``) held in its last window."""
+    return max((w for w in windows if w.decider == "c"), key=lambda w: w.end).shards
+
+
 def _until(check: Callable[[], bool], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -139,9 +144,14 @@ def test_three_deciders_share_the_tables_and_survive_a_kill(
         victim.thread.join(timeout=30)
         killed_at = victim.last_end
         assert _until(lambda: settled({"a", "b"}), 20 * TTL), latest({"a", "b"})
-        for r in runners[:2]:  # a poll of every table after the handover
-            r.seen = set()
-        time.sleep(3 * POLL)
+        victim_tables = {t for t in TABLES if shard_of(t, SHARDS) in victim_shards(windows)}
+
+        def victims_polled() -> bool:  # every table of the victim's shards, after the kill
+            with lock:
+                after = [w for w in windows if w.decider != "c" and w.start > killed_at]
+            return victim_tables <= set().union(*(w.tables for w in after))
+
+        assert _until(victims_polled, 20 * TTL)
     finally:
         for r in runners:
             r.stop.set()
@@ -162,7 +172,7 @@ def test_three_deciders_share_the_tables_and_survive_a_kill(
                 assert before.end <= after.start, f"shard {s} observed by two at once"
     # the survivors observe the victim's tables again, but none before its lease lapsed
     after_kill = [w for w in windows if w.decider != "c" and w.start > killed_at]
-    victims = max((w for w in windows if w.decider == "c"), key=lambda w: w.end).shards
+    victims = victim_shards(windows)
     taken = [w.start for w in after_kill if w.shards & victims]
     # a lease after its last renewal, not a steal (50 ms: Redis's clock against ours)
     assert taken and min(taken) >= victim.claim_started + TTL * LEASE_FRACTION - 0.05
