@@ -1,8 +1,15 @@
 """Where merge candidates come from: FFD bins, spill groups and Knuth-Plass runs.
 
 A candidate is a group of file indices with what merging it would do under the output
-model (``predict_output_sizes``): its bytes, its SSE gain (inputs' Σ e² minus outputs'
-Σ e²) and its output file count. The planner decides which candidates to do.
+model (``predict_output_sizes``): the bytes it reads, the bytes it writes, its SSE gain
+(inputs' Σ e² minus outputs' Σ e²) and its output file count. The planner decides which
+candidates to do.
+
+What a merge writes is not what it reads: merged rows compress better than many small
+files of them (one dictionary and one set of pages instead of many). Every function here
+takes ``merged``, each file's bytes once merged (:mod:`optimizer.output_model`; default:
+its size), and packs, balances and predicts outputs by it, while a file's own error and
+the bytes a group reads come from its size.
 """
 
 from __future__ import annotations
@@ -39,72 +46,91 @@ class Group:
     """Files to merge (sorted indices) and the predicted effect of merging them."""
 
     members: tuple[int, ...]
-    total: int
+    total: int  # bytes the group writes (its files' merged bytes)
     gain: int  # SSE of the inputs minus SSE of the predicted outputs
     outputs: int
+    read: int  # bytes the group reads (its files' sizes): the bytes it rewrites
 
     @property
     def removed(self) -> int:
         return len(self.members) - self.outputs
 
 
-def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Group:
+def make_group(
+    members: Sequence[int],
+    sizes: Sequence[int],
+    target: int,
+    merged: Sequence[int] | None = None,
+) -> Group:
     """Evaluate merging ``members`` under the output model (:func:`output_count` files of
-    even size)."""
-    total = 0
-    before = 0
+    even size, of their ``merged`` bytes)."""
+    written = sizes if merged is None else merged
+    total = read = before = 0
     for i in members:
         s = sizes[i]
-        total += s
+        read += s
+        total += written[i]
         if s < target:
             e = target - s
             before += e * e
     outputs = output_count(total, target)
-    return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
+    gain = before - output_sse(total, target)
+    return Group(tuple(sorted(members)), total, gain, outputs, read)
 
 
-def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | None:
+def spill_group(
+    lone: list[int], sizes: Sequence[int], target: int, merged: Sequence[int] | None = None
+) -> Group | None:
     """One group of the files FFD left alone, trimmed while trimming helps; None unless it
     lowers the SSE and writes fewer files than it reads (even outputs would lower the SSE
     of two files rewritten as two: churn)."""
+    written = sizes if merged is None else merged
     members = sorted(lone, key=sizes.__getitem__)
     if len(members) < 2:
         return None
-    group = make_group(members, sizes, target)
+    group = make_group(members, sizes, target, merged)
     for _ in range(_SPILL_TRIM_PASSES):
         if len(members) <= 2:
             break
         best, best_gain, seen = -1, group.gain, set()
         for pos, i in enumerate(members):
-            s = sizes[i]
-            if s in seen:
+            s, w = sizes[i], written[i]
+            if (s, w) in seen:
                 continue
-            seen.add(s)
-            if output_count(group.total - s, target) >= len(members) - 1:
+            seen.add((s, w))
+            if output_count(group.total - w, target) >= len(members) - 1:
                 continue  # the rest would be rewritten into as many files: churn
             e = target - s
             gain = (
                 group.gain
                 - e * e
                 + output_sse(group.total, target)
-                - output_sse(group.total - s, target)
+                - output_sse(group.total - w, target)
             )
             if gain > best_gain:
                 best, best_gain = pos, gain
         if best < 0:
             break
         members.pop(best)
-        group = make_group(members, sizes, target)
+        group = make_group(members, sizes, target, merged)
     return group if group.gain > 0 and group.removed > 0 else None
 
 
 def ffd_groups(
-    movable: Sequence[int], sizes: Sequence[int], target: int
+    movable: Sequence[int],
+    sizes: Sequence[int],
+    target: int,
+    merged: Sequence[int] | None = None,
 ) -> tuple[list[Group], list[int]]:
-    """FFD bins of 2+ files as groups, and the files left alone in their bins."""
+    """FFD bins (of ``merged`` bytes) of 2+ files as groups, and the files left alone in
+    their bins."""
+    if merged is not None:
+        packing = ffd_packing(merged, target, movable)
+        lone = [b[0] for b in packing.bins if len(b) < 2]
+        return [make_group(b, sizes, target, merged) for b in packing.bins if len(b) >= 2], lone
     packing = ffd_packing(sizes, target, movable)
     groups: list[Group] = []
-    lone: list[int] = []
+    lone = []
     full = target * target
     for b, total, square in zip(packing.bins, packing.loads, packing.squares, strict=True):
         if len(b) >= 2:  # make_group's Σ (T - s)², expanded: every packed s is <= T
@@ -112,24 +138,35 @@ def ffd_groups(
             b.sort()
             members = tuple(b)
             gain = before - output_sse(total, target)
-            groups.append(Group(members, total, gain, output_count(total, target)))
+            groups.append(Group(members, total, gain, output_count(total, target), total))
         else:
             lone.append(b[0])
     return groups, lone
 
 
 def candidate_groups(
-    sizes: Sequence[int], target: int, limit: float, preserve_order: bool
+    sizes: Sequence[int],
+    target: int,
+    limit: float,
+    preserve_order: bool,
+    merged: Sequence[int] | None = None,
 ) -> list[Group]:
     """Every candidate group that lowers the SSE; files ``>= limit`` are never included.
 
     Unordered: FFD bins of 2+ files, then spill groups over the files FFD left alone.
-    Ordered: Knuth-Plass runs of 2+ consecutive files.
+    Ordered: Knuth-Plass runs of 2+ consecutive files (of their merged bytes; a file
+    ``>= limit`` stays a barrier).
     """
     if preserve_order:
-        runs = best_runs(sizes, target, limit=math.ceil(limit))
-        return [make_group(range(a, b), sizes, target) for a, b in runs if b - a >= 2]
-    groups, lone = ffd_groups([i for i, s in enumerate(sizes) if s < limit], sizes, target)
+        weights = (
+            sizes
+            if merged is None
+            else [s if s >= limit else min(w, s) for s, w in zip(sizes, merged, strict=True)]
+        )
+        runs = best_runs(weights, target, limit=math.ceil(limit))
+        return [make_group(range(a, b), sizes, target, merged) for a, b in runs if b - a >= 2]
+    movable = [i for i, s in enumerate(sizes) if s < limit]
+    groups, lone = ffd_groups(movable, sizes, target, merged)
     lone.sort(key=sizes.__getitem__)
     chunk: list[int] = []
     chunk_bytes = 0
@@ -138,7 +175,7 @@ def candidate_groups(
         chunk_bytes += sizes[i]
         last = k + 1 == len(lone)
         if last or chunk_bytes + sizes[lone[k + 1]] > SPILL_GROUP_TARGETS * target:
-            spill = spill_group(chunk, sizes, target)
+            spill = spill_group(chunk, sizes, target, merged)
             if spill is not None:
                 groups.append(spill)
             chunk, chunk_bytes = [], 0
@@ -146,7 +183,11 @@ def candidate_groups(
 
 
 def balanced(
-    groups: Sequence[Group], sizes: Sequence[int], target: int, fewer: bool = True
+    groups: Sequence[Group],
+    sizes: Sequence[int],
+    target: int,
+    fewer: bool = True,
+    merged: Sequence[int] | None = None,
 ) -> list[Group]:
     """The same files in as few one-output groups as they fit, with their loads evened out.
 
@@ -170,14 +211,16 @@ def balanced(
     bins = [g for g in groups if g.outputs == 1]
     if len(bins) < 2:
         return list(groups)
-    heaviest = [sizes[i] for g in bins for i in g.members]
+    written = sizes if merged is None else merged
+    heaviest = [written[i] for g in bins for i in g.members]
     heaviest.sort(reverse=True)
-    if heaviest[0] <= target:  # Σ (T - s)², expanded
-        total, squares = sum(heaviest), sum(map(mul, heaviest, heaviest))
+    total = sum(heaviest)
+    if merged is None and heaviest[0] <= target:  # Σ (T - s)², expanded
+        squares = sum(map(mul, heaviest, heaviest))
         before = len(heaviest) * target * target - 2 * target * total + squares
     else:
-        total = sum(heaviest)
-        before = sum((target - s) ** 2 for s in heaviest if s < target)
+        own = (sizes[i] for g in bins for i in g.members)
+        before = sum((target - s) ** 2 for s in own if s < target)
     most = one_file_max(target)
     fewest = -(-total // most)
     for count in sorted({fewest, fewest + 1, len(bins)} if fewer else {len(bins)}):
@@ -190,8 +233,8 @@ def balanced(
         if gain <= sum(g.gain for g in bins):
             continue
         members = [i for g in bins for i in g.members]
-        dealt = spread.deal(sorted(members, key=sizes.__getitem__, reverse=True))
-        kept = [make_group(b, sizes, target) for b in dealt]
+        dealt = spread.deal(sorted(members, key=written.__getitem__, reverse=True))
+        kept = [make_group(b, sizes, target, merged) for b in dealt]
         return [g for g in groups if g.outputs != 1] + kept
     return list(groups)
 
@@ -202,6 +245,7 @@ def absorbed(
     target: int,
     limit: float,
     candidates: Sequence[Group],
+    merged: Sequence[int] | None = None,
 ) -> list[Group]:
     """``groups`` with a small file left out of them folded into each one-output group it
     would take from under the target to one file of ``T`` up to 1.1·T (:func:`output_count`:
@@ -222,19 +266,20 @@ def absorbed(
     ones = [g for g in groups if g.outputs == 1]
     if not left or not ones:
         return list(groups)
+    written = sizes if merged is None else merged
     most = one_file_max(target)
     loads = sorted((g.total, k) for k, g in enumerate(ones) if g.total < target)
     extra: dict[int, int] = {}  # group -> the one file folded into it
-    for i in sorted(left, key=sizes.__getitem__, reverse=True):
-        at = bisect_right(loads, (most - sizes[i], len(ones))) - 1
-        if at < 0 or loads[at][0] + sizes[i] <= target:
+    for i in sorted(left, key=written.__getitem__, reverse=True):
+        at = bisect_right(loads, (most - written[i], len(ones))) - 1
+        if at < 0 or loads[at][0] + written[i] <= target:
             continue  # no room, or room within T: the plan left the file out on purpose
         _, k = loads.pop(at)
         extra[k] = i
     if not extra:
         return list(groups)
     grown = [
-        make_group([*g.members, extra[k]], sizes, target) if k in extra else g
+        make_group([*g.members, extra[k]], sizes, target, merged) if k in extra else g
         for k, g in enumerate(ones)
     ]
     return [g for g in groups if g.outputs != 1] + grown

@@ -2,10 +2,14 @@
 
 ``plan_partition`` turns a partition's data file sizes into groups of files to merge.
 
-Output model (the actors' engines match it): a group totalling ``S`` bytes yields
-``predict_output_sizes(S, T)``: Iceberg's output count (``output_count``: ``floor(S/T)``
-files, plus one for a remainder over 0.75·T or one that would take the others to 1.1·T)
-of even size. A group of up to 1.1·T is one file.
+Output model (the actors' engines match it): a group whose rows take ``S`` bytes once
+merged yields ``predict_output_sizes(S, T)``: Iceberg's output count (``output_count``:
+``floor(S/T)`` files, plus one for a remainder over 0.75·T or one that would take the
+others to 1.1·T) of even size. A group of up to 1.1·T is one file. ``S`` is the sum of
+the files' ``merged`` bytes (:mod:`optimizer.output_model`: their rows at the bytes per
+row the table's rewrites write), or of their sizes when the caller knows nothing better;
+small streaming files compress better merged, so planning by their sizes would write
+outputs under the target that are merged again at the next pass.
 
 Candidate groups:
 
@@ -135,7 +139,7 @@ def _progress(g: Group, tol_sq: float) -> float:
 
 def _ratio(g: Group, tol_sq: float) -> float:
     progress = _progress(g, tol_sq)
-    return progress / g.total if g.total else math.copysign(math.inf, progress)
+    return progress / g.read if g.read else math.copysign(math.inf, progress)
 
 
 def _essential(groups: list[Group], sse: int, n: int, tol_sq: float) -> list[Group] | None:
@@ -162,7 +166,13 @@ def _essential(groups: list[Group], sse: int, n: int, tol_sq: float) -> list[Gro
 
 
 def _smallest_first(
-    sizes: Sequence[int], target: int, limit: float, sse: int, n: int, tol_sq: float
+    sizes: Sequence[int],
+    target: int,
+    limit: float,
+    sse: int,
+    n: int,
+    tol_sq: float,
+    merged: Sequence[int] | None = None,
 ) -> list[Group] | None:
     """Bins of only the ``m`` smallest files, for (about) the least ``m`` that meets the goal.
 
@@ -175,16 +185,17 @@ def _smallest_first(
     plan costs a few FFD runs, not one per candidate ``m``.
     """
     order = sorted((i for i, s in enumerate(sizes) if s < limit), key=sizes.__getitem__)
+    written = sizes if merged is None else merged
 
     def plan(m: int) -> list[Group] | None:
-        groups = [g for g in ffd_groups(order[:m], sizes, target)[0] if g.gain > 0]
+        groups = [g for g in ffd_groups(order[:m], sizes, target, merged)[0] if g.gain > 0]
         gain = sum(g.gain for g in groups)
         removed = sum(g.removed for g in groups)
         return groups if sse - gain - tol_sq * (n - removed) < 0 else None
 
     m, inputs_sse, total = len(order), 0, 0
     for k, i in enumerate(order, start=1):  # estimate: the prefix as one group
-        total += sizes[i]
+        total += written[i]
         inputs_sse += (target - sizes[i]) ** 2
         outputs = output_count(total, target)
         if sse - inputs_sse + output_sse(total, target) - tol_sq * (n - k + outputs) < 0:
@@ -201,7 +212,7 @@ def _smallest_first(
 
 
 def _bytes(groups: list[Group]) -> int:
-    return sum(g.total for g in groups)
+    return sum(g.read for g in groups)
 
 
 def _mse(sse: int, n: int) -> float:
@@ -232,11 +243,12 @@ def folded(
     limit: float,
     stats: PartitionStats,
     candidates: Sequence[Group],
+    merged: Sequence[int] | None = None,
 ) -> list[Group]:
     """``groups`` with the small files no candidate holds folded in (:func:`absorbed`),
     unless that would take the partition's MSE above where it was (a folded file's error
     can be under the mean: :func:`_guard`'s promise holds)."""
-    out = absorbed(groups, sizes, target, limit, candidates)
+    out = absorbed(groups, sizes, target, limit, candidates, merged)
     gain = sum(g.gain for g in out)
     removed = sum(g.removed for g in out)
     return out if _mse(stats.sse - gain, stats.n - removed) <= stats.mse else groups
@@ -249,17 +261,18 @@ def _finished(
     stats: PartitionStats,
     tol_sq: float,
     fold: Callable[[list[Group]], list[Group]],
+    merged: Sequence[int] | None = None,
 ) -> list[Group]:
     """The chosen groups :func:`balanced`, then ``fold``-ed (:func:`folded`). Into fewer
     outputs only if, folds included, that leaves fewer files, a partition MSE at most where
     it was, and any goal (MSE < tol²) the spread over as many outputs meets: fewer, fuller
     bins can leave no room for a fold, and fewer files divide a smaller SSE by a smaller
     count."""
-    spread = balanced(groups, sizes, target)
+    spread = balanced(groups, sizes, target, merged=merged)
     fewer = fold(spread)
     if sum(g.outputs for g in spread) == sum(g.outputs for g in groups):
         return fewer  # as many outputs: what ``fewer=False`` would give
-    same = fold(balanced(groups, sizes, target, fewer=False))
+    same = fold(balanced(groups, sizes, target, fewer=False, merged=merged))
 
     def after(plan: list[Group]) -> tuple[int, float]:
         n = stats.n - sum(g.removed for g in plan)
@@ -277,26 +290,31 @@ def plan_partition(
     preserve_order: bool = False,
     *,
     near_target: float = NEAR_TARGET_FRACTION,
+    merged: Sequence[int] | None = None,
 ) -> Plan:
     """Plan the minimum replacement for one partition's data files.
 
     ``sizes``: data file sizes in bytes (in sort order when ``preserve_order``);
     ``target``: target file size; ``tolerance``: bytes, 0 for the complete plan;
     ``near_target``: fraction of ``target`` from which files are left alone (1.0 packs
-    every undersized file). ``plan.groups`` hold indices into ``sizes``.
+    every undersized file); ``merged``: each file's bytes once merged with others
+    (default: its size), what groups are packed and their outputs predicted by.
+    ``plan.groups`` hold indices into ``sizes``.
     """
     if not 0 < near_target <= 1:
         raise ValueError(f"near_target must be in (0, 1], got {near_target}")
+    if merged is not None and len(merged) != len(sizes):
+        raise ValueError(f"merged has {len(merged)} sizes for {len(sizes)} files")
     stats = stats_from_sizes(sizes, target)
     chosen: list[Group] = []
     if stats.needs_work(tolerance):
         limit = near_target * target
-        groups = candidates = candidate_groups(sizes, target, limit, preserve_order)
+        groups = candidates = candidate_groups(sizes, target, limit, preserve_order, merged)
         if tolerance > 0:
             tol_sq = tolerance * tolerance
             essential = _essential(groups, stats.sse, stats.n, tol_sq)
             if essential is not None and not preserve_order:
-                small = _smallest_first(sizes, target, limit, stats.sse, stats.n, tol_sq)
+                small = _smallest_first(sizes, target, limit, stats.sse, stats.n, tol_sq, merged)
                 if small is not None and _bytes(small) < _bytes(essential):
                     essential = small
             groups = groups if essential is None else essential
@@ -304,10 +322,10 @@ def plan_partition(
         if not preserve_order:
 
             def fold(plan: list[Group]) -> list[Group]:
-                return folded(plan, sizes, target, limit, stats, candidates)
+                return folded(plan, sizes, target, limit, stats, candidates, merged)
 
             tol_sq = tolerance * tolerance
-            chosen = _finished(chosen, sizes, target, stats, tol_sq, fold)
+            chosen = _finished(chosen, sizes, target, stats, tol_sq, fold, merged)
     chosen.sort(key=lambda g: g.members[0])
     return Plan(
         target=target,
@@ -317,5 +335,5 @@ def plan_partition(
         files_after=stats.n - sum(g.removed for g in chosen),
         sse_before=stats.sse,
         sse_after=stats.sse - sum(g.gain for g in chosen),
-        bytes_rewritten=sum(g.total for g in chosen),
+        bytes_rewritten=sum(g.read for g in chosen),
     )

@@ -3,7 +3,10 @@
 PyIceberg metadata only: no data is read and no Spark is needed (``icefloe plan`` runs it
 without a JVM). The partition scan gives each (spec, partition) its files; the core
 (``optimizer.plan_partition``) picks the minimum replacement: order-free FFD for merges,
-Knuth-Plass over files ordered by the sort key's lower bounds for sorts. Data files with
+Knuth-Plass over files ordered by the sort key's lower bounds for sorts. Groups are packed
+and their outputs predicted by what the files take once merged: their rows at the bytes
+per row the table's rewrites write (``optimizer.output_model``; one figure per table,
+from its snapshots' summaries or its files). Data files with
 file-scoped position deletes are always rewritten (delete-file compaction), and files of
 older partition specs are left alone. Delete compaction (``deletes``) also rewrites every
 file of a partition whose delete files are not all scoped to one data file (equality
@@ -17,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.base.layout import Bounds, LayoutGroups, depth_text, key_order, layout_groups
+from jobs.base.selectors import parse_selectors, require_matches
 from optimizer import (
     Depth,
     FileBounds,
@@ -24,9 +28,9 @@ from optimizer import (
     predict_output_sizes,
     stats_from_sizes,
 )
+from optimizer.output_model import BytesPerRow, bytes_per_row, merged_sizes
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
-from service.base.errors import UsageError
 from service.base.layoutspec import (
     LAYOUT_ACTIONS,
     LayoutSpec,
@@ -35,7 +39,11 @@ from service.base.layoutspec import (
     rewrite_action,
     sort_columns,
 )
-from service.base.tablestats import PartitionFiles, current_partitions, split_selector
+from service.base.tablestats import (
+    PartitionFiles,
+    current_partitions,
+    rewrite_outputs,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -51,6 +59,12 @@ class FileGroup:
     spec_id: int
     paths: tuple[str, ...]
     bytes: int
+    merged_bytes: int | None = None  # predicted bytes written (None: ``bytes``)
+
+    @property
+    def output_bytes(self) -> int:
+        """The bytes the group is predicted to write (what its outputs are counted by)."""
+        return self.bytes if self.merged_bytes is None else self.merged_bytes
 
 
 @dataclass(frozen=True)
@@ -77,83 +91,16 @@ class PartitionPlan:
 class TablePlan:
     snapshot_id: int | None
     partitions: list[PartitionPlan]
+    bytes_per_row: BytesPerRow | None = None  # what merged rows take (None: their sizes)
 
     @property
     def work(self) -> bool:
         return any(p.groups for p in self.partitions)
 
 
-def partition_fields(table: Table) -> dict[str, str]:
-    """Selector column -> partition field of the current spec (field and source names)."""
-    schema = table.schema()
-    names: dict[str, str] = {}
-    for f in table.spec().fields:
-        names.setdefault(schema.find_column_name(f.source_id) or f.name, f.name)
-    for f in table.spec().fields:
-        names[f.name] = f.name
-    return names
-
-
-def parse_selectors(table: Table, selectors: list[str] | None) -> list[list[tuple[str, str]]]:
-    """``["day=2026-11-01/region=eu", ...]`` -> per selector, the (partition field,
-    displayed value) pairs it requires (:meth:`PartitionKey.matches`)."""
-    if not selectors:
-        return []
-    fields = partition_fields(table)
-    if not fields:
-        raise UsageError(f"table {_name(table)} is unpartitioned: --partition does not apply")
-    out = []
-    for selector in selectors:
-        parts = []
-        for col, value in split_selector(str(selector)):
-            if not col:
-                raise UsageError(f"bad partition {selector!r}: expected COLUMN=VALUE")
-            if col not in fields:
-                raise UsageError(
-                    f"column {col!r} is not a partition field of {_name(table)}'s current spec "
-                    f"(fields: {', '.join(sorted(fields))})"
-                )
-            parts.append((fields[col], value))
-        out.append(parts)
-    return out
-
-
-def _require_matches(
-    table: Table, wanted: list[list[tuple[str, str]]], files: list[PartitionFiles]
-) -> None:
-    for parts in wanted:
-        if not any(pf.partition.matches(parts) for pf in files):
-            shown = "/".join(f"{c}={v}" for c, v in parts)
-            raise UsageError(
-                f"no partition of {_name(table)} matches {shown!r} "
-                f"(try `icefloe plan {_name(table)}`)"
-            )
-
-
-def require_partitions(table: Table, selectors: list[str]) -> list[str]:
-    """The keys (encoded :class:`~service.base.partition_key.PartitionKey`) of the partitions of
-    the current spec that the selectors name; UsageError unless every selector names one
-    the table has now (what ``plan_table`` checks, for callers that queue work to run
-    later: each queued item then names exactly one partition)."""
-    wanted = parse_selectors(table, selectors)
-    snapshot = table.current_snapshot()
-    files = current_partitions(table, snapshot.snapshot_id) if snapshot is not None else []
-    _require_matches(table, wanted, files)
-    spec_id = table.spec().spec_id
-    return [
-        pf.key
-        for pf in files
-        if pf.spec_id == spec_id and any(pf.partition.matches(w) for w in wanted)
-    ]
-
-
 def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
     """The table's sort order (identity fields), else the policy's ``sort_order``."""
     return sort_columns(table, policy_sort)
-
-
-def _name(table: Table) -> str:
-    return ".".join(table.name()[-2:])
 
 
 def _referenced(table: Table, snapshot_id: int) -> dict[str, int]:
@@ -183,12 +130,14 @@ def _plan_partition(
     deletes: bool = False,
     min_input_files: int = 2,
     layout: LayoutSpec | None = None,
+    rate: BytesPerRow | None = None,
 ) -> PartitionPlan:
     order = (
         key_order(pf.paths, bounds, layout) if layout is not None else list(range(len(pf.paths)))
     )
     paths = tuple(pf.paths[i] for i in order)
     sizes = tuple(pf.sizes[i] for i in order)
+    merged = tuple(merged_sizes(sizes, [pf.records[i] for i in order], rate))
     stats = stats_from_sizes(sizes, target)
     must = [i for i, p in enumerate(paths) if p in forced]
     if deletes and pf.delete_files > sum(forced.get(p, 0) for p in paths):
@@ -197,7 +146,9 @@ def _plan_partition(
     if relayout is not None and relayout.groups and not must:
         at = {p: i for i, p in enumerate(paths)}
         groups = [[at[p] for p in g] for g in relayout.groups]
-        return _partition_plan(pf, paths, sizes, stats.mse, target, groups, "", relayout, True)
+        return _partition_plan(
+            pf, paths, sizes, stats.mse, target, groups, "", relayout, True, merged
+        )
     reason = ""
     groups = []
     if not stats.needs_work(tolerance) and not must:
@@ -206,7 +157,8 @@ def _plan_partition(
         small = stats.small_files
         reason = f"{small} small file(s), fewer than min_input_files ({min_input_files})"
     else:
-        plan = plan_partition(sizes, target, tolerance, preserve_order=layout is not None)
+        ordered = layout is not None
+        plan = plan_partition(sizes, target, tolerance, preserve_order=ordered, merged=merged)
         groups = [list(g) for g in plan.groups]
         grouped = {i for g in groups for i in g}
         extra: list[int] = [i for i in must if i not in grouped]
@@ -216,7 +168,9 @@ def _plan_partition(
             reason = "no group lowers the partition's entropy"
     if reason and relayout is not None and layout is not None:
         reason += f"; depth {depth_text(relayout.before)} <= {layout.tolerance:g}"
-    return _partition_plan(pf, paths, sizes, stats.mse, target, groups, reason, relayout, False)
+    return _partition_plan(
+        pf, paths, sizes, stats.mse, target, groups, reason, relayout, False, merged
+    )
 
 
 def _partition_plan(
@@ -229,13 +183,15 @@ def _partition_plan(
     reason: str,
     relayout: LayoutGroups | None,
     resort: bool,
+    merged: tuple[int, ...],
 ) -> PartitionPlan:
     """The plan of one partition's ``groups`` (indexes into ``paths``), with its predicted
-    file sizes after; ``resort``: the groups are ``relayout``'s re-sort (else merges)."""
+    file sizes after (a group's outputs from its files' ``merged`` bytes); ``resort``: the
+    groups are ``relayout``'s re-sort (else merges)."""
     replaced = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in replaced]
     for g in groups:
-        after += predict_output_sizes(sum(sizes[i] for i in g), target)
+        after += predict_output_sizes(sum(merged[i] for i in g), target)
     predicted = stats_from_sizes(after, target)
     return PartitionPlan(
         key=pf.key,
@@ -247,7 +203,13 @@ def _partition_plan(
         predicted_mse_after=predicted.mse,
         predicted_files_after=predicted.n,
         groups=tuple(
-            FileGroup(pf.key, pf.spec_id, tuple(paths[i] for i in g), sum(sizes[i] for i in g))
+            FileGroup(
+                pf.key,
+                pf.spec_id,
+                tuple(paths[i] for i in g),
+                sum(sizes[i] for i in g),
+                sum(merged[i] for i in g),
+            )
             for g in groups
         ),
         reason=reason,
@@ -279,7 +241,8 @@ def plan_table(
     if snapshot is None:
         return TablePlan(None, [])
     files = current_partitions(table, snapshot.snapshot_id, layout)
-    _require_matches(table, wanted, files)
+    rate = table_bytes_per_row(table, files, target)  # from every partition: one per table
+    require_matches(table, wanted, files)
     files = [pf for pf in files if not wanted or any(pf.partition.matches(w) for w in wanted)]
     files = [pf for pf in files if only is None or pf.key in only]
     forced = (
@@ -290,7 +253,7 @@ def plan_table(
     plans = []
     for pf in files:
         p = _plan_partition(
-            pf, target, tolerance, action, forced, bounds, deletes, min_input_files, layout
+            pf, target, tolerance, action, forced, bounds, deletes, min_input_files, layout, rate
         )
         if pf.spec_id != current_spec:
             p = replace(
@@ -303,7 +266,17 @@ def plan_table(
                 f"(current {current_spec}): left as is",
             )
         plans.append(p)
-    return TablePlan(snapshot.snapshot_id, plans)
+    return TablePlan(snapshot.snapshot_id, plans, rate)
+
+
+def table_bytes_per_row(
+    table: Table, files: Sequence[PartitionFiles], target: int
+) -> BytesPerRow | None:
+    """What a merged row of ``table`` takes (:func:`optimizer.output_model.bytes_per_row`):
+    from its recent rewrites' snapshot summaries, else from ``files``."""
+    sizes = [s for pf in files for s in pf.sizes]
+    records = [r for pf in files for r in pf.records]
+    return bytes_per_row(rewrite_outputs(table), sizes, records, target)
 
 
 @dataclass(frozen=True)

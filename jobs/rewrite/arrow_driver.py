@@ -107,7 +107,9 @@ class ArrowDriver:
             """Spec, partition and output locations: a few py4j round trips a group."""
             spec = self.table.specs().get(r.group.spec_id)
             partition = self.scan.files[r.group.paths[0]].partition()
-            n = output_count(r.group.bytes, target)
+            # as many locations as the input bytes would fill: what the group writes is
+            # rarely more, and the engine writes fewer when its rows take less
+            n = output_count(max(r.group.bytes, r.group.output_bytes), target)
             return spec, partition, new_locations(self.table, spec, partition, n)
 
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -127,6 +129,8 @@ class ArrowDriver:
                     tuple(sort_columns),
                     deletes if any(deletes) else (),
                     tuple(zorder_columns),
+                    r.group.output_bytes,
+                    target,
                 )
             )
         # recorded before a byte is written: a killed attempt's files are found by name

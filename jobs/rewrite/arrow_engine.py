@@ -13,11 +13,14 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
    Iceberg reads them); optionally order the rows (by the sort columns, nulls first, as
    ``sortWithinPartitions``, or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
-2. split the rows evenly into the planned number of output files (z-ordered rows at the
-   curve's cell edges nearby: ``zordered_files``) and write each with pyarrow's Parquet
-   writer and PyIceberg's options for it (the table's codec, level, page settings; row groups by
-   :func:`~jobs.rewrite.write_properties.row_group_rows`; Iceberg field ids; dictionaries
-   where Iceberg's writer keeps them, :mod:`jobs.rewrite.dictionaries`);
+2. split the rows into output files by the bytes they are predicted to write, each later
+   file's share taken from the bytes per row the group's files so far really took
+   (:class:`optimizer.output_model.OutputSplit`; z-ordered rows into the predicted number
+   of files, at the curve's cell edges nearby: ``zordered_files``) and write each with
+   pyarrow's Parquet writer and PyIceberg's options for it (the table's codec, level,
+   page settings; row groups by :func:`~jobs.rewrite.write_properties.row_group_rows`;
+   Iceberg field ids; dictionaries where Iceberg's writer keeps them,
+   :mod:`jobs.rewrite.dictionaries`);
 3. **verify every file before it counts**: read it back and compare it value by value
    with the rows that were written (floating point compared by bit pattern, so a NaN
    equals itself), and check that the rows read equal the inputs' record counts. This is
@@ -36,8 +39,7 @@ This module runs in Spark's Python workers: no SparkSession, no py4j, no ``servi
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,7 @@ from jobs.rewrite.file_bytes import (
     whole,
 )
 from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
+from optimizer.output_model import OutputSplit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -118,6 +121,8 @@ class ArrowGroup:
     sort_columns: tuple[str, ...] = ()
     deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
     zorder_columns: tuple[str, ...] = ()  # when given: z-order, not the sort columns
+    predicted_bytes: int = 0  # what the group is predicted to write (0: not known)
+    target: int = 0  # the table's target file size (0: rows spread over every output)
 
 
 @dataclass
@@ -165,11 +170,6 @@ def eligible(
     )
 
 
-def rows_per_file(total_rows: int, files: int) -> int:
-    """Rows for each of ``files`` output files (the last may get fewer)."""
-    return max(1, math.ceil(total_rows / max(1, files)))
-
-
 def rewrite_groups(table: ArrowTable, groups: Sequence[ArrowGroup]) -> list[ArrowResult]:
     """One Spark task's share of the groups, one after another."""
     return [rewrite_group(table, g) for g in groups]
@@ -188,13 +188,14 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
         deleted[path] = index.positions(path, deletes, rows) if deletes else ()
     expected_rows = sum(n for _, n in group.inputs) - sum(len(p) for p in deleted.values())
     result = ArrowResult(group.group_id)
-    live, files = _read(table, io, group, deleted), len(group.outputs)
+    live = _read(table, io, group, deleted)
+    split = OutputSplit(expected_rows, group.predicted_bytes, group.target, len(group.outputs))
     if group.zorder_columns:
-        chunks = zordered_files(live, group.zorder_columns, files)
+        chunks = zordered_files(live, group.zorder_columns, split.files)
     else:
         if group.sort_columns:
             live = sorted_batches(live, group.sort_columns)
-        chunks = _chunks(live, rows_per_file(expected_rows, files))
+        chunks = _chunks(live, split.next_rows)
     for i, chunk in enumerate(chunks):
         result.rows_in += chunk.num_rows
         if i >= len(group.outputs):  # more rows than the inputs' metadata says
@@ -204,6 +205,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
         path = group.outputs[i]
         written = _write(table, io, path, chunk)
         counts, result.footers[path] = _verify(io, path, written)
+        split.wrote(written.num_rows, result.footers[path].size)
         for name, n in counts.items():
             result.non_null_out[name] = result.non_null_out.get(name, 0) + n
         result.files.append((path, written.num_rows))
@@ -282,23 +284,25 @@ def _scan(
     )
 
 
-def _chunks(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
-    """Tables of exactly ``size`` rows (the last: the rest) from a stream of batches."""
+def _chunks(batches: Iterator[pa.RecordBatch], size: Callable[[], int]) -> Iterator[pa.Table]:
+    """Tables of exactly ``size()`` rows (asked again before each table: the caller's
+    writes in between can change it; the last table: the rest) from a stream of batches."""
     import pyarrow as pa  # pyarrow: only when files are read or written
 
     pending: list[pa.RecordBatch] = []
-    rows = 0
+    rows, want = 0, size()
     for batch in batches:
         if pending and not batch.schema.equals(pending[0].schema, check_metadata=True):
             # e.g. string vs large_string, or one file read as it is and one by ArrowScan
             batch = batch.cast(pending[0].schema)
         pending.append(batch)
         rows += batch.num_rows
-        while rows >= size:
+        while rows >= want:
             whole = pa.Table.from_batches(pending)
-            yield whole.slice(0, size)
-            rest = whole.slice(size)
+            yield whole.slice(0, want)
+            rest = whole.slice(want)
             pending, rows = rest.to_batches(), rest.num_rows
+            want = size()
     if rows:
         yield pa.Table.from_batches(pending)
 

@@ -194,7 +194,7 @@ class SparkEngine:
             df = df.sortWithinPartitions(*[quoted(c) for c in sort_columns])
         (
             df.write.format("iceberg")
-            .option("target-file-size-bytes", str(write_target(result.group.bytes, target)))
+            .option("target-file-size-bytes", str(write_target(result.group.output_bytes, target)))
             .option("distribution-mode", "none")
             .option("output-spec-id", str(result.group.spec_id))
             .mode("append")

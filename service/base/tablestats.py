@@ -136,6 +136,26 @@ def current_partitions(
     return out
 
 
+def rewrite_outputs(table: Table, most: int = 16) -> list[tuple[int, int]]:
+    """(bytes, rows) the table's newest ``replace`` snapshots that wrote data added, newest
+    first, at most ``most``: what its rewrites (icefloe's, Iceberg's or any engine's) write
+    per row, from the snapshot summaries in the table's metadata (no file is read). A
+    manifest rewrite adds no rows and is not counted."""
+    out: list[tuple[int, int]] = []
+    ordered = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0, reverse=True)
+    for snap in ordered:
+        summary = snap.summary
+        if summary is None or summary.operation.value != "replace":
+            continue
+        props = summary.additional_properties
+        added, rows = int(props.get("added-files-size", 0)), int(props.get("added-records", 0))
+        if added > 0 and rows > 0:
+            out.append((added, rows))
+            if len(out) >= most:
+                break
+    return out
+
+
 def _current_snapshot_id(table: Table) -> int | None:
     snap = table.current_snapshot()
     return None if snap is None else snap.snapshot_id

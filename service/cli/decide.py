@@ -248,7 +248,7 @@ def request(
     keys: list[str | None] = [None]  # the whole table
     if selector is not None:  # partitions the table has now: nothing queued that fails later
         # start-up: the planner only for a request naming partitions
-        from jobs.base.plan import require_partitions
+        from jobs.base.selectors import require_partitions
 
         keys = list(require_partitions(pt, [selector]))  # one item per partition, exactly
     policy = ctx.cfg.policy_for(table, pt.properties)

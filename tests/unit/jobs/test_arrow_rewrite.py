@@ -3,7 +3,7 @@ input, in the planned number of files, and refuses to return anything it cannot 
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,6 @@ def test_sort_orders_rows_nulls_first(table, tmp_path):
 
 
 def test_rows_are_split_evenly_and_never_into_empty_files(table, tmp_path):
-    assert ar.rows_per_file(1500, 4) == 375 and ar.rows_per_file(10, 3) == 4
-    assert ar.rows_per_file(0, 2) == 1
     result = ar.rewrite_group(arrow_table(table), arrow_group(table, 4, tmp_path))
     assert [n for _, n in result.files] == [375] * 4
     small = ar.ArrowGroup(
@@ -67,7 +65,23 @@ def test_rows_are_split_evenly_and_never_into_empty_files(table, tmp_path):
     )
     done = ar.rewrite_group(arrow_table(table), small)
     assert sum(n for _, n in done.files) == 300 and all(n > 0 for _, n in done.files)
-    assert len(done.files) == math.ceil(300 / ar.rows_per_file(300, 1000))
+    assert len(done.files) == 300  # one row each: never an empty file
+
+
+def test_files_are_closed_by_the_bytes_written_not_the_locations_planned(table, tmp_path):
+    """Four locations and a prediction of four targets, for rows that make one target file:
+    the first file takes a quarter of the rows, and its real bytes per row say the rest
+    make one file more, not three."""
+    one = ar.rewrite_group(arrow_table(table), arrow_group(table, 1, tmp_path / "one"))
+    target = sum(f.size for f in one.footers.values())  # the 1,500 rows as one file
+    group = replace(arrow_group(table, 4, tmp_path), predicted_bytes=4 * target, target=target)
+    done = ar.rewrite_group(arrow_table(table), group)
+    assert [n for _, n in done.files] == [375, 1125]
+    assert _key(read_files([p for p, _ in done.files])) == _key(table.scan().to_arrow())
+    unknown = replace(group, predicted_bytes=0)  # no prediction: the first file's rate
+    assert [n for _, n in ar.rewrite_group(arrow_table(table), unknown).files] == [375, 1125]
+    even = replace(group, predicted_bytes=0, target=0)  # no target: over every location
+    assert [n for _, n in ar.rewrite_group(arrow_table(table), even).files] == [375] * 4
 
 
 def test_a_file_that_does_not_hold_what_was_written_is_refused(table, tmp_path, monkeypatch):

@@ -111,7 +111,7 @@ def make_group(members: Sequence[int], sizes: Sequence[int], target: int) -> Gro
         e = target - s if s < target else 0
         before += e * e
     outputs = output_count(total, target)
-    return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs)
+    return Group(tuple(sorted(members)), total, before - output_sse(total, target), outputs, total)
 
 
 def spill_group(lone: list[int], sizes: Sequence[int], target: int) -> Group | None:

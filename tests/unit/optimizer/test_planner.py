@@ -310,8 +310,8 @@ def test_spill_groups_are_bounded() -> None:
 
 def test_guard_drops_groups_that_would_raise_the_mse() -> None:
     # Ten files with a mean error² of 90: a merge gaining 50 would leave 850 / 9 > 90.
-    weak = Group(members=(0, 1), total=15, gain=50, outputs=1)
-    strong = Group(members=(2, 3), total=15, gain=200, outputs=1)
+    weak = Group(members=(0, 1), total=15, gain=50, outputs=1, read=15)
+    strong = Group(members=(2, 3), total=15, gain=200, outputs=1, read=15)
     assert _guard([weak], sse=900, n=10) == []
     assert _guard([weak, strong], sse=900, n=10) == [weak, strong]  # 650 / 8 < 90
     assert _guard([strong], sse=900, n=10) == [strong]

@@ -1,0 +1,163 @@
+"""What a merge writes: each file's bytes once merged, from the bytes per row a table writes.
+
+A merge reads files and writes their rows again, and the bytes it writes are not the bytes
+it reads. Small streaming files each carry a footer, a dictionary per column and short,
+poorly compressed pages; merged, the same rows share one of each. Measured on order
+lines (zstd, small files of 200-3,000 rows) the merged rows take 0.9x the input bytes,
+and on TPC-H ``lineitem`` written in 150 streaming commits 0.66x: a plan that predicts
+outputs from input bytes writes files under 0.75·T, small again, merged at the next pass.
+
+So the planner packs each file by its **merged bytes**: its rows at the bytes per row the
+table's merged files take. That rate (:func:`bytes_per_row`) comes from, in order:
+
+1. ``rewrites``: the table's most recent rewrites (each ``replace`` snapshot's added
+   bytes and rows, which Iceberg's snapshot summary keeps): what its rewrites really
+   write, for this codec and these columns;
+2. ``full files``: the table's files near the target (written in bulk, or merged
+   earlier): Σ bytes / Σ rows;
+3. ``slope``: the least-squares slope of size on rows over the table's files. A small
+   file costs a fixed part (footer, dictionaries, page headers) plus a part per row; a
+   merge pays the fixed part once, so the slope is what a merged row costs. On the order
+   lines above it was within 4% of the merged rate, where the mean was 10% over;
+4. none: merged bytes are taken equal to sizes (the model before this one).
+
+A file's merged bytes are never taken above its size: a merge that would grow its rows is
+outside the model, and predicting it would split groups that fit one file.
+
+The writer closes files by what it has written (:class:`OutputSplit`): a group's first
+file gets its share of the rows at the predicted rate, and every later file's share is
+taken from the bytes per row the group's files so far really took. A wrong prediction
+then costs at most the first file's size, not every file's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from optimizer.entropy import output_count
+
+__all__ = ["BytesPerRow", "OutputSplit", "bytes_per_row", "merged_sizes", "size_slope"]
+
+RECENT_REWRITES = 5
+"""How many of the newest rewrites the rate is taken over (weighted by their rows)."""
+
+NEAR_TARGET = 0.75
+"""Files at or above this fraction of the target count as full files (Iceberg's minimum
+file size ratio)."""
+
+MIN_SLOPE_FILES = 3
+"""Files (of at least two distinct row counts) needed for a slope."""
+
+SLOPE_FLOOR = 0.25
+"""The slope is not taken under this fraction of the files' mean bytes per row: a fit over
+a few files of nearly equal rows can swing far."""
+
+
+@dataclass(frozen=True, slots=True)
+class BytesPerRow:
+    """The bytes a merged row takes in a table, and where that figure came from."""
+
+    value: float
+    source: str  # rewrites | full files | slope
+
+    def __post_init__(self) -> None:
+        if not self.value > 0:
+            raise ValueError(f"bytes per row must be > 0, got {self.value}")
+
+
+def _rate(pairs: Iterable[tuple[int, int]]) -> float | None:
+    total_bytes = total_rows = 0
+    for size, rows in pairs:
+        total_bytes += size
+        total_rows += rows
+    return total_bytes / total_rows if total_rows > 0 and total_bytes > 0 else None
+
+
+def size_slope(sizes: Sequence[int], records: Sequence[int]) -> float | None:
+    """Least-squares slope of file size on row count (bytes per additional row), floored
+    at :data:`SLOPE_FLOOR` of the mean rate; None for fewer than :data:`MIN_SLOPE_FILES`
+    files with rows, one distinct row count, or a slope that is not positive."""
+    pairs = [(s, r) for s, r in zip(sizes, records, strict=True) if r > 0]
+    if len(pairs) < MIN_SLOPE_FILES or len({r for _, r in pairs}) < 2:
+        return None
+    n = len(pairs)
+    mean_rows = sum(r for _, r in pairs) / n
+    mean_size = sum(s for s, _ in pairs) / n
+    spread = sum((r - mean_rows) ** 2 for _, r in pairs)
+    slope = sum((r - mean_rows) * (s - mean_size) for s, r in pairs) / spread
+    if not slope > 0:
+        return None
+    mean_rate = mean_size / mean_rows
+    return min(mean_rate, max(slope, SLOPE_FLOOR * mean_rate))
+
+
+def bytes_per_row(
+    rewrites: Sequence[tuple[int, int]],
+    sizes: Sequence[int],
+    records: Sequence[int],
+    target: int,
+) -> BytesPerRow | None:
+    """The table's merged bytes per row (module doc), or None when nothing tells.
+
+    ``rewrites``: (bytes, rows) each rewrite added, newest first; ``sizes`` and
+    ``records``: the table's current data files."""
+    recent = _rate((b, r) for b, r in rewrites[:RECENT_REWRITES] if b > 0 and r > 0)
+    if recent is not None:
+        return BytesPerRow(recent, "rewrites")
+    floor = NEAR_TARGET * target
+    full = _rate((s, r) for s, r in zip(sizes, records, strict=True) if s >= floor)
+    if full is not None:
+        return BytesPerRow(full, "full files")
+    slope = size_slope(sizes, records)
+    return None if slope is None else BytesPerRow(slope, "slope")
+
+
+def merged_sizes(
+    sizes: Sequence[int], records: Sequence[int], rate: BytesPerRow | None
+) -> list[int]:
+    """Each file's bytes once merged: its rows at ``rate``, at least 1 and at most its
+    size; its size when ``rate`` is None."""
+    if rate is None:
+        return list(sizes)
+    return [max(1, min(s, round(r * rate.value))) for s, r in zip(sizes, records, strict=True)]
+
+
+class OutputSplit:
+    """How many rows each output file of one group gets, decided as the files are written.
+
+    ``rows``: the group's rows; ``predicted``: the bytes it is predicted to write (0: not
+    known, rows are then spread evenly over ``files``); ``files``: the most files it may
+    write (its planned output locations). Before each file, the rows left are spread evenly
+    over the files they make (:func:`optimizer.output_count`, never more than the
+    locations left) at the latest rate: the prediction until a file is written, then the
+    bytes per row of what was written. Call :meth:`wrote` after each file."""
+
+    def __init__(self, rows: int, predicted: int, target: int, files: int) -> None:
+        if files < 1:
+            raise ValueError(f"a group needs at least one output file, got {files}")
+        self.rows_left, self.files_left, self.target = rows, files, target
+        self.rate = predicted / rows if predicted > 0 and rows > 0 else None
+        self.written_bytes = self.written_rows = 0
+
+    @property
+    def files(self) -> int:
+        """The files the rows left make at the latest rate (at least 1)."""
+        if self.rate is None or self.target <= 0:
+            return self.files_left
+        left = output_count(max(1, round(self.rows_left * self.rate)), self.target)
+        return max(1, min(self.files_left, left))
+
+    def next_rows(self) -> int:
+        """Rows for the next file: the rows left over :attr:`files`, at least 1."""
+        return max(1, math.ceil(self.rows_left / self.files))
+
+    def wrote(self, rows: int, size: int) -> None:
+        """A file of ``rows`` rows and ``size`` bytes was written."""
+        self.rows_left -= rows
+        self.files_left = max(1, self.files_left - 1)
+        self.written_bytes += size
+        self.written_rows += rows
+        if self.written_rows > 0 and self.written_bytes > 0:
+            self.rate = self.written_bytes / self.written_rows
