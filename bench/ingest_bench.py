@@ -15,7 +15,8 @@ The very same data files go to three copies, and after each round:
 * ``icefloe``: one decider and two actor threads in this process (the long-running
   service: warm JVM, warm Redis connections), until a decider pass queues nothing;
 * ``sizes``: the same loop planning by the files' sizes (merged bytes taken equal to
-  input bytes, the model before #46; the writer still closes files by what it wrote);
+  input bytes, no sample: the plan before #46; the writer still closes files by what it
+  wrote, and outputs are still even or of the target and one remainder);
 * ``iceberg``: ``CALL lake.system.rewrite_data_files`` (default binpack, same target) in
   the same warm Spark session.
 
@@ -30,15 +31,14 @@ summary.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import random
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -53,57 +53,13 @@ from pyiceberg.transforms import DayTransform  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
 import jobs.base.plan as plan_module  # noqa: E402
+import jobs.data.optimize as optimize_module  # noqa: E402
 from service.base.catalog import load_catalog  # noqa: E402
 from service.base.config import Config, build_config  # noqa: E402
+from service.demo.orderlines import OrderLines  # noqa: E402
 from service.demo.rounds import Icefloe, iceberg_rewrite, read_view, summarize  # noqa: E402
 
 ARMS = ("icefloe", "sizes", "iceberg")
-MODES = ["AIR", "MAIL", "SHIP", "TRUCK", "RAIL", "REG AIR", "FOB"]
-INSTRUCTIONS = ["DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"]
-WORDS = (
-    "carefully final deposits sleep quickly regular accounts haggle furiously express "
-    "packages among the ironic requests blithely pending foxes unusual theodolites"
-).split()
-FIRST_DAY = dt.date(2026, 11, 1)
-
-
-class OrderLines:
-    """The stream: each commit's rows, generated from a seed (the same for every copy)."""
-
-    def __init__(self, commits_per_day: int, seed: int = 46) -> None:
-        self.rng, self.per_day, self.taken, self.next_key = (
-            random.Random(seed),
-            commits_per_day,
-            0,
-            1,
-        )
-
-    def take(self) -> pa.Table:
-        rng, n = self.rng, int(150 * (2500 / 150) ** self.rng.random())
-        day = FIRST_DAY + dt.timedelta(days=self.taken // self.per_day)
-        if self.taken >= self.per_day and rng.random() < 0.2:  # late rows of an earlier day
-            day -= dt.timedelta(days=rng.randrange(1, 1 + self.taken // self.per_day))
-        self.taken += 1
-        keys = range(self.next_key, self.next_key + n)
-        self.next_key += n
-        return pa.table(
-            {
-                "l_orderkey": pa.array([k // 4 for k in keys], pa.int64()),
-                "l_linenumber": pa.array([k % 4 + 1 for k in keys], pa.int32()),
-                "l_partkey": pa.array([rng.randrange(200_000) for _ in keys], pa.int64()),
-                "l_suppkey": pa.array([rng.randrange(10_000) for _ in keys], pa.int64()),
-                "l_quantity": pa.array([float(rng.randrange(1, 51)) for _ in keys]),
-                "l_extendedprice": pa.array([round(rng.uniform(900, 10_000), 2) for _ in keys]),
-                "l_discount": pa.array([rng.randrange(11) / 100 for _ in keys]),
-                "l_returnflag": pa.array([rng.choice("ANR") for _ in keys]),
-                "l_shipdate": pa.array([day] * n, pa.date32()),
-                "l_shipinstruct": pa.array([rng.choice(INSTRUCTIONS) for _ in keys]),
-                "l_shipmode": pa.array([rng.choice(MODES) for _ in keys]),
-                "l_comment": pa.array(
-                    [" ".join(rng.choices(WORDS, k=rng.randrange(3, 7))) for _ in keys]
-                ),
-            }
-        )
 
 
 def make_config(home: Path, url: str, prefix: str, ident: str, target: int) -> Config:
@@ -172,14 +128,16 @@ def ingest(
 
 
 @contextmanager
-def planning_by_sizes():
-    """The plan's merged bytes taken equal to the files' sizes (the model before #46)."""
-    real = plan_module.table_bytes_per_row
+def planning_by_sizes() -> Iterator[None]:
+    """The plan's merged bytes taken equal to the files' sizes (the model before #46): no
+    rate from the table's metadata, no sample."""
+    real = plan_module.table_bytes_per_row, optimize_module.sampled_rate
     plan_module.table_bytes_per_row = lambda *a: None  # type: ignore[assignment]
+    optimize_module.sampled_rate = lambda *a: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        plan_module.table_bytes_per_row = real  # type: ignore[assignment]
+        plan_module.table_bytes_per_row, optimize_module.sampled_rate = real
 
 
 def outputs_of(before: set[str], view: Any) -> list[int]:
@@ -201,7 +159,7 @@ def run_round(
     begin = time.monotonic()
     if arm == "iceberg":
         done = iceberg_rewrite(spark, cfgs["icefloe"], name, target)
-        rewritten, twice = done["bytes_rewritten"], 0
+        rewritten, twice, misses = done["bytes_rewritten"], 0, []
     else:
         with planning_by_sizes() if arm == "sizes" else _nothing():
             entries = loops[arm].converge(lambda _: None)
@@ -209,6 +167,14 @@ def run_round(
         rewritten = sum(int(e.get("bytes_rewritten") or 0) for e in ok)
         keys = Counter(k for e in ok for k in e.get("keys") or [])
         twice = sum(1 for n in keys.values() if n > 1)
+        misses = [  # measured against planned: new bytes (share), worst MSE (over T²)
+            (
+                (e["bytes_added"] - e["bytes_added_predicted"]) / max(1, e["bytes_added"]),
+                (e["mse_after"] - e["mse_predicted"]) / target**2,
+            )
+            for e in ok
+            if e.get("mse_predicted") is not None and e.get("bytes_added")
+        ]
     seconds = time.monotonic() - begin
     after = read_view(catalog, name)
     outputs = outputs_of(held, after)
@@ -220,6 +186,8 @@ def run_round(
         "outputs_mean_t": round(statistics.mean(outputs) / target, 3) if outputs else None,
         "outputs_on_target": sum(0.75 * target <= s <= 1.1 * target for s in outputs),
         "remerged_partitions": twice,
+        "bytes_miss": max((abs(b) for b, _ in misses), default=None),
+        "mse_miss": max((m for _, m in misses), default=None),
     }
 
 
@@ -325,6 +293,13 @@ def print_summary(rounds: list[dict[str, Any]], target: int, args: Any) -> None:
                     a: sum(r[a]["remerged_partitions"] for r in rounds) for a in ARMS
                 },
                 "steady_seconds": steady,
+                "worst_miss": {  # measured against planned, over every action of the run
+                    a: {
+                        "bytes_share": max((r[a]["bytes_miss"] or 0 for r in rounds), default=0),
+                        "mse_t2": max((r[a]["mse_miss"] or 0 for r in rounds), default=0),
+                    }
+                    for a in ARMS[:2]
+                },
                 "rows_ok": rows_ok,
             }
         )

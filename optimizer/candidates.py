@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from operator import mul
 
 from optimizer.binpack import ffd_packing, lpt_spread
-from optimizer.entropy import one_file_max, output_count, output_sse
+from optimizer.entropy import is_short, one_file_max, output_count, output_sse
 from optimizer.linebreak import best_runs
 
 __all__ = [
@@ -203,7 +203,10 @@ def balanced(
     The one-output groups' files are spread by LPT over the fewest bins that could hold them
     (``ceil(Σ L / one_file_max)``), then one more, then as many as there were (only the last
     when not ``fewer``); the first spread is kept whose every bin is still one output file
-    with 2+ files and whose SSE is lower. Same files rewritten, fewer or as many files
+    with 2+ files, whose SSE is lower, and that leaves no more outputs under 0.8·T
+    (:func:`is_short`) than the bins did: 1.46·T as 0.73 + 0.73·T has the lower SSE now,
+    but both files are small and merged again with the next small files, where T + 0.46·T
+    leaves only 0.46·T to merge again. Same files rewritten, fewer or as many files
     after. Groups with several outputs are left as they are. A spread is judged from the
     sorted sizes alone (``lpt_spread``: LPT's bins do not depend on which of equal files is
     which), and the files are dealt out into groups only once one is kept.
@@ -223,12 +226,15 @@ def balanced(
         before = sum((target - s) ** 2 for s in own if s < target)
     most = one_file_max(target)
     fewest = -(-total // most)
+    short = sum(is_short(g.total, target) for g in bins)
     for count in sorted({fewest, fewest + 1, len(bins)} if fewer else {len(bins)}):
         if count > len(bins) or count * 2 > len(heaviest):
             continue
         spread = lpt_spread(heaviest, count, most)
         if spread is None or min(spread.counts) < 2 or 0 in spread.loads:
             continue  # a bin past one file, a lone file, or a bin with no output
+        if sum(is_short(x, target) for x in spread.loads) > short:
+            continue  # more outputs near the small line than the bins had: merged again
         gain = before - sum(output_sse(x, target) for x in spread.loads)
         if gain <= sum(g.gain for g in bins):
             continue

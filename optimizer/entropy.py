@@ -269,18 +269,37 @@ def one_file_max(target: int) -> int:
 
 
 def predict_output_sizes(total: int, target: int) -> list[int]:
-    """Sizes of the files a rewrite of ``total`` bytes writes with target ``T``:
-    :func:`output_count` files of even size (the Arrow engine splits a group's rows
-    evenly; Iceberg's runner reads ``S / count`` per writer), larger ones first.
+    """Sizes of the files a rewrite of ``total`` bytes writes with target ``T``, larger
+    ones first: :func:`output_count` files of even size (Iceberg's runner reads
+    ``S / count`` per writer) while every one of them is comfortably over Iceberg's minimum
+    file size (0.75·T, :func:`is_small`; :data:`EVEN_FLOOR`); else files of ``T`` and one
+    remainder.
 
-    Output bytes are taken equal to input bytes: the drift caused by re-compression is
-    measured by the actors after the fact, not guessed here.
+    Even files that are all small would all be merged again, with the next small files
+    that arrive: 1.3·T as two files of 0.65·T rewrites 1.3·T at the next pass, as one of
+    ``T`` and one of 0.3·T only the 0.3·T. (Only two or three outputs can fall under
+    0.8·T: 1.1-1.6·T as two, 2.2-2.4·T as three.) ``total`` is what the group writes:
+    the caller's merged bytes (:mod:`optimizer.output_model`).
     """
     count = output_count(total, target)
     if count == 0:
         return []
     load, heavier = divmod(total, count)
-    return [load + 1] * heavier + [load] * (count - heavier)
+    if count == 1 or not is_short(load, target):
+        return [load + 1] * heavier + [load] * (count - heavier)
+    return [target] * (count - 1) + [total - (count - 1) * target]
+
+
+EVEN_FLOOR = 0.8
+"""Even outputs are written only when each holds this fraction of the target: a margin
+over Iceberg's 0.75·T line for the error of predicting what merged rows take (a few
+percent), so that even files predicted just over the line do not land just under it."""
+
+
+def is_short(load: int, target: int) -> bool:
+    """Is an output of ``load`` bytes under :data:`EVEN_FLOOR` of the target: too near the
+    small line to be written on purpose, beside others, rather than as the remainder?"""
+    return 5 * load < 4 * target
 
 
 def output_sse(total: int, target: int) -> int:
@@ -289,6 +308,9 @@ def output_sse(total: int, target: int) -> int:
     if count == 0:
         return 0
     load, heavier = divmod(total, count)
+    if count > 1 and is_short(load, target):
+        short = target - (total - (count - 1) * target)
+        return short * short
     short, shorter = max(0, target - load - 1), max(0, target - load)
     return heavier * short * short + (count - heavier) * shorter * shorter
 

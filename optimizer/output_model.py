@@ -13,6 +13,9 @@ table's merged files take. That rate (:func:`bytes_per_row`) comes from, in orde
 1. ``rewrites``: the table's most recent rewrites (each ``replace`` snapshot's added
    bytes and rows, which Iceberg's snapshot summary keeps): what its rewrites really
    write, for this codec and these columns;
+   ``sample`` (an actor, on a table never rewritten, before its first plan): a sample of
+   its small files' rows encoded as the writer would, at two sizes, and the rate carried
+   to a file of the target size (:func:`extrapolated_rate`);
 2. ``full files``: the table's files near the target (written in bulk, or merged
    earlier): Σ bytes / Σ rows;
 3. ``slope``: the least-squares slope of size on rows over the table's files. A small
@@ -36,9 +39,16 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from optimizer.entropy import output_count
+from optimizer.entropy import predict_output_sizes
 
-__all__ = ["BytesPerRow", "OutputSplit", "bytes_per_row", "merged_sizes", "size_slope"]
+__all__ = [
+    "BytesPerRow",
+    "OutputSplit",
+    "bytes_per_row",
+    "extrapolated_rate",
+    "merged_sizes",
+    "size_slope",
+]
 
 RECENT_REWRITES = 5
 """How many of the newest rewrites the rate is taken over (weighted by their rows)."""
@@ -60,7 +70,7 @@ class BytesPerRow:
     """The bytes a merged row takes in a table, and where that figure came from."""
 
     value: float
-    source: str  # rewrites | full files | slope
+    source: str  # rewrites | sample | full files | slope
 
     def __post_init__(self) -> None:
         if not self.value > 0:
@@ -114,6 +124,22 @@ def bytes_per_row(
     return None if slope is None else BytesPerRow(slope, "slope")
 
 
+def extrapolated_rate(half: tuple[int, int], whole: tuple[int, int], target: int) -> float:
+    """Bytes per row of a file of ``target`` bytes, from two encodings of the same rows'
+    first half and all of them, ``(rows, bytes)`` each: a file costs a fixed part and a
+    part per row, so the two give both, and a file of the target holds
+    ``(target - fixed) / per_row`` rows. The whole's own rate when it already reaches the
+    target, or when the two disagree with that model (more rows, no more bytes; a fixed
+    part of a target or more)."""
+    (r1, b1), (r2, b2) = half, whole
+    own = b2 / r2
+    if r2 <= r1 or b2 <= b1 or b2 >= target:
+        return own
+    per_row = (b2 - b1) / (r2 - r1)
+    fixed = b2 - per_row * r2
+    return own if fixed >= target else per_row * target / (target - fixed)
+
+
 def merged_sizes(
     sizes: Sequence[int], records: Sequence[int], rate: BytesPerRow | None
 ) -> list[int]:
@@ -128,11 +154,13 @@ class OutputSplit:
     """How many rows each output file of one group gets, decided as the files are written.
 
     ``rows``: the group's rows; ``predicted``: the bytes it is predicted to write (0: not
-    known, rows are then spread evenly over ``files``); ``files``: the most files it may
-    write (its planned output locations). Before each file, the rows left are spread evenly
-    over the files they make (:func:`optimizer.output_count`, never more than the
+    known); ``target``: the target file size (0: rows spread evenly over ``files``);
+    ``files``: the most files it may write (its planned output locations). Before each
+    file, the rows left are cut into the files :func:`optimizer.predict_output_sizes` makes
+    of them (even files, or files of the target and one remainder; never more than the
     locations left) at the latest rate: the prediction until a file is written, then the
-    bytes per row of what was written. Call :meth:`wrote` after each file."""
+    bytes per row of what was written (with no prediction, the first file gets an even
+    share). Call :meth:`wrote` after each file."""
 
     def __init__(self, rows: int, predicted: int, target: int, files: int) -> None:
         if files < 1:
@@ -141,17 +169,29 @@ class OutputSplit:
         self.rate = predicted / rows if predicted > 0 and rows > 0 else None
         self.written_bytes = self.written_rows = 0
 
+    def _sizes(self) -> list[int] | None:
+        """The files the rows left make at the latest rate (:func:`predict_output_sizes`),
+        or None while neither a rate nor a target is known."""
+        if self.rate is None or self.target <= 0:
+            return None
+        return predict_output_sizes(max(1, round(self.rows_left * self.rate)), self.target)
+
     @property
     def files(self) -> int:
-        """The files the rows left make at the latest rate (at least 1)."""
-        if self.rate is None or self.target <= 0:
-            return self.files_left
-        left = output_count(max(1, round(self.rows_left * self.rate)), self.target)
-        return max(1, min(self.files_left, left))
+        """How many files the rows left make (at least 1, at most the locations left)."""
+        sizes = self._sizes()
+        return self.files_left if sizes is None else max(1, min(self.files_left, len(sizes)))
 
     def next_rows(self) -> int:
-        """Rows for the next file: the rows left over :attr:`files`, at least 1."""
-        return max(1, math.ceil(self.rows_left / self.files))
+        """Rows for the next file: its share of the predicted sizes at the latest rate (the
+        rows left over the locations left when there is no rate, or no room for them)."""
+        sizes = self._sizes()
+        if sizes is None or len(sizes) > self.files_left:
+            return max(1, math.ceil(self.rows_left / self.files_left))
+        if len(sizes) <= 1:
+            return max(1, self.rows_left)
+        assert self.rate is not None
+        return max(1, min(self.rows_left, math.ceil(sizes[0] / self.rate)))
 
     def wrote(self, rows: int, size: int) -> None:
         """A file of ``rows`` rows and ``size`` bytes was written."""

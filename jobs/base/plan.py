@@ -15,7 +15,7 @@ deletes, partition-scoped position deletes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,11 @@ from service.base.tablestats import (
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
+
+
+Calibrate = Callable[["Table", Sequence[PartitionFiles], int], "BytesPerRow | None"]
+"""Measures what a merged row takes when the table's rewrites do not say it yet (an
+actor's ``jobs.rewrite.calibrate.sampled_rate``; data is read, so never in ``plan``)."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,7 @@ def plan_table(
     only: set[str] | None = None,
     deletes: bool = False,
     min_input_files: int = 2,
+    calibrate: Calibrate | None = None,
 ) -> TablePlan:
     """Plan every (selected) partition from the current snapshot's file list. ``deletes``
     (delete compaction): also every data file a delete file may apply to, so that no delete
@@ -248,6 +254,9 @@ def plan_table(
     forced = (
         _referenced(table, snapshot.snapshot_id) if any(pf.delete_files for pf in files) else {}
     )
+    if calibrate is not None and (rate is None or rate.source != "rewrites"):
+        current = [pf for pf in files if pf.spec_id == table.spec().spec_id]
+        rate = calibrate(table, current, target) or rate
     bounds = {path: b for pf in files for path, b in zip(pf.paths, pf.bounds, strict=False)}
     current_spec = table.spec().spec_id
     plans = []
@@ -324,6 +333,7 @@ def load_and_plan(
     tolerance: int | None = None,
     min_input_files: int | None = None,
     keys: Sequence[str] | None = None,
+    calibrate: Calibrate | None = None,
 ) -> Planned:
     """Table ``name`` loaded and planned from its current snapshot under its policy (the
     target, tolerance and ``min_input_files`` of :meth:`Config.plan_inputs`). ``tolerance``
@@ -335,5 +345,7 @@ def load_and_plan(
     deletes, runs = action == "compact_deletes", data_action(action, policy, table)
     layout = layout_spec(table, policy, runs) if runs in LAYOUT_ACTIONS else None
     only = None if keys is None else set(keys)
-    plan = plan_table(table, inputs.target, tol, runs, partitions, layout, only, deletes, min_files)
+    plan = plan_table(
+        table, inputs.target, tol, runs, partitions, layout, only, deletes, min_files, calibrate
+    )
     return Planned(table, policy, runs, deletes, tol, min_files, layout, plan)

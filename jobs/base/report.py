@@ -12,7 +12,8 @@ from service.base.partition_key import display_key
 @dataclass(frozen=True)
 class PartitionReport:
     """What happened to one partition. MSEs in bytes²; ``prediction_error`` = actual -
-    predicted MSE after."""
+    predicted MSE after; ``predicted_bytes_added``: what the plan predicted its new files
+    hold (``bytes_added``: what they do)."""
 
     key: str  # the encoded PartitionKey (the partition's identity)
     spec_id: int
@@ -35,6 +36,7 @@ class PartitionReport:
     snapshot_id: int | None = None
     attempts: int = 0
     engine: str = ""  # arrow | spark | arrow+spark: what wrote the partition's new files
+    predicted_bytes_added: int = 0
 
     @classmethod
     def from_plan(cls, p: PartitionPlan, dry_run: bool) -> PartitionReport:
@@ -51,6 +53,7 @@ class PartitionReport:
             groups=len(p.groups),
             files_rewritten=sum(len(g.paths) for g in p.groups),
             bytes_rewritten=sum(g.bytes for g in p.groups),
+            predicted_bytes_added=sum(g.output_bytes for g in p.groups),
         )
 
 
@@ -80,6 +83,10 @@ class OptimizeReport:
     seconds: float
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
     partitions: tuple[PartitionReport, ...] = field(default_factory=tuple)
+    # what the plan took a merged row to take, and from where (optimizer.output_model)
+    bytes_per_row: float | None = None
+    bytes_per_row_source: str = ""
+    predicted_bytes_added: int = 0  # of the rewritten partitions'; ``bytes_added``: measured
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON: each partition's ``key`` (its identity) and ``partition``
@@ -111,6 +118,7 @@ def build_report(
         bytes_rewritten=sum(p.bytes_rewritten for p in counted),
         files_added=sum(p.files_added for p in done),
         bytes_added=sum(p.bytes_added for p in done),
+        predicted_bytes_added=sum(p.predicted_bytes_added for p in done),
         delete_files_removed=sum(p.delete_files_removed for p in done),
         rows_verified=sum(p.rows for p in done),
         snapshot_ids=tuple(dict.fromkeys(p.snapshot_id for p in done if p.snapshot_id is not None)),

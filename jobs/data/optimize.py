@@ -41,6 +41,7 @@ from jobs.base.verify import Checksum
 from jobs.base.verify import prepare as prepare_suite
 from jobs.data.committing import Ready, commit_ready, ready_to_commit
 from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
+from jobs.rewrite.calibrate import sampled_rate
 from jobs.rewrite.exact import ExactRewrite
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import ACTIONS, Config, parse_table_identifier
@@ -79,8 +80,9 @@ def optimize_table(
     started = time.monotonic()
     _check_arguments(table, action, tolerance)
     catalog = load_catalog(cfg)
+    calibrate = None if dry_run else sampled_rate  # a dry run reads metadata only
     planned = load_and_plan(
-        cfg, catalog, table, action, partitions, tolerance, min_input_files, keys
+        cfg, catalog, table, action, partitions, tolerance, min_input_files, keys, calibrate
     )
     plan, target = planned.plan, planned.target
     timings = {"plan": time.monotonic() - started}
@@ -90,6 +92,9 @@ def optimize_table(
     base = {"table": table, "action": planned.action, "dry_run": dry_run}
     base |= {"tolerance_bytes": planned.tolerance, "target_file_size_bytes": target}
     base |= {"start_snapshot_id": plan.snapshot_id}
+    if plan.bytes_per_row is not None:
+        base |= {"bytes_per_row": round(plan.bytes_per_row.value, 3)}
+        base |= {"bytes_per_row_source": plan.bytes_per_row.source}
     suite: dict[str, Any] | None = None
     attempt = 0
     while plan.work and not dry_run:

@@ -182,6 +182,21 @@ def to_row(record_id: str, entry: Mapping[str, Any], decider_id: str | None) -> 
     }
 
 
+PREDICTIONS = ("mse_predicted", "bytes_added", "bytes_added_predicted")
+"""What a rewrite's plan predicted beside what it measured (issue #46): kept in each
+record's ``detail`` (no column of their own: every history table holds them as it is)."""
+
+
+def with_predictions(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` with :data:`PREDICTIONS` read out of its ``detail`` (None where absent)."""
+    try:
+        detail = json.loads(row.get("detail") or "{}")
+    except ValueError:
+        detail = {}
+    found = detail if isinstance(detail, dict) else {}
+    return dict(row) | {k: found.get(k) for k in PREDICTIONS}
+
+
 def _int(v: Any) -> int | None:
     return None if v is None or v == "" else int(v)
 

@@ -223,11 +223,11 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
 def _read(table: ArrowTable, io: FileIO, group: ArrowGroup, deleted: Any) -> Iterator[Any]:
     """The group's live rows (without deleted positions), file by file as read."""
     for path, rows in group.inputs:
-        file = _read_file(table, io, group.spec_id, path, rows)
+        file = read_data_file(table, io, group.spec_id, path, rows)
         yield from drop_positions(file, deleted[path])
 
 
-def _read_file(
+def read_data_file(
     table: ArrowTable, io: FileIO, spec_id: int, path: str, rows: int
 ) -> list[pa.RecordBatch]:
     """One data file's rows as Iceberg reads them. A file that holds exactly the table's
@@ -310,14 +310,20 @@ def _chunks(batches: Iterator[pa.RecordBatch], size: Callable[[], int]) -> Itera
 def _write(table: ArrowTable, io: FileIO, path: str, chunk: pa.Table) -> pa.Table:
     """Write ``chunk`` as one Parquet data file (PyIceberg's writer options, Iceberg field
     ids); returns exactly what was written."""
+    with io.new_output(path).create(overwrite=True) as out:
+        return write_parquet(table, out, chunk)
+
+
+def write_parquet(table: ArrowTable, out: Any, chunk: pa.Table) -> pa.Table:
+    """``chunk`` as one Parquet file into the stream ``out``, as :func:`_write` writes a
+    data file; returns exactly what was written."""
     import pyarrow.parquet as pq  # pyarrow: only when files are read or written
 
     arrow = _as_written(table, chunk)
     options = table.writer_options | {"use_dictionary": dictionary_columns(arrow)}
-    with io.new_output(path).create(overwrite=True) as out:
-        with pq.ParquetWriter(out, schema=arrow.schema, **options) as writer:
-            rows = row_group_rows(table.metadata.properties, arrow.num_rows, arrow.nbytes)
-            writer.write(arrow, row_group_size=rows)
+    with pq.ParquetWriter(out, schema=arrow.schema, **options) as writer:
+        rows = row_group_rows(table.metadata.properties, arrow.num_rows, arrow.nbytes)
+        writer.write(arrow, row_group_size=rows)
     return arrow
 
 

@@ -71,6 +71,7 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     done = [p for p in parts if p.get("status") == "rewritten"]
     before = [p["mse_before"] for p in done]
     after = [p.get("actual_mse_after") for p in done if p.get("actual_mse_after") is not None]
+    predicted = [p["predicted_mse_after"] for p in done if p.get("predicted_mse_after") is not None]
     engines = {e for p in done for e in str(p.get("engine") or "").split("+") if e}
     extra = {}
     if "verified" in result:  # a maintenance action: its counts and what was verified
@@ -88,6 +89,10 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
             "files_added": int(result.get("files_added") or 0),
             "mse_before": result.get("mse_before", max(before, default=None)),
             "mse_after": result.get("mse_after", max(after, default=None)),
+            # the plan's prediction beside what was measured (#46): MSE and new bytes
+            "mse_predicted": max(predicted, default=None),
+            "bytes_added": int(result.get("bytes_added") or 0),
+            "bytes_added_predicted": int(result.get("predicted_bytes_added") or 0),
             "bytes_rewritten": int(result.get("bytes_rewritten") or 0),
             "files_rewritten": int(result.get("files_rewritten") or 0),
             "snapshot_ids": list(result.get("snapshot_ids") or []),

@@ -100,6 +100,8 @@ def _render(rows: list[dict[str, Any]]) -> None:
         rmse = "-" if before is None else f"{before**0.5 / MIB:.1f}"
         if after is not None:
             rmse += f" → {after**0.5 / MIB:.1f}"
+        if r.get("mse_predicted") is not None:
+            rmse += f" (planned {r['mse_predicted'] ** 0.5 / MIB:.1f})"
         outcome = r.get("outcome") or ("ok" if r.get("ok") else "failed")
         if r.get("pending"):
             outcome += " (pending)"

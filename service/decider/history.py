@@ -68,7 +68,7 @@ def read_all(
             since is None or row["ended_at"] >= since
         ):
             rows.append(row)
-    return rows
+    return [history.with_predictions(r) for r in rows]
 
 
 def _flushed(

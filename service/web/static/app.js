@@ -133,7 +133,8 @@ function renderHistory(rows) {
     return h("tr", { "data-item-id": r.item_id || "", "data-record-id": r.record_id },
       h("td", {}, r.ended_at.slice(0, 19).replace("T", " ")), h("td", {}, r.table_name), h("td", {}, r.action),
       h("td", {}, (r.partitions || []).length || "-"), h("td", {}, mib(r.bytes_rewritten)), h("td", {}, r.files_removed),
-      h("td", {}, `${rmse(r.mse_before)} → ${rmse(r.mse_after)}`), h("td", {}, manifests),
+      h("td", {}, `${rmse(r.mse_before)} → ${rmse(r.mse_after)}` +
+        (r.mse_predicted == null ? "" : ` (planned ${rmse(r.mse_predicted)})`)), h("td", {}, manifests),
       h("td", { class: "planning" }, planning), h("td", {}, r.seconds == null ? "-" : r.seconds.toFixed(1)), h("td", {}, outcome));
   }));
 }

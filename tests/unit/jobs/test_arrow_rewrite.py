@@ -197,7 +197,7 @@ def test_a_file_read_as_it_is_reads_as_iceberg_reads_it(tmp_path):
     schema = at.metadata.schema()
     for task in table.scan().plan_files():
         f = task.file
-        plain = pa.Table.from_batches(ar._read_file(at, io, 0, f.file_path, f.record_count))
+        plain = pa.Table.from_batches(ar.read_data_file(at, io, 0, f.file_path, f.record_count))
         scanned = pa.Table.from_batches(list(ar._scan(at, io, 0, f.file_path, f.record_count)))
         assert plain.schema.equals(scanned.schema)
         flat = [c for c in plain.column_names if c not in ("st", "li", "m")]

@@ -93,3 +93,21 @@ def test_commit_facts_count_manifests_and_read_the_rewrite_id(catalog: Any) -> N
     }
     assert history.commit_facts(t, None, last)["manifests_after"] == 3
     assert history.commit_facts(t, None, last)["rewrite_id"] is None
+
+
+def test_what_the_plan_predicted_is_read_back_beside_what_was_measured(catalog: Any) -> None:
+    """The plan's predictions travel in the record's detail: every history table, old ones
+    included, holds them without a column of their own (#46)."""
+    t = history.ensure_table(catalog, "icefloe.action_history")
+    planned = entry("db.a", 1_700_000_000.0, mse_predicted=2.0, bytes_added=900)
+    planned |= {"bytes_added_predicted": 950}
+    rows = [
+        history.to_row("1700000000000-0", planned, "dec-1"),
+        history.to_row("1700000000000-1", entry("db.a", 1_700_000_001.0), "dec-1"),
+    ]
+    history.append(t, rows, "1700000000000-1")
+    a, b = (history.with_predictions(r) for r in history.read(t))
+    assert (a["mse_after"], a["mse_predicted"]) == (1.0, 2.0)
+    assert (a["bytes_added"], a["bytes_added_predicted"]) == (900, 950)
+    assert b["mse_predicted"] is None and b["bytes_added_predicted"] is None  # an older one
+    assert history.with_predictions({"detail": "not json"})["mse_predicted"] is None

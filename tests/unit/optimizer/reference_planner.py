@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from optimizer.candidates import SPILL_GROUP_TARGETS, Group
 from optimizer.entropy import (
+    is_short,
     one_file_max,
     output_count,
     output_sse,
@@ -200,6 +201,10 @@ def balanced(
         if any(len(g.members) < 2 or g.outputs != 1 for g in spread) or sum(
             g.gain for g in spread
         ) <= sum(g.gain for g in bins):
+            continue
+        if sum(is_short(g.total, target) for g in spread) > sum(
+            is_short(g.total, target) for g in bins
+        ):
             continue
         return [g for g in groups if g.outputs != 1] + spread
     return list(groups)

@@ -82,13 +82,19 @@ def test_predict_output_sizes_by_hand() -> None:
     assert predict_output_sizes(102, 100) == [102]  # 0.21 + 0.27 + 0.54 · T: one file
     assert predict_output_sizes(109, 100) == [109]
     assert predict_output_sizes(110, 100) == [110]  # Java's 1.1 · 100 is a hair over 110
-    assert predict_output_sizes(111, 100) == [56, 55]  # folded, it would pass 1.1 · T
+    # folded, it would pass 1.1 · T; two even files would both be small: T and the rest
+    assert predict_output_sizes(111, 100) == [100, 11]
+    assert predict_output_sizes(159, 100) == [100, 59]  # even, they would be near 0.75·T
+    assert predict_output_sizes(160, 100) == [80, 80]  # even, and neither is near small
+    assert output_sse(111, 100) == 89**2 and output_sse(160, 100) == 2 * 20**2
+    assert predict_output_sizes(237, 100) == [100, 100, 37]  # three of 79 would be near
+    assert output_sse(237, 100) == 63**2
     assert predict_output_sizes(175, 100) == [88, 87]
+    assert predict_output_sizes(230, 100) == [100, 100, 30]
     assert predict_output_sizes(176, 100) == [88, 88]  # a remainder over 0.75 · T stays
     assert predict_output_sizes(201, 100) == [101, 100]
-    assert predict_output_sizes(230, 100) == [77, 77, 76]
     assert output_sse(201, 100) == 0
-    assert output_sse(230, 100) == 2 * 23**2 + 24**2
+    assert output_sse(240, 100) == 3 * 20**2
     assert output_count(1_000_000, 100_000) == 10
     with pytest.raises(ValueError):
         predict_output_sizes(-1, 100)
@@ -118,7 +124,12 @@ def test_predict_output_sizes_properties(target: int, full: int, extra: int) -> 
     out = predict_output_sizes(total, target)
     assert sum(out) == total
     assert len(out) == output_count(total, target)
-    assert max(out, default=0) - min(out, default=0) <= 1  # even files
+    if len(out) > 1 and 5 * (total // len(out)) < 4 * target:
+        # even files would all be under 0.8·T: files of the target and one remainder
+        assert out[:-1] == [target] * (len(out) - 1) and 0 < out[-1] < target
+    else:
+        assert max(out, default=0) - min(out, default=0) <= 1  # even files
+    assert sum(is_small(s, target) for s in out) <= 1  # never more than one small file
     assert output_sse(total, target) == stats_from_sizes(out, target).sse
 
 

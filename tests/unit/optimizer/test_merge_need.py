@@ -136,12 +136,12 @@ def test_the_estimate_rewrites_the_small_files_bytes(target: int, sizes: list[in
 
 def test_the_estimate_is_exact_for_equal_small_files() -> None:
     """Equal small files beside full ones: the small files' SSE is known from the sums, and
-    the estimate is the balanced merge's MSE reduction exactly."""
+    the estimate is the merge's MSE reduction exactly."""
     t = 1000
     sizes = [1000, 1200] + [300] * 5
     stats = stats_from_sizes(sizes, t)
     cost, benefit = merge_estimate(stats, t)
-    outputs = [750, 750]  # 1500 bytes in two files of even size
+    outputs = [1000, 500]  # 1500 bytes: two even files would be near small (0.75·T)
     after = stats_from_sizes([1000, 1200, *outputs], t)
     assert cost == 1500 and benefit == pytest.approx(stats.mse - after.mse)
     assert sum(predict_output_sizes(cost, t)) == sum(outputs)

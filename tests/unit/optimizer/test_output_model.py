@@ -12,6 +12,7 @@ from optimizer.output_model import (
     BytesPerRow,
     OutputSplit,
     bytes_per_row,
+    extrapolated_rate,
     merged_sizes,
     size_slope,
 )
@@ -59,6 +60,10 @@ def test_the_split_follows_the_bytes_written() -> None:
     assert split.files == 4 and split.next_rows() == 250
     split.wrote(250, T // 4)  # a quarter of the predicted bytes: the rest is 0.75·T
     assert split.files == 1 and split.next_rows() == 750
+    remainder = OutputSplit(rows=1_300, predicted=13 * T // 10, target=T, files=2)
+    assert remainder.files == 2 and remainder.next_rows() == 1_000  # T, then the rest
+    remainder.wrote(1_000, T)
+    assert remainder.files == 1 and remainder.next_rows() == 300
     even = OutputSplit(rows=10, predicted=0, target=0, files=3)
     assert [even.next_rows()] == [4]
     even.wrote(4, 123)
@@ -104,3 +109,22 @@ def test_merged_equal_to_sizes_plans_as_before(
     assert plan_partition(sizes, T, tolerance, ordered, merged=sizes) == plan_partition(
         sizes, T, tolerance, ordered
     )
+
+
+def test_the_rate_of_a_target_sized_file_from_two_encodings() -> None:
+    # a file costs 4 kB and 20 B a row: 1,000 rows take 24 kB, 2,000 take 44 kB
+    rate = extrapolated_rate((1_000, 24_000), (2_000, 44_000), 1_004_000)
+    assert rate == pytest.approx(20 * 1_004_000 / 1_000_000)  # 50,000 rows in the target
+    assert extrapolated_rate((1_000, 24_000), (2_000, 44_000), 40_000) == 22.0  # reached
+    assert extrapolated_rate((1_000, 30_000), (2_000, 30_000), T) == 15.0  # no more bytes
+    assert extrapolated_rate((1_000, 1_000), (1_000, 1_000), T) == 1.0  # one size
+
+
+def test_outputs_near_the_small_line_are_not_spread_evenly() -> None:
+    """1.51·T of small files: a file near T and the rest, not two of 0.755·T that would both
+    be merged again with the next small files."""
+    sizes = [T // 20] * 29 + [T // 100 * 6]
+    plan = plan_partition(sizes, T, 0)
+    outputs = sorted(o for group in plan.predicted_outputs for o in group)
+    assert len(outputs) == 2 and outputs[1] >= 0.9 * T and outputs[0] < 0.75 * T
+    assert sum(o < 0.75 * T for o in outputs) == 1
