@@ -31,7 +31,7 @@ def streamed_table(catalog: Any, name: str) -> Any:
     stream = OrderLines(commits_per_day=COMMITS // 2, seed=7)
     table = catalog.create_table(
         name,
-        schema=stream.take().schema,
+        schema=OrderLines(commits_per_day=1).take().schema,
         properties={
             "write.parquet.compression-codec": "zstd",
             "write.target-file-size-bytes": str(64 * TARGET),  # each append: one file
