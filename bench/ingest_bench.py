@@ -62,7 +62,12 @@ from service.demo.rounds import Icefloe, iceberg_rewrite, read_view, summarize  
 ARMS = ("icefloe", "sizes", "iceberg")
 
 
-def make_config(home: Path, url: str, prefix: str, ident: str, target: int) -> Config:
+def make_config(
+    home: Path, url: str, prefix: str, ident: str, target: int, min_input_files: int | None = None
+) -> Config:
+    defaults: dict[str, Any] = {"target_file_size_bytes": target}
+    if min_input_files is not None:
+        defaults["min_input_files"] = min_input_files
     raw = {
         "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
         "redis": {"url": url, "key_prefix": prefix},
@@ -70,7 +75,7 @@ def make_config(home: Path, url: str, prefix: str, ident: str, target: int) -> C
             "master": "local[2]",
             "conf": {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"},
         },
-        "defaults": {"target_file_size_bytes": target},
+        "defaults": defaults,
         "managed": {"tables": [ident]},
         "history": {"enabled": False},
     }
@@ -202,6 +207,9 @@ def main() -> None:
     p.add_argument("--commits", type=int, default=80, help="commits per round")
     p.add_argument("--target-kb", type=int, default=512)
     p.add_argument("--redis", default="redis://127.0.0.1:6379/9")
+    p.add_argument(
+        "--min-input-files", type=int, default=None, help="icefloe's (default: the policy's, 5)"
+    )
     p.add_argument("--quick", action="store_true", help="2 rounds of 30 commits")
     args = p.parse_args()
     if args.quick:
@@ -214,7 +222,10 @@ def main() -> None:
         proc, url = (None, args.redis) if _answers(args.redis) else private_redis(home)
         prefix = f"icefloe-ingest-{uuid.uuid4().hex[:8]}"
         names = {a: f"bench.orders_{a}" for a in ARMS}
-        cfgs = {a: make_config(home, url, f"{prefix}-{a}", names[a], target) for a in ARMS}
+        cfgs = {
+            a: make_config(home, url, f"{prefix}-{a}", names[a], target, args.min_input_files)
+            for a in ARMS
+        }
         try:
             catalog = load_catalog(cfgs["icefloe"])
             stream = OrderLines(commits_per_day=max(1, args.commits // 2))

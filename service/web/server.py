@@ -5,6 +5,12 @@ no CDN, it works air-gapped) and a JSON API the page polls, on the standard libr
 It binds 127.0.0.1 by default. On any other address a token is required: every request
 then carries ``Authorization: Bearer <token>`` or ``?token=<token>`` (the page keeps the
 one in its own URL), else 401.
+
+Without a token (a loopback address), a request must name a loopback host in its ``Host``
+header (``localhost``, ``127.0.0.1``, ``[::1]``, with any port), else 421: a web page the
+operator visits cannot rebind its own name to 127.0.0.1 and read the API (DNS rebinding).
+Every answer carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and a
+``Content-Security-Policy`` that allows the page's own script, style and API only.
 """
 
 from __future__ import annotations
@@ -32,7 +38,24 @@ from service.base.redact import scrub
 from service.web.data import Dashboard
 
 STATIC = Path(__file__).resolve().parent / "static"
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+}
 ASSETS = {"/": "index.html", "/app.js": "app.js", "/style.css": "style.css"}
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def is_loopback(host: str) -> bool:
@@ -107,6 +130,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the base class's name
         url = urlsplit(self.path)
         query = parse_qs(url.query)
+        if self.server.token is None and not is_loopback(host_name(self.headers.get("Host", ""))):
+            self._send(421, "application/json", b'{"error": "not a loopback host name"}')
+            return
         if not self._authorized(query):
             self._send(401, "application/json", b'{"error": "a token is required"}')
             return
@@ -143,5 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind + ("; charset=utf-8" if "json" in kind else ""))
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)

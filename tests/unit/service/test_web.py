@@ -1,18 +1,28 @@
 """The dashboard's pure parts: the file-size histogram, the loopback rule, the one-line
-refusal off loopback without a token, and the assets shipped as package data (the browser
-test is ``tests/integration/test_ui_browser.py``)."""
+refusal off loopback without a token, the assets shipped as package data, and the
+server's ``Host`` check and security headers on a real loopback socket (the browser test
+is ``tests/integration/test_ui_browser.py``)."""
 
 from __future__ import annotations
 
 import configparser
 import fnmatch
+import http.client
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from service.base.errors import UsageError
 from service.web.data import histogram
-from service.web.server import ASSETS, STATIC, is_loopback, make_server
+from service.web.server import (
+    ASSETS,
+    STATIC,
+    host_name,
+    is_loopback,
+    make_server,
+    serve_in_thread,
+)
 from tests.support.config import REPO, make_config
 
 pytestmark = pytest.mark.unit
@@ -116,3 +126,61 @@ def test_skew_reports_are_read_again_only_when_one_was_stored(
     save_report(catalog, report | {"snapshot_id": 8}, "all", "icefloe")
     assert reports_version(catalog) != first
     assert [r["snapshot_id"] for r in board.skew()] == ["8"] and len(reads) == 3
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [("127.0.0.1:8765", "127.0.0.1"), ("[::1]:8765", "::1"), ("LocalHost", "localhost")]
+    + [("evil.example:8765", "evil.example"), ("::1", "::1"), ("", "")],
+)
+def test_host_name_drops_the_port(header: str, name: str) -> None:
+    assert host_name(header) == name
+
+
+def _get(server: Any, path: str, host: str, token: str = "") -> tuple[int, dict[str, str]]:
+    port = server.server_address[1]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        if host:
+            conn.putheader("Host", host)
+        if token:
+            conn.putheader("Authorization", f"Bearer {token}")
+        conn.endheaders()
+        reply = conn.getresponse()
+        reply.read()
+        return reply.status, {k.lower(): v for k, v in reply.getheaders()}
+    finally:
+        conn.close()
+
+
+def test_a_rebound_host_name_is_refused_and_every_answer_carries_the_headers(
+    tmp_path: Path,
+) -> None:
+    """DNS rebinding: a page that rebinds its own name to 127.0.0.1 sends that name as the
+    ``Host``; a token-less (loopback) dashboard answers only loopback names."""
+    server = make_server(make_config(tmp_path), "127.0.0.1", 0, None)
+    serve_in_thread(server)
+    port = server.server_address[1]
+    try:
+        for evil in (f"evil.example:{port}", "evil.example", "127.0.0.1.nip.io", ""):
+            status, headers = _get(server, "/api/overview", evil)
+            assert status == 421, evil
+            assert headers["x-content-type-options"] == "nosniff"
+        for good in (f"127.0.0.1:{port}", f"localhost:{port}", "[::1]", "localhost"):
+            status, headers = _get(server, "/", good)
+            assert status == 200, good
+            assert headers["x-frame-options"] == "DENY"
+            assert "frame-ancestors 'none'" in headers["content-security-policy"]
+            assert "script-src 'self'" in headers["content-security-policy"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    guarded = make_server(make_config(tmp_path), "127.0.0.1", 0, "t" * 20)
+    serve_in_thread(guarded)
+    try:  # with a token, the token is the guard: any name, but never without it
+        assert _get(guarded, "/", "dashboard.example")[0] == 401
+        assert _get(guarded, "/", "dashboard.example", "t" * 20)[0] == 200
+    finally:
+        guarded.shutdown()
+        guarded.server_close()
