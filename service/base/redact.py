@@ -54,10 +54,20 @@ def url_password(url: str) -> str | None:
     return password or (query[0] if query else None)
 
 
+MIN_SECRET_PART = 4  # a part of a secret (between its ``@`` or ``:``) masked on its own
+
+
 def register_secrets(values: Iterable[str | None]) -> None:
     """Remember the config's secret values: :func:`scrub` masks them wherever they appear
-    (a library's error message, a log line), whatever the text around them."""
-    _secrets.update(v for v in values if v and len(v) >= MIN_SECRET)
+    (a library's error message, a log line), whatever the text around them. A secret that
+    holds ``@`` or ``:`` is also masked part by part: a URL's password with an ``@``
+    (``postgresql://u:pw@rest@host``) is cut at its first ``@`` by some libraries, which
+    then name ``rest@host`` as the host they could not resolve."""
+    for v in values:
+        if not v or len(v) < MIN_SECRET:
+            continue
+        _secrets.add(v)
+        _secrets.update(p for p in re.split(r"[@:]", v) if len(p) >= MIN_SECRET_PART)
 
 
 def scrub(text: str) -> str:

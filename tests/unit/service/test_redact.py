@@ -93,6 +93,20 @@ def test_registered_secrets_are_scrubbed_from_errors_and_logs() -> None:
     assert stream.getvalue() == "connecting with *** failed\n"
 
 
+def test_a_password_with_an_at_sign_is_masked_where_a_library_cut_it() -> None:
+    """``postgresql://icefloe:hunter2@TailSecret99@127.0.0.1:6443/lake``: libpq takes the
+    password up to the first ``@`` and names ``TailSecret99@127.0.0.1`` as the host."""
+    from service.base.redact import register_secrets, scrub
+
+    url = "postgresql://icefloe:hunter2@TailSecret99@127.0.0.1:6443/lake"
+    cfg = build_config({"catalog": {"uri": url}})
+    register_secrets(cfg.secret_values())
+    said = scrub("failed to resolve host 'TailSecret99@127.0.0.1': Name or service unknown")
+    assert "TailSecret99" not in said and "hunter2" not in said
+    assert said == "failed to resolve host '***@127.0.0.1': Name or service unknown"
+    assert "TailSecret99" not in display_url(url) and "hunter2" not in display_url(url)
+
+
 def test_cli_errors_are_scrubbed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
