@@ -21,8 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from service.base.config.messages import INTERNAL_FIELDS, ROOT
 from service.base.config.model import Config
 from service.base.config.paths import (
@@ -34,6 +32,7 @@ from service.base.config.paths import (
     resolve_warehouse,
 )
 from service.base.config.validate import validate
+from service.base.config.yamlfile import env_value, load_yaml, read_text
 from service.base.errors import ConfigError
 from service.base.redact import register_secrets
 
@@ -84,10 +83,7 @@ def apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> None:
             if not isinstance(child, dict):
                 raise ConfigError(f"environment override {name!r}: '{part}' is not a section")
             node = child
-        try:
-            node[path[-1]] = yaml.safe_load(value) if value != "" else ""
-        except yaml.YAMLError:
-            node[path[-1]] = value
+        node[path[-1]] = env_value(name, value)
 
 
 def dev_root(env: Mapping[str, str]) -> Path:
@@ -130,21 +126,9 @@ def config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> 
 
 
 def read_config_file(file: Path) -> dict[str, Any]:
-    """The file's top-level mapping (``{}`` for an empty file)."""
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {str(file)!r}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"config file {str(file)!r} is not UTF-8 text (bad byte at offset {e.start})"
-        ) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" line {where.line + 1}" if where is not None else ""
-        raise ConfigError(f"config file {str(file)!r}{line} is not valid YAML") from None
+    """The file's top-level mapping (``{}`` for an empty file), read within bounds
+    (:mod:`service.base.config.yamlfile`)."""
+    raw = load_yaml(read_text(file), f"config file {str(file)!r}")
     if raw is None:
         return {}
     if not isinstance(raw, dict):
