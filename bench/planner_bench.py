@@ -9,9 +9,11 @@ bytes rewritten, predicted files after and entropy after for
 * ``iceberg``   -- Iceberg's default ``rewrite_data_files`` binpack selection: files
   ``< 0.75·T`` or ``> 1.8·T``, next-fit in file order into groups of at most 100 GiB,
   a group kept if it has >= 5 (min-input-files) files, or 2+ files totalling > T, or
-  more than 1.8·T; each group written as ``predict_output_sizes`` says: Iceberg's own
-  output count (``numOutputFiles``: a remainder under 0.75·T folded into the other files
-  while they stay under 1.1·T), files of even size, the model our planner uses too.
+  more than 1.8·T; each group written as Iceberg's runner writes it: its output count
+  (``numOutputFiles``: a remainder under 0.75·T folded into the other files while they
+  stay under 1.1·T) of files of even size (``even_outputs``); ours are written as
+  ``predict_output_sizes`` says (even while each is 0.8·T or more, else files of T and
+  one remainder).
 * ``amoro``     -- Amoro's self-optimizing defaults: fragments ``<= T/8``, undersized
   segments ``(T/8, 0.75·T]``; the partition is planned if there are >= 2 fragments
   (minor interval assumed elapsed) or undersized segments total >= T with the two
@@ -46,6 +48,7 @@ from optimizer import (  # noqa: E402
     apply_delta,
     default_tolerance,
     fair_priority_scheduler,
+    output_count,
     plan_partition,
     predict_output_sizes,
     stats_from_sizes,
@@ -64,14 +67,23 @@ class Outcome:
     mse_after: float
 
 
-def outcome(sizes: Sequence[int], groups: list[list[int]]) -> Outcome:
+def even_outputs(total: int, target: int) -> list[int]:
+    """Iceberg's runner: ``numOutputFiles`` files of even size, however small."""
+    count = output_count(total, target)
+    load, heavier = divmod(total, count) if count else (0, 0)
+    return [load + 1] * heavier + [load] * (count - heavier)
+
+
+def outcome(sizes: Sequence[int], groups: list[list[int]], even: bool = False) -> Outcome:
+    """A plan's bytes, files and MSE after; ``even``: groups written as Iceberg writes
+    them (:func:`even_outputs`), else as icefloe does (``predict_output_sizes``)."""
     touched = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in touched]
     rewritten = 0
     for g in groups:
         total = sum(sizes[i] for i in g)
         rewritten += total
-        after.extend(predict_output_sizes(total, T))
+        after.extend(even_outputs(total, T) if even else predict_output_sizes(total, T))
     stats = stats_from_sizes(after, T)
     return Outcome(rewritten, stats.n, stats.mse)
 
@@ -205,7 +217,7 @@ def compare(mix: dict[str, list[list[int]]]) -> dict[str, list[Outcome]]:
         rms = statistics.fmean(b.mse for b in before) ** 0.5 / MB
         print(f"{shape:<12} {'before':<9} {'':>14} {files:>12} {rms:>14.1f}")
         for name, plan in strategies().items():
-            outs = [outcome(p, plan(p)) for p in parts]
+            outs = [outcome(p, plan(p), even=name in ("iceberg", "amoro")) for p in parts]
             results[name].extend(outs)
             print(
                 f"{'':<12} {name:<9} {sum(o.bytes_rewritten for o in outs) / GB:>14.2f} "
@@ -218,7 +230,7 @@ def compare(mix: dict[str, list[list[int]]]) -> dict[str, list[Outcome]]:
 def tolerance_sweep(mix: dict[str, list[list[int]]]) -> None:
     """Bytes and files after vs Iceberg across tolerances: the default's trade-off."""
     parts = [p for ps in mix.values() for p in ps]
-    ice = [outcome(p, iceberg_groups(p)) for p in parts]
+    ice = [outcome(p, iceberg_groups(p), even=True) for p in parts]
     ice_bytes = sum(o.bytes_rewritten for o in ice)
     ice_files = sum(o.files_after for o in ice)
     print("\ntolerance sweep (ours / iceberg over the mix)")
