@@ -10,7 +10,9 @@ Without a token (a loopback address), a request must name a loopback host in its
 header (``localhost``, ``127.0.0.1``, ``[::1]``, with any port), else 421: a web page the
 operator visits cannot rebind its own name to 127.0.0.1 and read the API (DNS rebinding).
 Every answer carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and a
-``Content-Security-Policy`` that allows the page's own script, style and API only.
+``Content-Security-Policy`` that allows the page's own script, style and API only. A GET
+with a body is refused (its body would otherwise be read as the next request on the
+connection), and a client that leaves before its answer is written is let go quietly.
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def make_server(cfg: Config, host: str, port: int, token: str | None) -> UiServe
     :class:`OperationFailed`."""
     if not is_loopback(host) and not token:
         raise UsageError(
-            f"--host {host} is not a loopback address: give --token (or ICEFLOE_UI_TOKEN)"
+            f"--host {host} is not a loopback address: give a token (--token-file, or "
+            "ICEFLOE_UI_TOKEN)"
         )
     try:
         return UiServer((host, port), Dashboard(cfg), token or None)
@@ -130,6 +133,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the base class's name
         url = urlsplit(self.path)
         query = parse_qs(url.query)
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0") or self.headers.get(
+            "Transfer-Encoding"
+        ):  # its body would be read as the next request on this connection
+            self.close_connection = True
+            self._send(400, "application/json", b'{"error": "a GET carries no body"}')
+            return
         if self.server.token is None and not is_loopback(host_name(self.headers.get("Host", ""))):
             self._send(421, "application/json", b'{"error": "not a loopback host name"}')
             return
@@ -165,11 +174,16 @@ class Handler(BaseHTTPRequestHandler):
         return hmac.compare_digest(given.encode(), token.encode())
 
     def _send(self, status: int, kind: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind + ("; charset=utf-8" if "json" in kind else ""))
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        for name, value in SECURITY_HEADERS.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", kind + ("; charset=utf-8" if "json" in kind else ""))
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client left: nothing to say
+            self.close_connection = True

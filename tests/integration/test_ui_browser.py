@@ -208,15 +208,27 @@ def test_the_token_is_enforced_off_loopback(warehouse: tuple[Config, Any, RedisL
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--token" in done.stderr
 
-    srv = make_server(cfg, "0.0.0.0", 0, "s3cret")
+    for argv, said in (
+        (["--token", "a-long-enough-token-1"], "process list"),  # never on the command line
+        (["--host", "0.0.0.0"], "16 characters"),  # ICEFLOE_UI_TOKEN below: too short
+    ):
+        short = env | {"ICEFLOE_UI_TOKEN": "s3cret"}
+        refused = subprocess.run(
+            [*cmd, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, env=short
+        )
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert "s3cret" not in refused.stderr and "a-long-enough" not in refused.stderr
+
+    token = "s3cret-s3cret-s3cret"
+    srv = make_server(cfg, "0.0.0.0", 0, token)
     serve_in_thread(srv)
     try:
         base = f"http://127.0.0.1:{srv.server_address[1]}"
         assert _get(f"{base}/api/tables") == 401
         assert _get(f"{base}/") == 401
         assert _get(f"{base}/api/tables", {"Authorization": "Bearer wrong"}) == 401
-        assert _get(f"{base}/api/tables", {"Authorization": "Bearer s3cret"}) == 200
-        assert _get(f"{base}/?token=s3cret") == 200
+        assert _get(f"{base}/api/tables", {"Authorization": f"Bearer {token}"}) == 200
+        assert _get(f"{base}/?token={token}") == 200
     finally:
         srv.shutdown()
         srv.server_close()

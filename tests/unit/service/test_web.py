@@ -8,6 +8,8 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import http.client
+import socket
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +186,34 @@ def test_a_rebound_host_name_is_refused_and_every_answer_carries_the_headers(
     finally:
         guarded.shutdown()
         guarded.server_close()
+
+
+def test_a_get_body_is_refused_and_a_client_that_leaves_costs_no_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    server = make_server(make_config(tmp_path), "127.0.0.1", 0, None)
+    serve_in_thread(server)
+    port = server.server_address[1]
+    try:
+        smuggled = b"GET /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(
+                b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: "
+                + str(len(smuggled)).encode()
+                + b"\r\n\r\n"
+                + smuggled
+            )
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400") and answer.count(b"HTTP/1.1 ") == 1
+        for _ in range(20):  # ask for the page and leave before the answer
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert _get(server, "/", "127.0.0.1")[0] == 200  # still serving
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
