@@ -65,14 +65,17 @@ def make_group(
     """Evaluate merging ``members`` under the output model (:func:`output_count` files of
     even size, of their ``merged`` bytes)."""
     written = sizes if merged is None else merged
-    total = read = before = 0
+    total = read = before = biggest = 0
     for i in members:
         s = sizes[i]
         read += s
         total += written[i]
+        biggest = max(biggest, s)
         if s < target:
             e = target - s
             before += e * e
+    if merged is not None:  # never less than its largest input (output_model.group_bytes)
+        total = max(total, biggest)
     outputs = output_count(total, target)
     gain = before - output_sse(total, target)
     return Group(tuple(sorted(members)), total, gain, outputs, read)

@@ -46,6 +46,7 @@ __all__ = [
     "OutputSplit",
     "bytes_per_row",
     "extrapolated_rate",
+    "group_bytes",
     "merged_sizes",
     "size_slope",
 ]
@@ -138,6 +139,14 @@ def extrapolated_rate(half: tuple[int, int], whole: tuple[int, int], target: int
     per_row = (b2 - b1) / (r2 - r1)
     fixed = b2 - per_row * r2
     return own if fixed >= target else per_row * target / (target - fixed)
+
+
+def group_bytes(sizes: Iterable[int], merged: Iterable[int]) -> int:
+    """What a group of files writes: their merged bytes, and never less than its largest
+    input. The rate is a target-sized file's; a group far under the target pays a file's
+    fixed part (footer, dictionaries) that the rate spreads thin, and four files of
+    1.5 kB predicted as one of 1.2 kB would make the merge look like it lowers nothing."""
+    return max(sum(merged), max(sizes, default=0))
 
 
 def merged_sizes(

@@ -28,7 +28,7 @@ from optimizer import (
     predict_output_sizes,
     stats_from_sizes,
 )
-from optimizer.output_model import BytesPerRow, bytes_per_row, merged_sizes
+from optimizer.output_model import BytesPerRow, bytes_per_row, group_bytes, merged_sizes
 from service.base.catalog import load_table
 from service.base.config import Config, TablePolicy
 from service.base.layoutspec import (
@@ -196,7 +196,9 @@ def _partition_plan(
     replaced = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in replaced]
     for g in groups:
-        after += predict_output_sizes(sum(merged[i] for i in g), target)
+        after += predict_output_sizes(
+            group_bytes([sizes[i] for i in g], [merged[i] for i in g]), target
+        )
     predicted = stats_from_sizes(after, target)
     return PartitionPlan(
         key=pf.key,
@@ -213,7 +215,7 @@ def _partition_plan(
                 pf.spec_id,
                 tuple(paths[i] for i in g),
                 sum(sizes[i] for i in g),
-                sum(merged[i] for i in g),
+                group_bytes([sizes[i] for i in g], [merged[i] for i in g]),
             )
             for g in groups
         ),

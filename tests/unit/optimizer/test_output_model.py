@@ -13,6 +13,7 @@ from optimizer.output_model import (
     OutputSplit,
     bytes_per_row,
     extrapolated_rate,
+    group_bytes,
     merged_sizes,
     size_slope,
 )
@@ -90,7 +91,7 @@ def test_streaming_files_that_compress_merge_into_outputs_at_the_target(
     assert sum(o < 0.75 * T for o in outputs) <= 1
     assert plan.bytes_rewritten == sum(sizes[i] for g in plan.groups for i in g)
     for g, predicted in zip(plan.groups, plan.predicted_outputs, strict=True):
-        written = sum(merged[i] for i in g)
+        written = group_bytes([sizes[i] for i in g], [merged[i] for i in g])
         assert sum(predicted) == written and len(predicted) == output_count(written, T)
     after = [s for i, s in enumerate(sizes) if all(i not in g for g in plan.groups)] + outputs
     assert plan.sse_after == stats_from_sizes(after, T).sse
@@ -128,3 +129,14 @@ def test_outputs_near_the_small_line_are_not_spread_evenly() -> None:
     outputs = sorted(o for group in plan.predicted_outputs for o in group)
     assert len(outputs) == 2 and outputs[1] >= 0.9 * T and outputs[0] < 0.75 * T
     assert sum(o < 0.75 * T for o in outputs) == 1
+
+
+def test_a_group_writes_no_less_than_its_largest_input() -> None:
+    """Four tiny files whose rows take almost nothing at a target-sized file's rate: still
+    merged (the output is predicted at the largest input, not under it, so the merge
+    lowers the MSE), and the plan's output is never predicted under that."""
+    sizes = [1_455, 1_570, 1_455, 1_455]
+    merged = [297, 297, 297, 297]  # 250 rows at 1.19 B a row: sequential ids
+    plan = plan_partition(sizes, T, 0, merged=merged)
+    assert plan.groups == [[0, 1, 2, 3]] and plan.predicted_outputs == [[1_570]]
+    assert group_bytes(sizes, merged) == 1_570 and group_bytes([10, 20], [30, 40]) == 70
