@@ -16,7 +16,13 @@ from typing import Any
 import click
 
 from service.base.catalog import load_catalog, load_table
-from service.base.config import ACTIONS, DeciderSettings, parse_table_identifier
+from service.base.config import (
+    ACTIONS,
+    MAX_LONG,
+    MAX_PRIORITY,
+    DeciderSettings,
+    parse_table_identifier,
+)
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.base.keys import Keys
 from service.base.layoutspec import LAYOUT_ACTIONS, layout_spec
@@ -181,7 +187,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("table")
-@click.argument("snapshot_id", required=False, type=int)
+@click.argument("snapshot_id", required=False, type=click.IntRange(1, MAX_LONG))
 @pass_ctx
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
@@ -224,9 +230,9 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
 @click.option("--action", type=click.Choice(ACTIONS), default="merge", show_default=True)
 @click.option(
     "--priority",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_PRIORITY),
     default=None,
-    help="Priority class (0 highest; default: the table's).",
+    help=f"Priority class (0 highest, {MAX_PRIORITY} lowest; default: the table's).",
 )
 @force_option
 @click.option("--json", "as_json", is_flag=True)

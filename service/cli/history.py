@@ -29,7 +29,12 @@ def parse_since(text: str, now: datetime) -> datetime:
     """``7d``, ``12h``, ``30m`` (before now) or an ISO date or time (UTC unless it says)."""
     span = _SPAN.match(text.strip())
     if span:
-        return now - timedelta(**{_UNITS[span.group(2)]: int(span.group(1))})
+        try:
+            return now - timedelta(**{_UNITS[span.group(2)]: int(span.group(1))})
+        except OverflowError:  # past year 1, or past what a timedelta holds
+            raise UsageError(
+                f"--since {text!r}: a span that reaches before year 1; give a shorter one"
+            ) from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

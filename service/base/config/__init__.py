@@ -11,7 +11,16 @@
 
 from __future__ import annotations
 
-from service.base.config.fields import ACTIONS, CATALOG_TYPES, ENGINES, MAINTENANCE_ACTIONS, Action
+from service.base.config.fields import (
+    ACTIONS,
+    CATALOG_TYPES,
+    ENGINES,
+    MAINTENANCE_ACTIONS,
+    MAX_LONG,
+    MAX_PRIORITY,
+    MAX_TARGET,
+    Action,
+)
 from service.base.config.identifiers import NAMESPACE_RE, TABLE_RE, parse_table_identifier
 from service.base.config.load import (
     ENV_PREFIX,
@@ -44,6 +53,9 @@ from service.base.errors import ConfigError
 __all__ = [
     "ACTIONS",
     "CATALOG_TYPES",
+    "MAX_LONG",
+    "MAX_PRIORITY",
+    "MAX_TARGET",
     "DEFAULT_CONFIG",
     "DEFAULT_SPARK_CONF",
     "DEFAULT_SHARDS",

@@ -48,8 +48,13 @@ ENGINES = ("auto", "spark")
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)  # every config model's
 
-PositiveInt = Annotated[int, Strict(), Field(gt=0)]
-NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+MAX_LONG = (1 << 63) - 1  # a Java long: what Iceberg, Spark and Redis counters hold
+PositiveInt = Annotated[int, Strict(), Field(gt=0, le=MAX_LONG)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0, le=MAX_LONG)]
+MAX_TARGET = 1 << 40  # 1 TiB: a target file size past any engine's
+TargetSize = Annotated[int, Strict(), Field(gt=0, le=MAX_TARGET)]
+MAX_PRIORITY = 1000  # priority classes, 0 the highest
+Priority = Annotated[int, Strict(), Field(ge=0, le=MAX_PRIORITY)]
 MinInputFiles = Annotated[int, Strict(), Field(ge=2)]  # one file alone is never merged
 ShardCount = Annotated[int, Strict(), Field(ge=1, le=1024)]
 Port = Annotated[int, Strict(), Field(ge=0, le=65535)]

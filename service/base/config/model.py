@@ -34,10 +34,12 @@ from service.base.config.fields import (
     Port,
     PositiveFloat,
     PositiveInt,
+    Priority,
     RedisUrl,
     ScalarMap,
     ShardCount,
     Tables,
+    TargetSize,
 )
 from service.base.config.identifiers import is_table
 from service.base.config.maintenance_policy import MaintenancePolicy
@@ -105,11 +107,11 @@ class TablePolicy:
     the table's ``write.target-file-size-bytes`` property, then ``defaults``. In a config
     file, ``defaults.tolerance_bytes`` defaults to a third of ``defaults``' target."""
 
-    target_file_size_bytes: PositiveInt | None = DEFAULT_TARGET
+    target_file_size_bytes: TargetSize | None = DEFAULT_TARGET  # 1 TiB at most
     tolerance_bytes: NonNegativeInt = DEFAULT_TARGET // 3  # T/3: MSE < tolerance² is left alone
     min_input_files: MinInputFiles = 5  # a partition waits for this many small files
     max_wait_hours: PositiveFloat = 1.0  # ... or this long (from 2 small files), then merges
-    priority: NonNegativeInt = 1  # 0 is the highest class
+    priority: Priority = 1  # 0 is the highest class (1000 the lowest)
     weight: PositiveInt = 1
     actions: Actions = (Action.MERGE,)
     sort_order: Columns = ()
