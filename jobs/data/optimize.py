@@ -129,6 +129,7 @@ def optimize_table(
             only={k[1] for k in conflicts},
             deletes=planned.deletes,
             min_input_files=planned.min_input_files,
+            calibrate=lambda *_: planned.plan.bytes_per_row,  # the first plan's, not a new sample
         )
         plan = _replanned(fresh, conflicts, reports, attempt)
     parts = [

@@ -186,10 +186,12 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     for i, (path, rows) in enumerate(group.inputs):
         deletes = group.deletes[i] if i < len(group.deletes) else ()
         deleted[path] = index.positions(path, deletes, rows) if deletes else ()
-    expected_rows = sum(n for _, n in group.inputs) - sum(len(p) for p in deleted.values())
+    total_rows = sum(n for _, n in group.inputs)
+    expected_rows = total_rows - sum(len(p) for p in deleted.values())
     result = ArrowResult(group.group_id)
     live = _read(table, io, group, deleted)
-    split = OutputSplit(expected_rows, group.predicted_bytes, group.target, len(group.outputs))
+    predicted = group.predicted_bytes * expected_rows // max(1, total_rows)  # live rows' share
+    split = OutputSplit(expected_rows, predicted, group.target, len(group.outputs))
     if group.zorder_columns:
         chunks = zordered_files(live, group.zorder_columns, split.files)
     else:

@@ -74,7 +74,8 @@ def sampled_rate(table: Table, files: Sequence[PartitionFiles], target: int) -> 
             (rows.num_rows, encoded_size(arrow, rows)),
             target,
         )
-    except Exception as e:  # an unreadable file, a schema the sample cannot join
-        log.warning("no output-size sample of %s: %s", ".".join(table.name()), e)
+    except Exception as e:  # an unreadable file, a schema the sample cannot join: the
+        # rewrite reads the same files and says what is wrong, in its one error line
+        log.debug("no output-size sample of %s: %s", ".".join(table.name()), e)
         return None
     return BytesPerRow(measured, "sample")

@@ -142,7 +142,11 @@ def rewrite_outputs(table: Table, most: int = 16) -> list[tuple[int, int]]:
     per row, from the snapshot summaries in the table's metadata (no file is read). A
     manifest rewrite adds no rows and is not counted."""
     out: list[tuple[int, int]] = []
-    ordered = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number or 0, reverse=True)
+    ordered = sorted(  # v1 tables number no snapshot: their time orders them
+        table.metadata.snapshots,
+        key=lambda s: (s.sequence_number or 0, s.timestamp_ms),
+        reverse=True,
+    )
     for snap in ordered:
         summary = snap.summary
         if summary is None or summary.operation.value != "replace":
