@@ -163,7 +163,8 @@ def _plan_partition(
         reason = f"{small} small file(s), fewer than min_input_files ({min_input_files})"
     else:
         ordered = layout is not None
-        plan = plan_partition(sizes, target, tolerance, preserve_order=ordered, merged=merged)
+        weights = None if rate is None else merged  # no rate: the planner's size-only path
+        plan = plan_partition(sizes, target, tolerance, preserve_order=ordered, merged=weights)
         groups = [list(g) for g in plan.groups]
         grouped = {i for g in groups for i in g}
         extra: list[int] = [i for i in must if i not in grouped]
@@ -195,10 +196,9 @@ def _partition_plan(
     groups are ``relayout``'s re-sort (else merges)."""
     replaced = {i for g in groups for i in g}
     after = [s for i, s in enumerate(sizes) if i not in replaced]
-    for g in groups:
-        after += predict_output_sizes(
-            group_bytes([sizes[i] for i in g], [merged[i] for i in g]), target
-        )
+    written = [group_bytes([sizes[i] for i in g], [merged[i] for i in g]) for g in groups]
+    for w in written:
+        after += predict_output_sizes(w, target)
     predicted = stats_from_sizes(after, target)
     return PartitionPlan(
         key=pf.key,
@@ -210,14 +210,8 @@ def _partition_plan(
         predicted_mse_after=predicted.mse,
         predicted_files_after=predicted.n,
         groups=tuple(
-            FileGroup(
-                pf.key,
-                pf.spec_id,
-                tuple(paths[i] for i in g),
-                sum(sizes[i] for i in g),
-                group_bytes([sizes[i] for i in g], [merged[i] for i in g]),
-            )
-            for g in groups
+            FileGroup(pf.key, pf.spec_id, tuple(paths[i] for i in g), sum(sizes[i] for i in g), w)
+            for g, w in zip(groups, written, strict=True)
         ),
         reason=reason,
         depth_before=None if relayout is None else relayout.before,
@@ -256,11 +250,11 @@ def plan_table(
     forced = (
         _referenced(table, snapshot.snapshot_id) if any(pf.delete_files for pf in files) else {}
     )
+    current_spec = table.spec().spec_id
     if calibrate is not None and (rate is None or rate.source != "rewrites"):
-        current = [pf for pf in files if pf.spec_id == table.spec().spec_id]
+        current = [pf for pf in files if pf.spec_id == current_spec]
         rate = calibrate(table, current, target) or rate
     bounds = {path: b for pf in files for path, b in zip(pf.paths, pf.bounds, strict=False)}
-    current_spec = table.spec().spec_id
     plans = []
     for pf in files:
         p = _plan_partition(
