@@ -21,6 +21,7 @@ import hmac
 import ipaddress
 import json
 import mimetypes
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -78,6 +79,13 @@ class UiServer(ThreadingHTTPServer):
         self.dashboard = dashboard
         self.token = token
         super().__init__(address, Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that left mid-request (reset, broken pipe) is let go quietly; any other
+        error is reported as the standard library does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     @property
     def url(self) -> str:
