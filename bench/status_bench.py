@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow as pa  # noqa: E402
 import redis  # noqa: E402
 
+from jobs.history.flush import Kept, flush, read_all  # noqa: E402
 from optimizer.layout import FileBounds  # noqa: E402
 from service.base.catalog import load_catalog, managed_tables  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
-from service.decider.history import Kept, flush, read_all  # noqa: E402
 from service.observe.status import _depths  # noqa: E402
 from service.observe.tables import table_summary  # noqa: E402
 from service.state.layout import depths  # noqa: E402

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 LAST_ID = "icefloe.history.last-id"  # the newest record (a Redis stream id) the table holds
+NO_RETRY = {"commit.retry.num-retries": "0"}
+"""The history table's commits are never retried by PyIceberg: a retry re-applies the
+append to the refreshed table without re-reading :data:`LAST_ID`, so a flusher that
+stalled while another appended the same records would append them twice. A conflict
+fails the commit instead, and the flusher reads the table's newest id again."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("error_class", "string", False),
     Column("error", "string", False, "its first line"),
     Column("actor_id", "string", False),
-    Column("decider_id", "string", False, "the decider whose leader appended the record"),
+    Column("decider_id", "string", False, "who appended it: the leader, or the actor at exit"),
     Column("item_id", "string", False, "the queue item (the first one of a batch)"),
     Column("detail", "string", False, "the whole record, JSON"),
 )
@@ -119,9 +124,21 @@ def ensure_table(catalog: Catalog, identifier: str) -> Table:
     ended = [c.name for c in COLUMNS].index("ended_at") + 1
     spec = PartitionSpec(PartitionField(ended, 1000, DayTransform(), "ended_day"))
     try:
-        return catalog.create_table(identifier, iceberg_schema(), partition_spec=spec)
+        return catalog.create_table(
+            identifier, iceberg_schema(), partition_spec=spec, properties=NO_RETRY
+        )
     except TableAlreadyExistsError:
         return catalog.load_table(identifier)
+
+
+def without_retries(table: Table) -> Table:
+    """The table with :data:`NO_RETRY` set (one commit of that property, once, for a table
+    created before it was); call it before reading :func:`last_appended`."""
+    if all(table.properties.get(k) == v for k, v in NO_RETRY.items()):
+        return table
+    with table.transaction() as tx:
+        tx.set_properties(NO_RETRY)
+    return table
 
 
 def last_appended(table: Table) -> str | None:
@@ -218,11 +235,19 @@ def to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(list(rows), schema=schema_to_pyarrow(iceberg_schema()))
 
 
-def append(table: Table, rows: Sequence[Mapping[str, Any]], last_id: str) -> None:
-    """The rows and the newest id among them in one commit (one ``append`` snapshot)."""
-    with table.transaction() as tx:
-        tx.set_properties({LAST_ID: last_id})
-        tx.append(to_arrow(rows), snapshot_properties={LAST_ID: last_id})
+def append(table: Table, rows: Sequence[Mapping[str, Any]], last_id: str) -> bool:
+    """The rows and the newest id among them in one commit (one ``append`` snapshot), on
+    the condition that the table is still as ``table`` holds it (with :data:`NO_RETRY`
+    set); False, with nothing committed, when another commit came first."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    try:
+        with table.transaction() as tx:
+            tx.set_properties({LAST_ID: last_id})
+            tx.append(to_arrow(rows), snapshot_properties={LAST_ID: last_id})
+    except CommitFailedException:
+        return False
+    return True
 
 
 def read(

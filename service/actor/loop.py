@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.history.flush import flush
 from jobs.maintenance.orphans import cleaner
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from service.actor.leases import LeaseGuard, Renewer
+from service.actor.outcomes import ack_outcome, one_line, outcomes_text, stop_reason
 from service.actor.runners import (
     BatchRunner,
     Runner,
@@ -37,11 +40,12 @@ from service.actor.runners import (
 )
 from service.base.catalog import load_catalog
 from service.base.config import Config
-from service.base.errors import IcefloeError, ServiceUnavailable, describe
+from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.base.redact import service_logging
 from service.base.redis_client import connect
+from service.base.signals import on_sigterm
 from service.state.intents import Intent, Intents, sweep
 from service.state.intents.redis import RedisIntents
 from service.state.ledger.redis import RedisLedger
@@ -59,6 +63,7 @@ class ActorReport:
     failed: int = 0
     lost: int = 0  # leases that expired under us (ack refused)
     idle_exit: bool = False
+    stopped: str | None = None  # why it stopped before running out of work, if it did
 
 
 class Actor:
@@ -139,7 +144,7 @@ class Actor:
             result = self.runner(item, self._guard(lease))
         except Exception as e:
             renewer.finish()
-            error = _one_line(e)
+            error = one_line(e)
             log.error("action %s failed: %s", item.id, error)  # one line; the trace at debug
             log.debug("action %s failed", item.id, exc_info=True)
             outcome = self._settle(
@@ -155,7 +160,7 @@ class Actor:
                 report.done += 1
             else:  # someone else has it now (or will, once its lease expires): that run
                 report.lost += 1  # finds nothing left to do
-            entry["outcome"] = _ack_outcome(acked)
+            entry["outcome"] = ack_outcome(acked)
             if self.intents is not None:  # committed or deleted: nothing left to clean
                 _best_effort("forget the attempt's files", self.intents.forget, lease.token)
             entry.update(ok=True, **summary(result))
@@ -245,13 +250,13 @@ class Actor:
             result = self.batch_runner(items, self._guard(leases))
         except Exception as e:
             renewer.finish()
-            error = _one_line(e)
+            error = one_line(e)
             log.error("batch of %d from %s failed: %s", len(items), items[0].id, error)
             log.debug("batch of %s failed", items[0].id, exc_info=True)
             outcomes = self._nack_each(leases, dict.fromkeys(ids, error))
             entry["orphans_deleted"] += self._sweep(ids)  # this attempt's files
             report.failed += len(items)
-            entry.update(ok=False, error=error, outcome=_outcomes(outcomes))
+            entry.update(ok=False, error=error, outcome=outcomes_text(outcomes))
             entry["batch"] = {"items": len(items), "committed": 0}
             self._record(entry, started, renewer)
             return
@@ -270,8 +275,8 @@ class Actor:
             entry["orphans_deleted"] += self._sweep(ids)
         elif self.intents is not None:  # committed or deleted: nothing left to clean
             _best_effort("forget the attempt's files", self.intents.forget, leases[0].token)
-        outcomes |= {x.item.id: _ack_outcome(a) for x, a in zip(done, acked, strict=True)}
-        entry.update(ok=not failed, outcome=_outcomes(outcomes), **summary(result.report))
+        outcomes |= {x.item.id: ack_outcome(a) for x, a in zip(done, acked, strict=True)}
+        entry.update(ok=not failed, outcome=outcomes_text(outcomes), **summary(result.report))
         if failed:
             entry["error"] = "; ".join(sorted(set(failed.values())))[:500]
         entry["batch"] = batch_figures(result.report, len(items), self.clock() - started)
@@ -293,13 +298,25 @@ class Actor:
             out[x.item.id] = self._settle("nack", nack) or "lease lost"
         return out
 
-    def run(self, max_actions: int | None = None, idle_exit: float | None = None) -> ActorReport:
-        """Work until ``max_actions`` were taken or nothing came for ``idle_exit`` seconds."""
+    def run(
+        self,
+        max_actions: int | None = None,
+        idle_exit: float | None = None,
+        max_seconds: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> ActorReport:
+        """Work until ``max_actions`` were taken, nothing came for ``idle_exit`` seconds,
+        ``max_seconds`` passed since the start, or ``stop()`` says so (SIGTERM): each is
+        checked between actions, so the one running is finished and settled first."""
         report = ActorReport()
-        idle_since = self.clock()
+        started = idle_since = self.clock()
         taken = 0
         while max_actions is None or taken < max_actions:
             now = self.clock()
+            report.stopped = stop_reason(now - started, max_seconds, stop)
+            if report.stopped:
+                log.info("actor %s: stopping (%s)", self.id, report.stopped)
+                break
             _best_effort("send a heartbeat", self.heartbeat, self.id, now)
             leases = self._dequeue(now)
             if not leases:
@@ -317,27 +334,6 @@ class Actor:
         return report
 
 
-def _one_line(e: BaseException) -> str:
-    """A failure as the one line an item's last error and the log show: its type, and what
-    failed (a library's multi-line message or a Java stack trace cut to its first line)."""
-    if isinstance(e, IcefloeError):  # already one line naming the cause: kept whole
-        return f"{type(e).__name__}: {' '.join(str(e).split())}"[:500]
-    text = describe(e)
-    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}"
-
-
-def _ack_outcome(acked: int | None) -> str:
-    return "done" if acked else ("unacked" if acked is None else "lease lost")
-
-
-def _outcomes(by_item: dict[str, str]) -> str:
-    """A batch's outcomes as counts: ``done×199 pending×1``."""
-    counts: dict[str, int] = {}
-    for outcome in by_item.values():
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return " ".join(f"{k}×{n}" for k, n in sorted(counts.items()))
-
-
 def _best_effort(what: str, func: Callable[..., object], *args: Any) -> None:
     """Bookkeeping (recent list, heartbeat) must never kill an actor: log and go on."""
     try:
@@ -353,18 +349,24 @@ def run_actor(
     spark: Any = None,
     runner: Runner | None = None,
     batch_runner: BatchRunner | None = None,
+    max_seconds: float | None = None,
 ) -> ActorReport:
     """Wire an :class:`Actor` to Redis (queue, heartbeat, recent list) and run it. Without
     ``runner``, the production runners (batches on); a given ``runner`` runs one item at
-    a time unless ``batch_runner`` is given too."""
+    a time unless ``batch_runner`` is given too. SIGTERM (Airflow's kill, systemd's stop)
+    stops it after the action under way; before it exits, the records of what it ran are
+    appended to the history table (:func:`jobs.history.flush.flush`), so they do not wait
+    in Redis for the next leader pass."""
     service_logging()
     settings = cfg.decider
     client = connect(cfg)
     keys = Keys.for_config(cfg)
     ledger = RedisLedger(client, keys)
+    catalog = load_catalog(cfg)
 
     if runner is None:
         runner, batch_runner = spark_runners(cfg, spark)
+    stop = threading.Event()
     a = Actor(
         open_queue(cfg, client),
         runner,
@@ -372,13 +374,16 @@ def run_actor(
         budget=budget_of(cfg),
         lease_seconds=settings.lease_seconds,
         intents=RedisIntents(client, keys),
-        clean=cleaner(load_catalog(cfg)),
+        clean=cleaner(catalog),
         recorder=lambda entry: ledger.record_action(
             entry, settings.recent_cap, history=cfg.history.enabled
         ),
         heartbeat=ledger.heartbeat,
+        sleep=lambda seconds: None if stop.wait(seconds) else None,  # SIGTERM wakes it
     )
     try:
-        return a.run(max_actions=max_actions, idle_exit=idle_exit)
+        with on_sigterm(stop.set):
+            return a.run(max_actions, idle_exit, max_seconds, stop.is_set)
     finally:  # never raised over the loop's own error (Redis may be what failed)
+        _best_effort("append the history", flush, cfg, catalog, ledger, a.id)
         _best_effort("remove the actor's heartbeat", ledger.forget_actor, a.id)

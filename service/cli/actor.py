@@ -26,14 +26,25 @@ from service.cli.common import (
     metavar="SECONDS",
     help="Exit after this long without work.",
 )
+@click.option(
+    "--max-seconds",
+    type=FiniteFloat(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Take no new action after this long; the one under way is finished first.",
+)
 @pass_ctx
-def actor(ctx: Context, max_actions: int | None, idle_exit: float | None) -> None:
-    """Run actions from the queue with Spark until told to stop."""
+def actor(
+    ctx: Context, max_actions: int | None, idle_exit: float | None, max_seconds: float | None
+) -> None:
+    """Run actions from the queue with Spark until told to stop. SIGTERM stops it after
+    the action under way; before it exits, what it ran is appended to the history table."""
     # start-up: the actor loop reaches the rewrite engines
     from service.actor.loop import run_actor
 
-    report = run_actor(ctx.cfg, max_actions, idle_exit)
-    click.echo(f"actor done={report.done} failed={report.failed} lost={report.lost}")
+    report = run_actor(ctx.cfg, max_actions, idle_exit, max_seconds=max_seconds)
+    stopped = f" stopped: {report.stopped}" if report.stopped else ""
+    click.echo(f"actor done={report.done} failed={report.failed} lost={report.lost}{stopped}")
 
 
 COMMANDS = [actor]

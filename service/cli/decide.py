@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,7 @@ from service.base.layoutspec import LAYOUT_ACTIONS, layout_spec
 from service.base.partition_key import display_key
 from service.base.redact import service_logging
 from service.base.redis_client import connect, connect_retrying, translated
+from service.base.signals import on_sigterm
 from service.cli.common import (
     Context,
     FiniteFloat,
@@ -115,10 +117,13 @@ def decide(
         reports.append(report)
         on_step(report)
 
+    stop = threading.Event()
     try:
-        decider.run(once=once, on_step=step)
+        with on_sigterm(stop.set):  # the step under way ends first, then the leases go back
+            decider.run(once=once, on_step=step, should_stop=stop.is_set)
     finally:  # --once too: the next decider (or the next --once) leads at once
-        _hand_back(decider)
+        # a --once pass flushed in its step; a service's leader flushes once more here
+        _hand_back(decider, not once and bool(reports) and reports[-1].leader)
     if once and reports:
         _fail_if_all_skipped(reports[-1])
 
@@ -154,10 +159,13 @@ def _on_step(decider: Any, metrics: Any, once: bool, as_json: bool) -> Callable[
     return on_step
 
 
-def _hand_back(decider: Any) -> None:
-    """Release the leader and shard leases, so the other deciders take over at once; never
-    raised over the loop's own error (they expire)."""
+def _hand_back(decider: Any, leader: bool) -> None:
+    """A leader's last history flush (so what actors recorded does not wait in Redis for
+    the next leader), then the leader and shard leases released, so the other deciders
+    take over at once; never raised over the loop's own error (they expire)."""
     try:
+        if leader:
+            decider.duties.flush_history(time.time(), due_only=False)
         decider.leader.release()
         decider.shards.release()
     except ServiceUnavailable as e:

@@ -1,8 +1,10 @@
 """``icefloe history``: what icefloe did, from the durable action history.
 
 Reads the history table (``history.table``; PyIceberg, nothing written) and, while Redis
-answers, the records actors handed over that the leader has not appended yet (marked
-``pending``): so an action shows here as soon as it ends.
+answers, the records actors handed over that are not appended yet (marked ``pending``): so
+an action shows here as soon as it ends. Pending records last only while an actor runs:
+each appends what is pending before it exits (and on SIGTERM), the leader every
+``history.flush_seconds``.
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ def history(
     ctx: Context, table: str | None, since: str | None, limit: int | None, as_json: bool
 ) -> None:
     """Every action icefloe ran (on TABLE, or on every table), oldest first: when, what,
-    files and bytes rewritten, entropy before and after, the commit, the outcome."""
+    files and bytes rewritten, entropy before and after, the commit, the outcome. Records
+    not appended to the history table yet (an actor still running) are marked pending."""
     # start-up: the catalog and the history table only when the command runs
+    from jobs.history.flush import read_all
     from service.base.catalog import load_catalog
-    from service.decider.history import read_all
 
     if table is not None:
         parse_table_identifier(table)  # a bad identifier: one line, before any connection

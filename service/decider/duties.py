@@ -131,12 +131,13 @@ class LeaderDuties:
             self.ledger.count({"orphans_deleted": deleted})
         return deleted
 
-    def flush_history(self, now: float) -> int:
-        """Every ``history.flush_seconds``: the actors' records appended to the history
-        table (:func:`service.decider.history.flush`, one commit); how many. A failure
-        (the catalog away, a commit conflict) waits for the next time: the records stay in
-        Redis until the table holds them."""
-        if self.history is None or now < self._next_flush:
+    def flush_history(self, now: float, due_only: bool = True) -> int:
+        """Every ``history.flush_seconds`` (at once with ``due_only`` False: a leader that
+        stops): the actors' records appended to the history table
+        (:func:`jobs.history.flush.flush`, one commit); how many. A failure (the catalog
+        away, a commit conflict) waits for the next time: the records stay in Redis until
+        the table holds them."""
+        if self.history is None or (due_only and now < self._next_flush):
             return 0
         self._next_flush = now + self.cfg.history.flush_seconds
         try:

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.history.flush import flush
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.catalog import load_table, managed_tables
 from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
@@ -55,7 +56,6 @@ from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
 from service.base.layoutspec import LayoutSpec
 from service.decider.duties import LeaderDuties
-from service.decider.history import flush
 from service.decider.layout import enqueue_layout, new_layout, ordered_of, pass_reads, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.history.flush import flush
 from jobs.maintenance.orphans import cleaner
 from optimizer import stats_from_sizes
 from service.actor.loop import Actor
@@ -26,7 +27,6 @@ from service.base.config import Config, DeciderSettings
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
-from service.decider.history import flush
 from service.decider.wiring import open_decider
 from service.demo.ingest import CommitStream
 from service.observe.status import scans_avoided_pct

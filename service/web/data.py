@@ -1,7 +1,7 @@
 """What the dashboard shows, as JSON-ready dicts, from the functions the CLI already uses:
 ``status`` (:func:`service.observe.status.gather`), ``tables``
 (:func:`service.cli.tables.table_summary`), ``history``
-(:func:`service.decider.history.read_all`) and the stored skew reports
+(:func:`jobs.history.flush.read_all`) and the stored skew reports
 (:func:`jobs.skew.detect.stored_reports`). Nothing here writes.
 
 One :class:`Dashboard` serves every request; its calls run one at a time (a lock), so the
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from jobs.history.flush import Kept, read_all
 from jobs.skew.detect import reports_version, stored_reports
 from service.base.catalog import load_catalog, load_table, managed_tables
 from service.base.config import Config
@@ -27,7 +28,6 @@ from service.base.errors import ServiceUnavailable, describe
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
-from service.decider.history import Kept, read_all
 from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
 from service.state.ledger.redis import RedisLedger

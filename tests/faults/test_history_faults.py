@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from jobs.history import table as history
-from service.decider.history import flush
+from jobs.history.flush import flush
 from service.state.ledger.redis import RedisLedger
 from tests.faults.conftest import FaultEnv, write_env
 from tests.support.config import REPO

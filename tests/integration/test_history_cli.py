@@ -15,12 +15,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from jobs.history.flush import flush
 from service.base.catalog import load_catalog
 from service.base.config import load_config
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.cli import cli
-from service.decider.history import flush
 from service.state.ledger.redis import RedisLedger
 from tests.support.config import REPO, config_raw
 

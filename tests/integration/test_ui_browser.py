@@ -27,13 +27,13 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from jobs.history.flush import flush
 from jobs.skew.detect import save_report
 from service.base.catalog import load_catalog
 from service.base.config import Config, load_config
 from service.base.errors import UsageError
 from service.base.keys import Keys
 from service.base.redis_client import connect
-from service.decider.history import flush
 from service.observe.tables import table_summary
 from service.state.ledger.redis import RedisLedger
 from service.web.server import UiServer, make_server, serve_in_thread

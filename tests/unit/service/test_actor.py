@@ -265,3 +265,42 @@ def test_an_item_queued_with_an_older_partition_text_is_acked_unrun(monkeypatch:
     report = actor.run(max_actions=1)
     assert report.done == 1 and calls == []
     assert q.depth()["pending"] == 0
+
+
+def test_max_seconds_and_a_stop_request_end_the_loop_between_actions() -> None:
+    """#45.3/#45.2: ``--max-seconds`` and SIGTERM (``stop``) are checked before each
+    action, never during one: the action under way is run and acked first."""
+    clock = Clock()
+    ran: list[str] = []
+
+    def slow(item: ActionItem, guard: object = None) -> dict[str, Any]:
+        ran.append(item.id)
+        clock.sleep(40)  # each action takes 40 s
+        return {"partitions": []}
+
+    q = queue_with(5)
+    report = Actor(q, slow, clock=clock, sleep=clock.sleep, lease_seconds=600).run(max_seconds=100)
+    assert len(ran) == 3 and report.done == 3  # started at 0, 40 and 80 s; none at 120 s
+    assert report.stopped == "--max-seconds 100 reached" and not report.idle_exit
+    assert q.depth()["ready"] == 2 and q.depth()["inflight"] == 0
+
+    stop_after = [1]  # a SIGTERM arrives while the first action runs
+    report = Actor(q, slow, clock=clock, sleep=clock.sleep, lease_seconds=600).run(
+        stop=lambda: len(ran) > 3 and bool(stop_after)
+    )
+    assert report.done == 1 and report.stopped == "SIGTERM"
+    assert q.depth() == {"pending": 0, "ready": 1, "inflight": 0, "dead": 0}
+
+
+def test_sigterm_inside_on_sigterm_asks_to_stop_instead_of_killing() -> None:
+    import os
+    import signal
+
+    from service.base.signals import on_sigterm
+
+    stop = threading.Event()
+    before = signal.getsignal(signal.SIGTERM)
+    with on_sigterm(stop.set):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(5)  # alive, and told to stop
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back

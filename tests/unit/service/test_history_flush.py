@@ -1,4 +1,4 @@
-"""The leader's history flush (``service.decider.history``) on the in-memory ledger and a
+"""The leader's history flush (``jobs.history.flush``) on the in-memory ledger and a
 real PyIceberg table: every record appended exactly once, whatever step it died at."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from jobs.history import table as history
+from jobs.history.flush import Kept, flush, read_all
 from service.base.catalog import load_catalog
 from service.base.config import Config
-from service.decider.history import Kept, flush, read_all
 from service.state.ledger.memory import MemoryLedger
 from tests.support.config import make_config
 
@@ -135,3 +135,31 @@ def test_disabled_history_records_and_appends_nothing(tmp_path: Path) -> None:
     ledger.record_action({"id": "a"}, history=cfg.history.enabled)
     assert ledger.history_after(None, 10) == []
     assert flush(cfg, catalog, ledger, "d1") == 0
+
+
+
+def test_a_stalled_leader_appends_nothing_another_leader_appended(cfg: Config) -> None:
+    """#45.8: leader A read the table and its batch, then stalled; leader B flushed the
+    same records and trimmed. A's commit then conflicts, and A reads the table's newest id
+    again instead of committing its batch on the refreshed table (as PyIceberg's own
+    commit retry would): each record once."""
+    catalog, ledger = load_catalog(cfg), MemoryLedger()
+    _record(ledger, 1)
+    assert flush(cfg, catalog, ledger, "a") == 1
+    for i in range(1, 3):
+        ledger.record_action({"id": f"i{i}", "table": "db.t", "ok": True}, history=True)
+    real = ledger.history_after
+    appended_by_b: list[int] = []
+
+    def read_then_stall(last_id: str | None, count: int) -> list[tuple[str, dict[str, Any]]]:
+        batch = real(last_id, count)
+        ledger.history_after = real  # type: ignore[method-assign]
+        appended_by_b.append(flush(cfg, catalog, ledger, "b"))  # while A stalls
+        return batch
+
+    ledger.history_after = read_then_stall  # type: ignore[method-assign]
+    assert flush(cfg, catalog, ledger, "a") == 0
+    assert appended_by_b == [2]
+    assert _ids(catalog, cfg) == ["i0", "i1", "i2"]
+    rows = history.read(catalog.load_table(cfg.history.table))
+    assert [r["decider_id"] for r in rows] == ["a", "b", "b"]

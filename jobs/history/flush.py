@@ -1,12 +1,17 @@
-"""The leader's history duty: the actors' action records, from Redis into the history table.
+"""The history flush: the actors' action records, from Redis into the history table.
 
 Actors add each record to a Redis stream as they finish (``record_action``); every
 ``history.flush_seconds`` the leader takes the records after the newest one the table
 holds and appends them in one commit (:func:`jobs.history.table.append`: the rows and that
 newest id together), then trims the stream up to it. A crash between the commit and the
 trim leaves records the table already holds in the stream; the next flush starts after
-the table's newest id, so they are skipped: nothing is lost, nothing appended twice. A
-Redis ``FLUSHALL`` loses only what was not yet flushed.
+the table's newest id, so they are skipped: nothing is lost, nothing appended twice. The
+commit is conditional on the table as read (PyIceberg does not retry it on a refreshed
+table): a flusher that stalled while another leader appended the same records finds its
+commit refused, reads the newest id again and appends only what is still new. An actor
+flushes too before it exits (:func:`service.actor.loop.run_actor`), so a run's records do
+not wait in Redis for the next leader pass. A Redis ``FLUSHALL`` loses only what was not
+yet flushed.
 """
 
 from __future__ import annotations
@@ -22,18 +27,40 @@ from service.state.ledger import Ledger
 log = logging.getLogger("icefloe.history")
 
 
+ATTEMPTS = 5
+"""Flushes whose commit another flusher beat, each read again from the table, before this
+flush gives up until its next turn (the records stay in Redis)."""
+
+
 def flush(cfg: Config, catalog: Any, records: Ledger, decider_id: str | None) -> int:
     """Append the records the table does not hold yet (at most ``flush_records``, one
     commit); the number appended."""
     if not cfg.history.enabled:
         return 0
-    table = history.load(catalog, cfg.history.table)  # created with its first record
-    last = None if table is None else history.last_appended(table)
+    for _ in range(ATTEMPTS):
+        appended = _flush_once(cfg, catalog, records, decider_id)
+        if appended is not None:
+            return appended
+        log.info("history: another flusher committed first; reading the table again")
+    log.warning("history: %d commits in a row lost to other flushers; next time", ATTEMPTS)
+    return 0
+
+
+def _flush_once(cfg: Config, catalog: Any, records: Ledger, decider_id: str | None) -> int | None:
+    """One read of the table's newest id and one conditional commit of what follows it;
+    None when another commit came first (nothing committed, nothing trimmed)."""
+    table = history.load(catalog, cfg.history.table)
+    if table is None:  # created with the first record, then read as any flusher reads it
+        if not records.history_after(None, 1):
+            return 0
+        table = history.ensure_table(catalog, cfg.history.table)
+    table = history.without_retries(table)
+    last = history.last_appended(table)
     batch = records.history_after(last, cfg.history.flush_records)
     if batch:
-        table = table or history.ensure_table(catalog, cfg.history.table)
         rows = [history.to_row(rid, entry, decider_id) for rid, entry in batch]
-        history.append(table, rows, batch[-1][0])
+        if not history.append(table, rows, batch[-1][0]):
+            return None
         last = batch[-1][0]
         log.info("history: %d records appended to %s", len(batch), cfg.history.table)
     if last is not None:
