@@ -83,13 +83,16 @@ def spark_catalog_conf(cat: CatalogConfig) -> dict[str, str]:
     return conf
 
 
-def load_catalog(cfg: Config) -> Catalog:
-    """The PyIceberg catalog named like the Spark one. Raises ServiceUnavailable (one line)."""
+def load_catalog(cfg: Config, read_only: bool = False) -> Catalog:
+    """The PyIceberg catalog named like the Spark one. Raises ServiceUnavailable (one line).
+    ``read_only`` (the commands that only read: ``tables``, ``history``, ``plan``,
+    ``doctor``, the dashboard): an embedded catalog that does not exist yet is an error,
+    not created (a mistyped ``catalog.uri`` must not leave folders and an empty catalog)."""
     # pyiceberg: only when a catalog, table or file is used
     from pyiceberg.catalog import load_catalog as _load
 
     try:
-        _local_paths(cfg.catalog)
+        _local_paths(cfg.catalog, create=not read_only)
         props = pyiceberg_properties(cfg.catalog)
         if cfg.catalog.type == "rest":  # every request bounded in time
             bounded: Catalog = rest_catalog_class()(cfg.catalog.name, **props)
@@ -132,10 +135,10 @@ def rest_catalog_class() -> type:
     return BoundedRestCatalog
 
 
-def _local_paths(cat: CatalogConfig) -> None:
-    """Create the folders of an embedded lakehouse on first use, but never replace a lost
-    SQLite catalog with an empty one while its warehouse still holds data (every table
-    would silently vanish)."""
+def _local_paths(cat: CatalogConfig, create: bool) -> None:
+    """Create the folders of an embedded lakehouse on first use (``create``; else a missing
+    SQLite catalog is an error), but never replace a lost SQLite catalog with an empty one
+    while its warehouse still holds data (every table would silently vanish)."""
     db = (
         Path(cat.uri[len("sqlite:///") :])
         if cat.type == "sql" and cat.uri.startswith("sqlite:///")
@@ -150,6 +153,13 @@ def _local_paths(cat: CatalogConfig) -> None:
                 f"catalog database {db} is missing but the warehouse {warehouse} holds data: "
                 "restore the database (or point catalog.uri at it)"
             )
+    if db is not None and not create and not db.is_file():
+        raise ServiceUnavailable(
+            f"catalog database {db} does not exist (check catalog.uri); a command that only "
+            "reads creates nothing"
+        )
+    if not create:
+        return
     if db is not None:
         db.parent.mkdir(parents=True, exist_ok=True)
     if warehouse is not None:

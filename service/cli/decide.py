@@ -200,7 +200,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
     parse_table_identifier(table)
-    load_table(load_catalog(ctx.cfg), table)  # TableNotFound before anything is written
+    load_table(load_catalog(ctx.cfg, read_only=True), table)  # TableNotFound first
     client = connect(ctx.cfg)
     event_id = RedisEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
     click.echo(f"notified {table} (event {event_id})")
@@ -256,7 +256,7 @@ def request(
 ) -> None:
     """Queue an ad-hoc action for TABLE (revives a dead-lettered one)."""
     parse_table_identifier(table)
-    pt = load_table(load_catalog(ctx.cfg), table)
+    pt = load_table(load_catalog(ctx.cfg, read_only=True), table)
     require_managed(ctx.cfg, table, force)
     selector = partition_selector([f.name for f in pt.spec().fields], partitions)
     keys: list[str | None] = [None]  # the whole table

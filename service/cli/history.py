@@ -66,7 +66,7 @@ def history(
     if table is not None:
         parse_table_identifier(table)  # a bad identifier: one line, before any connection
     start = None if since is None else parse_since(since, datetime.now(tz=UTC))
-    rows = read_all(ctx.cfg, load_catalog(ctx.cfg), _ledger(ctx.cfg), table, start)
+    rows = read_all(ctx.cfg, load_catalog(ctx.cfg, read_only=True), _ledger(ctx.cfg), table, start)
     if limit is not None:
         rows = rows[-limit:]
     emit(rows, as_json, _render)

@@ -63,7 +63,7 @@ def _depth_cell(depth: dict[str, float] | None) -> str:
 
 def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> dict[str, Any]:
     """The plan of ``table`` as plain data: what ``optimize`` would rewrite, and into what."""
-    planned = _plan(cfg, load_catalog(cfg), table, partitions, action)
+    planned = _plan(cfg, load_catalog(cfg, read_only=True), table, partitions, action)
     pt, plan, target = planned.table, planned.plan, planned.target
 
     maintenance = maintenance_plan(cfg, table, pt, time.time(), stored_runs(cfg, table)[0])

@@ -64,7 +64,7 @@ def render_partitions(summary: dict[str, Any]) -> None:
 def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
     """List managed tables with their health score (0-100: docs/health-score.md), files,
     bytes, partitions and current snapshot; --worst N for the N in the worst shape."""
-    catalog = load_catalog(ctx.cfg)
+    catalog = load_catalog(ctx.cfg, read_only=True)
     rows: list[dict[str, Any]] = []
     for name in managed_tables(ctx.cfg, catalog):
         try:  # one broken table (metadata missing, storage refusing) is its row's error

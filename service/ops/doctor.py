@@ -108,7 +108,7 @@ def check_catalog(cfg: Config) -> Check:
     cat = cfg.catalog
     where = f"{cat.name} ({cat.type}, {display_url(cat.uri)})"
     try:
-        namespaces = load_catalog(cfg).list_namespaces()
+        namespaces = load_catalog(cfg, read_only=True).list_namespaces()
     except Exception as e:
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
         return Check("catalog", False, f"{where}: {scrub(first)}", catalog_fix(cat))

@@ -93,7 +93,7 @@ class Dashboard:
 
     def _cat(self) -> Any:
         if self._catalog is None:
-            self._catalog = load_catalog(self.cfg)
+            self._catalog = load_catalog(self.cfg, read_only=True)
         return self._catalog
 
     def _redis(self) -> Any:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
-from service.cli import cli
+from service.cli import cli, main
 
 pytestmark = pytest.mark.unit
 
@@ -39,3 +41,49 @@ def test_a_busy_metrics_port_is_one_line() -> None:
         port = sock.getsockname()[1]
         with pytest.raises(UsageError, match=f"cannot serve metrics on 127.0.0.1:{port}"):
             serve(DeciderMetrics(), port)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tables"],
+        ["tables", "--json"],
+        ["history", "--json"],
+        ["plan", "db.t"],
+        ["request", "db.t"],
+        ["notify", "db.t", "1"],
+    ],
+)
+def test_read_only_commands_create_no_catalog(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#45.7: a mistyped SQLite catalog path is one line and a non-zero exit; no folder and
+    no empty catalog are left behind (the command would have said "no managed tables")."""
+    import yaml
+
+    from tests.support.config import config_raw
+
+    raw = config_raw(tmp_path)
+    raw["catalog"] = {
+        "uri": f"sqlite:///{tmp_path}/typo/catalog.db",
+        "warehouse": f"file://{tmp_path}/typo-warehouse",
+    }
+    conf = tmp_path / "icefloe.yaml"
+    conf.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SystemExit) as exit:
+        main(["--config", str(conf), *argv])
+    out = capsys.readouterr()
+    assert exit.value.code != 0, out
+    assert f"catalog database {tmp_path}/typo/catalog.db does not exist" in out.err
+    assert len(out.err.strip().splitlines()) == 1 and not out.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["icefloe.yaml"]
+
+
+def test_doctor_reports_a_missing_catalog_without_creating_it(tmp_path: Path) -> None:
+    from service.ops.doctor import check_catalog
+    from tests.support.config import make_config
+
+    cfg = make_config(tmp_path / "home")
+    check = check_catalog(cfg)
+    assert not check.ok and "does not exist" in check.detail
+    assert not (tmp_path / "home").exists()
