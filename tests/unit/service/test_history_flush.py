@@ -137,7 +137,6 @@ def test_disabled_history_records_and_appends_nothing(tmp_path: Path) -> None:
     assert flush(cfg, catalog, ledger, "d1") == 0
 
 
-
 def test_a_stalled_leader_appends_nothing_another_leader_appended(cfg: Config) -> None:
     """#45.8: leader A read the table and its batch, then stalled; leader B flushed the
     same records and trimmed. A's commit then conflicts, and A reads the table's newest id
