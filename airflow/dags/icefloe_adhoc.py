@@ -5,6 +5,10 @@ Trigger with a conf such as ``{"table": "demo.events", "partitions": ["day=2026-
 ``spark-submit jobs/scripts/actor_optimize.py`` (``icefloe optimize``) does the work and
 prints its JSON report. Parsing this file loads no config: ``build_args`` builds the whole
 spark-submit (conf, jars, args) at run time from the ``icefloe_config`` Variable.
+
+Limits (``service/dags/limits.py``): ``optimize`` times out after the config's
+``airflow.job_timeout_seconds`` and is retried with backoff (it plans again from the table's
+current state); ``build_args`` is not retried (a bad conf fails again).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
+from service.dags.limits import JOB, VALIDATE, dagrun_timeout
 from service.dags.support import ACTIONS, DEFAULT_CONN_ID
 
 with DAG(
@@ -23,6 +28,7 @@ with DAG(
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
+    dagrun_timeout=dagrun_timeout(VALIDATE, JOB),
     tags=["icefloe"],
     params={
         "table": Param("demo.events", type="string", description="namespace.table"),
@@ -32,7 +38,7 @@ with DAG(
     },
 ) as dag:
 
-    @task
+    @task(**VALIDATE.kwargs)
     def build_args(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Validate the run's conf into one spark-submit (operator kwargs)."""
         from service.dags import support as ds
@@ -40,6 +46,7 @@ with DAG(
         config = ds.config_path()
         return ds.submit_runs("actor_optimize", config, [ds.adhoc_args(params or {}, config)])
 
-    SparkSubmitOperator.partial(task_id="optimize", conn_id=DEFAULT_CONN_ID).expand_kwargs(
-        build_args()
-    )
+    # not strict: the run's execution_timeout (from the config) replaces the ceiling
+    SparkSubmitOperator.partial(
+        task_id="optimize", conn_id=DEFAULT_CONN_ID, **JOB.kwargs
+    ).expand_kwargs(build_args(), strict=False)

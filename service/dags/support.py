@@ -5,7 +5,9 @@ DagBag parse stays cheap, and parsing loads no config and asks nothing of Spark:
 setting comes from Airflow Variables at run time, inside the tasks (the spark-submit
 settings too: a planning task returns the full ``SparkSubmitOperator`` arguments of each
 run, built from the ``icefloe_config`` Variable's config, and the operator is mapped over
-them with ``expand_kwargs``). The Variables, with their defaults:
+them with ``expand_kwargs``, each run with its own ``execution_timeout`` from the config's
+``airflow:`` section; :mod:`service.dags.limits` has what is fixed at parse time). The
+Variables, with their defaults:
 
 ==========================  ====================================================
 Variable                    default
@@ -26,6 +28,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from service.base.config import (
     ACTIONS,
     DEFAULT_CONFIG,
     PROJECT_ROOT,
+    AirflowSettings,
     load_config,
     parse_table_identifier,
 )
@@ -87,11 +91,24 @@ def backlog_size(config_path: str | Path) -> int:
     return int(queue_backlog(load_config(config_path)))
 
 
+def airflow_settings(config_path: str | Path) -> AirflowSettings:
+    """The config's ``airflow:`` section (call it inside a task, never at parse time)."""
+    return load_config(config_path).airflow
+
+
+def run_timeout(job: str, settings: AirflowSettings) -> timedelta:
+    """One spark-submit run's ``execution_timeout``: an actor's ``--max-seconds`` and the grace
+    after it (the action in flight finishing); any other job's ``job_timeout_seconds``."""
+    if job == "actor":
+        return timedelta(seconds=settings.actor_timeout_seconds)
+    return timedelta(seconds=settings.job_timeout_seconds)
+
+
 def spark_submit_kwargs(job: str, config_path: str | Path) -> dict[str, Any]:
     """``SparkSubmitOperator`` arguments for ``jobs/scripts/<job>.py`` from the config at
     ``config_path``: the catalog's Spark conf and the jars (``service.base.versions``; cluster
-    masters can override both through the connection/conf). Loads the config: call it at
-    run time."""
+    masters can override both through the connection/conf) and the run's
+    :func:`run_timeout`. Loads the config: call it at run time."""
     cfg = load_config(config_path)
     jars = jar_settings()
     return {
@@ -100,6 +117,7 @@ def spark_submit_kwargs(job: str, config_path: str | Path) -> dict[str, Any]:
         "jars": ",".join(jars.jars) or None,
         "packages": ",".join(jars.packages) or None,
         "name": f"icefloe-{job.replace('_', '-')}",
+        "execution_timeout": run_timeout(job, cfg.airflow),  # replaces the task's ceiling
         # the driver (and in-process executors) run this environment's Python, icefloe on it
         "env_vars": {
             "ICEFLOE_CONFIG": str(config_path),
@@ -119,13 +137,16 @@ def submit_runs(job: str, config_path: str | Path, runs: list[list[str]]) -> lis
 
 
 def actor_runs(
-    backlog: int, max_actors: int, actions_per_actor: int, config_path: str | Path
+    backlog: int, max_actors: int, actions_per_actor: int, max_seconds: int, config_path: str | Path
 ) -> list[list[str]]:
-    """Application args of each actor run: enough runs for the backlog, at most ``max_actors``."""
+    """Application args of each actor run: enough runs for the backlog, at most ``max_actors``,
+    each taking new actions for ``max_seconds`` at most (``airflow.actor_max_seconds``, which
+    its :func:`run_timeout` allows for)."""
     if backlog <= 0:
         return []
     runs = min(max_actors, math.ceil(backlog / max(1, actions_per_actor)))
-    args = ["--max-actions", str(actions_per_actor), "--idle-exit", "5"]
+    args = ["--max-actions", str(actions_per_actor), "--max-seconds", str(max_seconds)]
+    args += ["--idle-exit", "5"]
     args += ["--config", str(config_path)]
     return [list(args) for _ in range(max(1, runs))]
 

@@ -1,16 +1,20 @@
-"""The DAG files: they load, their shape is what the docs say, their spark-submit is exact."""
+"""The DAG files: they load, their shape is what the docs say, their spark-submit is exact,
+every task has a timeout and retries only where a second attempt is safe."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT
+from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT, AirflowSettings, load_config
+from service.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
 from service.base.errors import UsageError
 from service.dags import support as ds
 from tests.dags.conftest import DAGS, airflow_env
@@ -175,7 +179,9 @@ def expected_conf() -> list[str]:
 
 def test_actor_spark_submit_argv_is_exact(dagbag: Any) -> None:
     task = dagbag.dags["icefloe_optimize"].get_task("actor")
-    args = ds.actor_runs(backlog=25, max_actors=2, actions_per_actor=10, config_path="/c.yaml")[0]
+    args = ds.actor_runs(
+        backlog=25, max_actors=2, actions_per_actor=10, max_seconds=900, config_path="/c.yaml"
+    )[0]
     assert submit_argv(task, "actor", args) == [
         "spark-submit",
         "--master",
@@ -188,6 +194,8 @@ def test_actor_spark_submit_argv_is_exact(dagbag: Any) -> None:
         str(PROJECT_ROOT / "jobs" / "scripts" / "actor.py"),
         "--max-actions",
         "10",
+        "--max-seconds",
+        "900",
         "--idle-exit",
         "5",
         "--config",
@@ -241,10 +249,10 @@ def test_skew_spark_submit_argv_is_exact(dagbag: Any) -> None:
 
 
 def test_actor_runs_follow_the_backlog() -> None:
-    assert ds.actor_runs(0, 4, 10, "c") == []
-    assert len(ds.actor_runs(1, 4, 10, "c")) == 1
-    assert len(ds.actor_runs(35, 4, 10, "c")) == 4
-    assert len(ds.actor_runs(1000, 3, 10, "c")) == 3
+    assert ds.actor_runs(0, 4, 10, 900, "c") == []
+    assert len(ds.actor_runs(1, 4, 10, 900, "c")) == 1
+    assert len(ds.actor_runs(35, 4, 10, 900, "c")) == 4
+    assert len(ds.actor_runs(1000, 3, 10, 900, "c")) == 3
 
 
 @pytest.mark.parametrize(
@@ -320,5 +328,115 @@ def test_adhoc_args_parse_as_icefloe_optimize() -> None:
     parsed = parsed_by_the_cli(("optimize",), ds.adhoc_args(conf, "/c.yaml"))
     assert parsed["tables"] == ("demo.events",) and parsed["dry_run"] and parsed["as_json"]
     assert parsed["partitions"] == ("day=1",)
-    runs = ds.actor_runs(5, 2, 10, "/c.yaml")
-    assert parsed_by_the_cli(("actor",), runs[0])["max_actions"] == 10
+    runs = ds.actor_runs(5, 2, 10, 600, "/c.yaml")
+    actor = parsed_by_the_cli(("actor",), runs[0])
+    assert (actor["max_actions"], actor["max_seconds"], actor["idle_exit"]) == (10, 600, 5)
+
+
+# (DAG, task) → retried: a second attempt is safe (service/dags/limits.py says why for each)
+RETRIED = {
+    ("icefloe_optimize", "decide_once"): True,  # a decider pass is idempotent
+    ("icefloe_optimize", "plan_actor_runs"): True,  # reads the backlog
+    ("icefloe_optimize", "actor"): True,  # the queue makes actions idempotent
+    ("icefloe_optimize", "status_report"): True,  # reads only
+    ("icefloe_skew", "plan_detection"): False,  # a bad spec fails again
+    ("icefloe_skew", "skew_detect"): True,  # reads; appends a report, the newest wins
+    ("icefloe_skew", "plan_join"): False,
+    ("icefloe_skew", "salted_join"): False,  # mode append would add the rows twice
+    ("icefloe_adhoc", "build_args"): False,  # a bad conf fails again
+    ("icefloe_adhoc", "optimize"): True,  # plans again from the table's current state
+}
+
+
+def test_every_task_has_a_timeout_and_retries_only_where_that_is_safe(dagbag: Any) -> None:
+    seen = set()
+    for dag in dagbag.dags.values():
+        for task in dag.tasks:
+            key = (dag.dag_id, task.task_id)
+            seen.add(key)
+            assert isinstance(task.execution_timeout, timedelta), key
+            assert timedelta(0) < task.execution_timeout <= timedelta(seconds=MAX_JOB_SECONDS)
+            if not RETRIED[key]:
+                assert task.retries == 0, key
+                continue
+            assert task.retries >= 1, key
+            assert task.retry_delay >= timedelta(seconds=30), key
+            assert task.retry_exponential_backoff > 1, key  # Airflow 3: the multiplier
+            assert task.max_retry_delay is not None and task.max_retry_delay >= task.retry_delay
+    assert seen == set(RETRIED)
+
+
+def worst_case(task: Any) -> timedelta:
+    """Every attempt timed out, every wait between attempts its longest."""
+    waits = task.max_retry_delay * task.retries if task.retries else timedelta(0)
+    return task.execution_timeout * (task.retries + 1) + waits
+
+
+def longest_path(dag: Any) -> timedelta:
+    @cache
+    def from_task(task_id: str) -> timedelta:
+        task = dag.get_task(task_id)
+        after = [from_task(t) for t in task.downstream_task_ids]
+        return worst_case(task) + max(after, default=timedelta(0))
+
+    return max(from_task(t.task_id) for t in dag.roots)
+
+
+@pytest.mark.parametrize("dag_id", ["icefloe_optimize", "icefloe_skew", "icefloe_adhoc"])
+def test_dagrun_timeout_covers_the_longest_path(dagbag: Any, dag_id: str) -> None:
+    """A run ends even where no task's timeout reaches, yet never before its tasks may."""
+    dag = dagbag.dags[dag_id]
+    assert isinstance(dag.dagrun_timeout, timedelta)
+    path = longest_path(dag)
+    assert path <= dag.dagrun_timeout <= path + timedelta(minutes=10) * len(dag.tasks)
+
+
+MAPPED_RUNS = [
+    ("icefloe_optimize", "actor", "actor"),
+    ("icefloe_adhoc", "optimize", "actor_optimize"),
+    ("icefloe_skew", "skew_detect", "skew_detect"),
+    ("icefloe_skew", "salted_join", "salted_join"),
+]
+
+
+def test_an_actor_runs_timeout_is_its_max_seconds_plus_the_grace(
+    dagbag: Any, tmp_path: Path
+) -> None:
+    """--max-seconds and the run's execution_timeout come from the config's airflow:
+    section at run time; Airflow gives the unmapped task the run's timeout."""
+    config = tmp_path / "icefloe.yaml"
+    config.write_text(
+        "airflow:\n  actor_max_seconds: 600\n  actor_grace_seconds: 300\n"
+        "  job_timeout_seconds: 5400\n"
+    )
+    max_seconds = ds.airflow_settings(config).actor_max_seconds
+    (args,) = ds.actor_runs(3, 2, 10, max_seconds, str(config))
+    assert args[args.index("--max-seconds") + 1] == "600"
+    timeouts = {"actor": timedelta(seconds=600 + 300)}
+    for dag_id, task_id, job in MAPPED_RUNS:
+        (kw,) = ds.submit_runs(job, str(config), [args if job == "actor" else ["x"]])
+        expected = timeouts.get(job, timedelta(seconds=5400))
+        assert kw["execution_timeout"] == expected
+        task = dagbag.dags[dag_id].get_task(task_id)
+        assert task.unmap(kw).execution_timeout == expected  # replaces the task's ceiling
+
+
+def test_the_default_actor_run_finishes_its_action_before_its_timeout() -> None:
+    settings = load_config(DEFAULT_CONFIG).airflow
+    (args,) = ds.actor_runs(1, 1, 10, settings.actor_max_seconds, "/c.yaml")
+    (kw,) = ds.submit_runs("actor", str(DEFAULT_CONFIG), [args])
+    max_seconds = float(args[args.index("--max-seconds") + 1])
+    margin = kw["execution_timeout"] - timedelta(seconds=max_seconds)
+    assert margin == timedelta(seconds=settings.actor_grace_seconds) >= timedelta(minutes=5)
+
+
+def test_no_valid_config_outgrows_a_tasks_ceiling(dagbag: Any) -> None:
+    """The DAG's dagrun_timeout counts each mapped task's ceiling: no run's timeout is longer."""
+    biggest = AirflowSettings(
+        actor_max_seconds=MAX_ACTOR_RUN_SECONDS - 60,
+        actor_grace_seconds=60,
+        job_timeout_seconds=MAX_JOB_SECONDS,
+    )
+    for dag_id, task_id, job in MAPPED_RUNS:
+        ceiling = dagbag.dags[dag_id].get_task(task_id).execution_timeout
+        assert ds.run_timeout(job, biggest) == ceiling, (dag_id, task_id)

@@ -2,6 +2,7 @@
 
 * :mod:`~service.base.config.model`: the frozen pydantic dataclasses and their defaults;
 * :mod:`~service.base.config.fields`: strict field types, the :class:`Action` enum;
+* :mod:`~service.base.config.airflow_settings`: the ``airflow:`` section (the DAGs' runs);
 * :mod:`~service.base.config.load`: YAML file + ``ICEFLOE_<SECTION>__<KEY>`` overrides → model;
 * :mod:`~service.base.config.paths`: the project root and relative-path resolution;
 * :mod:`~service.base.config.identifiers`: table, namespace and column identifiers;
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+from service.base.config.airflow_settings import AirflowSettings
 from service.base.config.fields import (
     ACTIONS,
     CATALOG_TYPES,
@@ -69,6 +71,7 @@ __all__ = [
     "TABLE_RE",
     "TARGET_PROPERTY",
     "Action",
+    "AirflowSettings",
     "CatalogConfig",
     "Config",
     "ConfigError",

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import model_validator
 from pydantic.dataclasses import dataclass
 
+from service.base.config.airflow_settings import AirflowSettings
 from service.base.config.fields import (
     STRICT,
     Action,
@@ -275,6 +276,7 @@ class Config:
     home: str = str(PROJECT_ROOT)
     decider: DeciderSettings = dataclasses.field(default_factory=DeciderSettings)
     history: HistoryConfig = dataclasses.field(default_factory=HistoryConfig)
+    airflow: AirflowSettings = dataclasses.field(default_factory=AirflowSettings)  # the DAGs' runs
 
     @model_validator(mode="before")
     @classmethod
