@@ -29,7 +29,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Depth", "FileBounds", "clustering_depth"]
+__all__ = ["MIN_DEPTH_GAIN", "Depth", "FileBounds", "clustering_depth", "lowers_depth"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -155,3 +155,18 @@ def clustering_depth(files: Sequence[FileBounds[K]]) -> Depth:
     """
     lows, highs = encode_files(files)
     return depth_of(max_depths(lows, highs))
+
+
+MIN_DEPTH_GAIN = 0.1
+"""The share of a partition's depth over its tolerance a layout rewrite must remove to be
+worth a commit. Less is what different cuts of the same rows give (a z-order of skewed
+values, whose boxes all span the common value, scores about the same however it is cut):
+committing it would rewrite the partition on every pass and lower nothing."""
+
+
+def lowers_depth(before: float, after: float, tolerance: float) -> bool:
+    """Whether a layout rewrite taking the mean depth from ``before`` to ``after`` is worth
+    it: lower, by :data:`MIN_DEPTH_GAIN` of the excess over ``tolerance`` at least (any
+    decrease when ``before`` is within the tolerance: a re-sort a user asked for)."""
+    excess = before - tolerance
+    return after < before and (excess <= 0 or before - after >= MIN_DEPTH_GAIN * excess)

@@ -41,6 +41,7 @@ from optimizer.layout import (
     depth_of,
     encode,
     encode_files,
+    lowers_depth,
     max_depths,
 )
 from optimizer.layoutplan import LayoutPlan, plan_layout
@@ -156,7 +157,8 @@ def plan_zorder(
     kept = [f for f in files if f.id not in chosen]
     hulls = [_hull([by_id[i] for i in g], columns) for g in keyed.groups]
     after = zorder_depth([*kept, *hulls], columns)
-    if after.mean >= before.mean:  # fewer, wider files can score worse: no plan then
+    if not lowers_depth(before.mean, after.mean, tolerance):  # fewer, wider files can score
+        # worse, and cuts of skewed values the same: no plan then
         return LayoutPlan((), 0, 0, before, before)
     return LayoutPlan(
         groups=keyed.groups,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import Depth, FileBounds
+from optimizer.layout import lowers_depth
 from optimizer.zlayout import key_ordered
 from service.base.layoutspec import Bound, LayoutSpec
 
@@ -67,10 +68,13 @@ def layout_groups(
 
 
 def depth_allows(before: float, after: float, tolerance: float, relayout: bool) -> bool:
-    """Whether a rewrite's real depth ``after`` may be committed: a re-sort must lower the
-    mean depth; a merge in key order must not take it past the tolerance (its outputs span
-    each group's hull, which may reach over files it left alone)."""
-    return after < before if relayout else after <= max(before, tolerance)
+    """Whether a rewrite's real depth ``after`` may be committed: a re-sort or re-z-order
+    must lower the mean depth by enough to matter (``optimizer.layout.lowers_depth``); a
+    merge in key order must not take it past the tolerance (its outputs span each group's
+    hull, which may reach over files it left alone)."""
+    if relayout:
+        return lowers_depth(before, after, tolerance)
+    return after <= max(before, tolerance)
 
 
 def depth_text(depth: Depth) -> str:

@@ -280,8 +280,7 @@ def load(catalog: Catalog, identifier: str) -> Table | None:
 def commit_facts(table: Table, start_id: int | None, end_id: int) -> dict[str, Any]:
     """What a record says of a rewrite's commit: the table's manifests before and after,
     and the rewrite id the commit carries in its summary (``jobs.rewrite.commit``)."""
-    # the rewrite engines' modules: only where a record's commit is read (the actor)
-    from jobs.rewrite.commit import REWRITE_ID_PROPERTY
+    from service.base.tablestats import REWRITE_ID_PROPERTY
 
     before = None if start_id is None else table.snapshot_by_id(start_id)
     after = table.snapshot_by_id(end_id)

@@ -19,8 +19,8 @@ from jobs.rewrite.java_errors import java_class_name, java_message
 from jobs.rewrite.manifest_merge import merge_small_manifests
 from jobs.rewrite.results import GroupResult
 from service.base.errors import OperationFailed
+from service.base.tablestats import REWRITE_ID_PROPERTY
 
-REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
 STATUS_CHECK_PAUSES = (0.5, 1.0, 2.0)
 """Pauses between reads of the table after a commit failed with an unclear outcome."""
 NOT_LANDED, UNKNOWN = "not-landed", "unknown"

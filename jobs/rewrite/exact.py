@@ -40,7 +40,7 @@ from jobs.base.verify import Checksum, SuiteResult, checksums_by_key, run_suite
 from jobs.rewrite import cleanup
 from jobs.rewrite.arrow_driver import ArrowDriver
 from jobs.rewrite.arrow_engine import ArrowTable
-from jobs.rewrite.commit import REWRITE_ID_PROPERTY, CommitConflict, Committer
+from jobs.rewrite.commit import CommitConflict, Committer
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
 from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message, may_be_missing
 from jobs.rewrite.locations import attempt_table
@@ -51,6 +51,7 @@ from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
 from jobs.rewrite.tasks import MissingDataFile, ScanTasks
 from service.base.errors import OperationFailed
 from service.base.spark import activate
+from service.base.tablestats import REWRITE_ID_PROPERTY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -23,6 +23,15 @@ if TYPE_CHECKING:
     from service.base.config import TablePolicy
 
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+REWRITE_ID_PROPERTY = "icefloe.rewrite-id"
+"""Set in the summary of every data rewrite icefloe commits (``jobs.rewrite.commit``)."""
+
+
+def own_rewrite(table: Table, snapshot_id: int) -> bool:
+    """Whether the snapshot is a data rewrite icefloe committed (its summary says so)."""
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    summary = None if snap is None else snap.summary
+    return summary is not None and REWRITE_ID_PROPERTY in summary.additional_properties
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,19 @@ def layout_items(
     target: int,
     now: float,
     measured: dict[str, Depth] | None = None,
+    settled: frozenset[str] = frozenset(),
 ) -> list[ActionItem]:
     """One item per partition whose mean clustering depth is over the tolerance and that
     a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed).
-    ``measured``: gets each partition's depth."""
+    ``measured``: gets each partition's depth. ``settled``: partitions only icefloe's own
+    rewrites changed since they were last decided (measured, never queued: their layout is
+    what a rewrite of the same rows makes, and re-planning it would churn)."""
     items = []
     for key, files in sorted(files_by_partition.items()):
+        if key in settled:
+            if measured is not None:
+                measured[key] = spec.depth(files)
+            continue
         plan = spec.plan(files, target)
         before, after = plan.before, plan.after
         if measured is not None:
@@ -102,10 +109,12 @@ def enqueue_layout(
     target: int,
     now: float,
     read: KeptRead | None = None,
+    settled: frozenset[str] = frozenset(),
 ) -> list[int]:
     """The layout items of ``keys`` (None: every partition) of ``name``, in one pipelined
     enqueue; the outcomes (1 new, 0 coalesced). The depths measured are kept for
-    ``status``. ``read``: the kept bounds already read this pass (:func:`kept_read`)."""
+    ``status``. ``read``: the kept bounds already read this pass (:func:`kept_read`).
+    ``settled``: :func:`layout_items`'."""
     if keys is not None and not keys:
         return []
     measured: dict[str, Depth] = {}
@@ -113,7 +122,7 @@ def enqueue_layout(
         read = kept_read(layouts, name, keys)
     generation, kept = read
     files = kept if keys is None else {k: kept[k] for k in keys if k in kept}
-    items = layout_items(name, policy, spec, files, target, now, measured)
+    items = layout_items(name, policy, spec, files, target, now, measured, settled)
     layouts.save_depths(name, signature(spec), measured, generation)
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)

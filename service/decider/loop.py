@@ -308,7 +308,7 @@ class Decider:
         if layout is not None:
             keys = sorted(result.layout_touched)
             lay = (self.queue, self.layouts, name, policy, layout, keys, target, now, read)
-            report.count(enqueue_layout(*lay))
+            report.count(enqueue_layout(*lay, settled=result.layout_settled))
         if not result.full_scan:
             self.ledger.count(
                 {

@@ -82,6 +82,9 @@ class ApplyResult:
     reason: str = ""
     # partitions whose file bounds changed (a table with a layout: service.state.layout)
     layout_touched: frozenset[str] = frozenset()
+    # of those, the ones only icefloe's own rewrites changed: their layout is as icefloe
+    # made it, and planning it again would only churn (no new data came)
+    layout_settled: frozenset[str] = frozenset()
 
 
 class GapError(Exception):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from optimizer import PartitionStats, merge_stats
 from service.base.layoutspec import LayoutSpec
 from service.base.partition_key import PartitionKey
-from service.base.tablestats import PartitionFiles, current_partitions, spec_fields
+from service.base.tablestats import PartitionFiles, current_partitions, own_rewrite, spec_fields
 from service.state.layout import LayoutDelta, LayoutMismatch, LayoutStore, net, signature
 from service.state.layout.scan import file_bounds, rebuild
 from service.state.rolling import ApplyResult, GapError, PartitionDelta, StatsStore
@@ -229,6 +229,7 @@ def catch_up(
             if older:
                 raise GapError(older)
         touched: dict[str, PartitionStats] = {}
+        foreign: set[str] = set()  # partitions a snapshot not icefloe's rewrite changed
         events = applied = 0
         convert = _partition_converter(table) if chain else None
         for at in range(0, len(chain), CHAIN_CHUNK):
@@ -236,6 +237,7 @@ def catch_up(
             spec = None if lay is None or lay.rebuild else lay.spec
             files: dict[str, LayoutDelta] = {}
             steps = [(i, snapshot_delta(table, i, convert, spec, files)) for i in chunk]
+            foreign.update(k for i, d in steps if not own_rewrite(table, i) for k in d)
             if lay is not None:
                 lay.update(table_name, files)
             events += sum(d.events for _, deltas in steps for d in deltas.values())
@@ -251,7 +253,10 @@ def catch_up(
             parts = current_partitions(table, layout=lay.spec)
             lay.touched = rebuild(lay.store, table_name, lay.spec, parts)
         laid = frozenset(lay.touched) if lay is not None else frozenset()
-        return ApplyResult(table_name, current_id, applied, False, events, touched, "", laid)
+        settled = frozenset() if lay is None or lay.rebuild else laid - foreign
+        return ApplyResult(
+            table_name, current_id, applied, False, events, touched, "", laid, settled
+        )
     except GapError as gap:
         parts = current_partitions(table, layout=None if lay is None else lay.spec)
         stats = full_stats(table, target, parts)

@@ -45,6 +45,9 @@ def test_only_the_late_file_and_the_file_it_overlaps_are_re_sorted() -> None:
     [
         (2.0, 1.0, True, True),  # a re-sort that lowers the depth
         (2.0, 2.0, True, False),  # ... or leaves it (ties no sort separates): not committed
+        (3.39, 3.38, True, False),  # #47: other cuts of the same rows: not worth a commit
+        (3.39, 3.17, True, True),  # a tenth of the excess over the tolerance (2.14) removed
+        (1.1, 1.09, True, True),  # within the tolerance (a requested re-sort): any decrease
         (1.0, 1.25, False, True),  # a merge may reach the tolerance
         (1.0, 1.5, False, False),  # ... not pass it
         (1.5, 1.5, False, True),  # ... nor make a deep partition deeper
