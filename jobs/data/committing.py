@@ -1,5 +1,8 @@
 """Committing an action's verified partitions: which are worth it, then one ``replace``
-snapshot for all of them, or one per partition after a conflict.
+snapshot for all of them. After a conflict (a change to the table since the rewrite's
+start touched some of them: an ad-hoc run's rewrite, a delete), the partitions the change
+did not touch still go in one snapshot (:mod:`jobs.rewrite.changes`), the others one by
+one, so that only those that really conflict are re-planned.
 
 A partition leaves the caller's ``untried`` set the moment it is handed to a commit: from
 then on the committer (:class:`jobs.rewrite.commit.Committer`) alone owns its outcome, so
@@ -11,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from jobs.base.layout import depth_after, depth_allows
 from jobs.base.plan import PartitionPlan
 from jobs.base.report import PartitionReport
+from jobs.rewrite.changes import partition_of, since
 from jobs.rewrite.exact import CommitConflict
 from optimizer import stats_from_sizes
 from service.base.layoutspec import LayoutSpec
@@ -118,14 +123,24 @@ def commit_ready(
     reports: dict[tuple[int, str], PartitionReport],
     attempt: int,
 ) -> list[tuple[int, str]]:
-    """Commit the ready partitions: together, else one by one. A partition leaves
-    ``untried`` when handed to a commit: the committer alone owns its outcome (an unknown
-    one keeps the files, which may be live). Returns the conflicting partitions."""
+    """Commit the ready partitions: together; after a conflict, those that the table's
+    changes since the start did not touch together again, the others (all, when that
+    commit conflicts too) one by one. A partition leaves ``untried`` when handed to a
+    commit: the committer alone owns its outcome (an unknown one keeps the files, which
+    may be live). Returns the conflicting partitions."""
     if len(ready) > 1:
         untried.difference_update(d.key for d in ready)
         if _commit_together(rewrite, ready, reports, attempt):
             return []
-        untried.update(d.key for d in ready)  # a conflict, nothing deleted: one by one
+        untried.update(d.key for d in ready)  # a conflict, nothing deleted
+        clear = _untouched(rewrite, ready)
+        if 1 < len(clear) < len(ready):
+            untried.difference_update(d.key for d in clear)
+            if _commit_together(rewrite, clear, reports, attempt):
+                committed = {d.key for d in clear}
+                ready = [d for d in ready if d.key not in committed]
+            else:
+                untried.update(d.key for d in clear)
     conflicts = []
     for done in ready:  # one by one: a conflict then costs only its own partition
         untried.discard(done.key)
@@ -156,3 +171,22 @@ def _commit_together(
     for done in ready:
         reports[done.key] = done.report(reports[done.key], snapshot_id, attempt, rewrite)
     return True
+
+
+def _untouched(rewrite: ExactRewrite, ready: list[Ready]) -> list[Ready]:
+    """The ready partitions that no commit since the rewrite's start touched
+    (:func:`jobs.rewrite.changes.since`); none when that cannot be told."""
+    try:
+        changes = since(rewrite.jvm, rewrite.table, rewrite.snapshot_id)
+    except Exception:  # noqa: BLE001 - the table's history unreadable: one by one, as before
+        return []
+    if changes is None:
+        return []
+    out = []
+    for done in ready:
+        replaced = [path for g in done.plan.groups for path in g.paths]
+        deletes = [str(d.location()) for d in rewrite.dangling_deletes(sorted(replaced))]
+        where = partial(partition_of, rewrite.table, rewrite.scan.files[replaced[0]])
+        if not changes.touch(replaced + deletes, where):
+            out.append(done)
+    return out

@@ -7,8 +7,10 @@ Choices, and why:
 
 * **One commit for the action, per partition on a conflict.** Every partition's groups
   go into one ``replace`` snapshot (one metadata write, as Iceberg's own procedure does).
-  If that commit fails validation, the partitions are committed one by one, each still in
-  one snapshot, so a conflict costs only the partitions it touched a re-plan.
+  If that commit fails validation, the partitions the table's changes since the start did
+  not touch go in one snapshot again and the others one by one
+  (:mod:`jobs.data.committing`), so a conflict costs only the partitions it touched a
+  re-plan.
 * **Everything written and verified before the first commit.** Checksums are per group,
   from one pass over the new files (the Spark engine's one aggregation; the Arrow
   engine's read-back of each file as it writes it), which also counts each column's

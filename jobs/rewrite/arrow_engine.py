@@ -365,7 +365,7 @@ def _verify(io: FileIO, path: str, written: pa.Table) -> tuple[dict[str, int], F
     non-null count per column, as read back (the data checks' measure of the output), and
     its footer as read back."""
     data = whole(io, path)
-    footer = Footer.of(data, path)
+    footer = Footer.of(data, path, written)
     back = parquet_of(data).read()
     if back.num_rows != written.num_rows:
         raise VerificationError(

@@ -47,10 +47,13 @@ def encoded_size(table: ArrowTable, rows: Any) -> int:
 
 def sampled_rate(table: Table, files: Sequence[PartitionFiles], target: int) -> BytesPerRow | None:
     """What a merged row of ``table`` takes, measured on its small files in ``files`` (the
-    partitions about to be planned; module doc), or None when they hold too few rows or a
-    file cannot be read (the rewrite itself then reports what is wrong)."""
+    partitions about to be planned; module doc), or None when they hold too few rows, a
+    file cannot be read (the rewrite itself then reports what is wrong) or the table
+    writes another format than Parquet."""
     import pyarrow as pa  # pyarrow: only when files are read or written
 
+    if table.properties.get("write.format.default", "parquet").lower() != "parquet":
+        return None  # the sample is encoded as Parquet: it tells nothing of Avro or ORC files
     budget = min(SAMPLE_BYTES_MAX, target + target // 2)
     arrow = ArrowTable(slim_metadata(table.metadata), dict(table.io.properties))
     batches: list[pa.RecordBatch] = []

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jobs.rewrite.float_metrics import FloatMetrics, float_metrics
+
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -20,21 +22,26 @@ class VerificationError(Exception):
 
 @dataclass(frozen=True)
 class Footer:
-    """A written file's size and its Parquet footer (the Thrift ``FileMetaData`` bytes)."""
+    """A written file's size and its Parquet footer (the Thrift ``FileMetaData`` bytes),
+    and the metrics of its floating-point columns that Iceberg's writer counts and a
+    footer does not hold (NaNs: :mod:`jobs.rewrite.float_metrics`)."""
 
     size: int
     metadata: bytes
+    floats: tuple[FloatMetrics, ...] = ()
 
     @classmethod
-    def of(cls, data: bytes, path: str) -> Footer:
+    def of(cls, data: bytes, path: str, rows: pa.Table | None = None) -> Footer:
         """The footer of the whole bytes of the Parquet file at ``path``: ``... FileMetaData,
-        its length as 4 bytes little-endian, PAR1``."""
+        its length as 4 bytes little-endian, PAR1``; ``rows``: what the file was written
+        from, its floating-point columns counted."""
         if len(data) < 12 or data[-4:] != b"PAR1":
             raise VerificationError(f"{path}: not a Parquet file (no PAR1 at its end)")
         n = int.from_bytes(data[-8:-4], "little")
         if n <= 0 or n > len(data) - 12:
             raise VerificationError(f"{path}: a Parquet footer of {n} bytes in {len(data)}")
-        return cls(len(data), data[-8 - n : -8])
+        floats = () if rows is None else float_metrics(rows)
+        return cls(len(data), data[-8 - n : -8], floats)
 
 
 def whole(io: FileIO, path: str) -> bytes:

@@ -8,6 +8,12 @@ file given by path only), ``ParquetUtil.fileMetrics`` opens the file through the
 FileIO; it uses default Parquet read options, whose fresh Hadoop ``Configuration`` costs
 ~10 ms of parsing a file, so local files are opened with one set of options and the
 session's configuration instead (~2 ms).
+
+A footer holds no NaN counts: Iceberg's writer counts its floating-point columns as it
+writes and gives ``footerMetrics`` those counts (``FieldMetrics``). The Arrow engine
+counts the same from the rows it wrote (:mod:`jobs.rewrite.float_metrics`), and they are
+given to ``footerMetrics`` the same way, so its files carry ``nan_value_counts`` and the
+bounds Iceberg's writer records.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from jobs.rewrite.file_bytes import Footer
+from jobs.rewrite.float_metrics import FloatMetrics
 from jobs.rewrite.locations import local_path
 
 if TYPE_CHECKING:
@@ -42,6 +49,8 @@ class _Java:
     stream: Any  # java.util.stream.Stream
     converter: Any  # (shaded) ParquetMetadataConverter, the class
     bytes_in: Any  # java.io.ByteArrayInputStream
+    field_metrics: Any  # FieldMetrics' constructor (id, counts of values, nulls, NaNs, bounds)
+    boxes: tuple[Any, Any]  # java.lang.Float and java.lang.Double
 
 
 class NewFiles:
@@ -64,6 +73,11 @@ class NewFiles:
             iceberg = jvm.org.apache.iceberg
             parquet = iceberg.shaded.org.apache.parquet
             jsc: Any = cast(Any, self.spark.sparkContext._jsc)
+            lang = jvm.java.lang
+            signature = self._gateway().new_array(lang.Class, 6)
+            for i, kind in enumerate([lang.Integer.TYPE] + [lang.Long.TYPE] * 3):
+                signature[i] = kind
+            signature[4] = signature[5] = lang.Object._java_lang_class
             self._java = _Java(
                 iceberg.DataFiles,
                 iceberg.FileFormat.PARQUET,
@@ -78,8 +92,36 @@ class NewFiles:
                 jvm.java.util.stream.Stream,
                 parquet.format.converter.ParquetMetadataConverter,
                 jvm.java.io.ByteArrayInputStream,
+                iceberg.FieldMetrics._java_lang_class.getConstructor(signature),
+                (lang.Float, lang.Double),
             )
         return self._java
+
+    def _gateway(self) -> Any:
+        return cast(Any, self.spark.sparkContext._gateway)
+
+    def _field_metrics(self, floats: Sequence[FloatMetrics]) -> Any:
+        """A Java stream of the ``FieldMetrics`` Iceberg's writer would give
+        ``footerMetrics`` for these floating-point columns.
+
+        py4j hands a Python float to Java as a ``Double`` and a boxed number back to
+        Python as a float, where a 32-bit column's bounds must be ``Float`` objects: the
+        bounds are set into an array of their box type (py4j converts each element to
+        it) and copied from there into the constructor's arguments, all in the JVM."""
+        j = self._classes()
+        jvm: Any = cast(Any, self.spark.sparkContext._jvm)
+        gateway = self._gateway()
+        out = jvm.java.util.ArrayList()
+        for f in floats:
+            args = gateway.new_array(jvm.java.lang.Object, 6)
+            for i, n in enumerate((f.field_id, f.values, f.nulls, f.nans)):
+                args[i] = n
+            if f.lower is not None and f.upper is not None:
+                bounds = gateway.new_array(j.boxes[1] if f.double else j.boxes[0], 2)
+                bounds[0], bounds[1] = f.lower, f.upper
+                jvm.java.lang.System.arraycopy(bounds, 0, args, 4, 2)
+            out.add(j.field_metrics.newInstance(args))
+        return out.stream()
 
     def build(
         self,
@@ -102,7 +144,8 @@ class NewFiles:
             if footer is not None:
                 stream = j.bytes_in(footer.metadata)
                 parsed = converter.readParquetMetadata(stream, j.converter.NO_FILTER)
-                metrics = j.util.footerMetrics(parsed, j.stream.empty(), j.metrics)
+                floats = self._field_metrics(footer.floats) if footer.floats else j.stream.empty()
+                metrics = j.util.footerMetrics(parsed, floats, j.metrics)
                 size = footer.size
             elif local is not None:
                 reader = j.reader.open(j.hadoop_file.fromPath(j.path(path), j.conf), j.options)

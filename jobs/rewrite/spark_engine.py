@@ -92,6 +92,23 @@ def zordered(df: DataFrame, columns: Sequence[str]) -> DataFrame:
     return keyed.sortWithinPartitions(ZORDER_KEY).drop(ZORDER_KEY)
 
 
+LINEAGE_COLUMNS = ("_row_id", "_last_updated_sequence_number")
+"""The row lineage a staged read of a format version 3 table outputs."""
+UNASSIGNED = -(1 << 63)
+"""The first row id and data sequence number given to a staged read of uncommitted files
+(:meth:`SparkEngine._lineage_unassigned`): row ids and sequence numbers are never
+negative, and neither is this + a row's position."""
+
+
+def as_written(df: DataFrame) -> DataFrame:
+    """``df``'s row lineage with every negative value (a null in the file, read with
+    :data:`UNASSIGNED`) null again: what the file holds, as a plain Parquet read sees it."""
+    # pyspark: only where Spark runs (the module loads without it)
+    from pyspark.sql import functions as F
+
+    return df.withColumns({c: F.when(F.col(c) >= 0, F.col(c)) for c in LINEAGE_COLUMNS})
+
+
 def write_target(group_bytes: int, target: int) -> int:
     """The writer's ``target-file-size-bytes`` for a group of ``group_bytes``."""
     factor = NO_ROLL_FACTOR if output_count(group_bytes, target) == 1 else WRITE_TARGET_FACTOR
@@ -232,17 +249,21 @@ class SparkEngine:
         """Every row of the groups' new (uncommitted) files, and the column that names each
         row's file (its last path segment).
 
-        Local files get a plain Parquet read (:meth:`read_files`). Files on object storage
-        are read by Iceberg's Spark reader, through the table's FileIO, as a staged scan of
-        the new ``DataFile`` objects: Spark's own file sources know only Hadoop file
-        systems, which need not reach the table's storage. ``through_table`` forces
-        either way (None: by the paths)."""
+        Local Parquet files get a plain Parquet read (:meth:`read_files`). Files on object
+        storage are read by Iceberg's Spark reader, through the table's FileIO, as a staged
+        scan of the new ``DataFile`` objects: Spark's own file sources know only Hadoop
+        file systems, which need not reach the table's storage. So are files of any other
+        format (``write.format.default`` Avro or ORC): Iceberg's reader reads every format
+        the table writes, where Spark's Avro source is not on the classpath.
+        ``through_table`` forces either way (None: by the paths and the format)."""
         # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import functions as F
 
         paths = [p for r in results for p in r.new_paths]
         if through_table is None:
-            through_table = not all(local_path(p) is not None for p in paths)
+            through_table = self.file_format != "parquet" or not all(
+                local_path(p) is not None for p in paths
+            )
         if not through_table:
             return self.read_files(paths, like), F.col("_metadata.file_name")
         files = [f for r in results for f in r.new_files]
@@ -251,13 +272,14 @@ class SparkEngine:
             return read.select("*", "_file"), F.substring_index(F.col("_file"), "/", -1)
         # row lineage (format version 3): the staged read's output holds the lineage
         # metadata columns, so Spark adds no other (``_file`` cannot be resolved); each
-        # file is read on its own instead, its name a literal
+        # file is read on its own instead, its name a literal; the lineage as the file
+        # holds it, nulls included (:meth:`_lineage_unassigned`)
         name = "__icefloe_file"
         parts = [
             self._read_staged([f]).withColumn(name, F.lit(str(f.location()).rsplit("/", 1)[-1]))
             for f in files
         ]
-        return reduce(lambda a, b: a.unionByName(b), parts), F.col(name)
+        return as_written(reduce(lambda a, b: a.unionByName(b), parts)), F.col(name)
 
     def _read_staged(self, files: Sequence[Any]) -> DataFrame:
         """A staged Iceberg read of uncommitted Java ``DataFile``s (no deletes)."""
@@ -272,6 +294,8 @@ class SparkEngine:
         always = iceberg.expressions.Expressions.alwaysTrue()
         tasks = self.jvm.java.util.ArrayList()
         for data_file in files:
+            if self.row_lineage():
+                data_file = self._lineage_unassigned(data_file)
             spec = self.table.specs().get(data_file.specId())
             residual = iceberg.expressions.ResidualEvaluator.of(spec, always, True)
             spec_json = str(iceberg.PartitionSpecParser.toJson(spec))
@@ -281,6 +305,20 @@ class SparkEngine:
         iceberg.spark.ScanTaskSetManager.get().stageTasks(self.table, set_id, tasks)
         self._staged.add(set_id)
         return set_id
+
+    def _lineage_unassigned(self, data_file: Any) -> Any:
+        """A copy of an uncommitted ``DataFile`` whose staged read yields its row lineage as
+        written. Iceberg's readers return a file's ``_row_id`` and
+        ``_last_updated_sequence_number`` only when it has a first row id and a data
+        sequence number (a commit assigns them), else all nulls, whatever the file holds;
+        with them, the value written, or for a null the first row id + the row's position
+        and the sequence number. The copy's are :data:`UNASSIGNED`, so a null reads as a
+        negative value, which :func:`as_written` turns back into null."""
+        copy = data_file.copy()
+        unassigned = self.jvm.java.lang.Long.valueOf(UNASSIGNED)
+        copy.setFirstRowId(unassigned)
+        copy.setDataSequenceNumber(unassigned)
+        return copy
 
     def read_files(self, paths: Sequence[str], like: DataFrame | None = None) -> DataFrame:
         """A plain read of new local data files (no Iceberg metadata: they are not committed).

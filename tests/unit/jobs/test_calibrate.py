@@ -51,6 +51,13 @@ def test_the_sample_predicts_what_a_target_sized_merge_writes(tmp_path: Path) ->
     assert 0.95 * TARGET <= written <= 1.05 * TARGET
 
 
+def test_a_table_that_writes_avro_or_orc_is_not_sampled_as_parquet(tmp_path: Path) -> None:
+    table = streamed(tmp_path, 40)
+    with table.transaction() as tx:
+        tx.set_properties({"write.format.default": "avro"})
+    assert sampled_rate(table, current_partitions(table), TARGET) is None
+
+
 def test_too_few_rows_tell_nothing(tmp_path: Path) -> None:
     table = streamed(tmp_path, 1)
     assert sampled_rate(table, current_partitions(table), TARGET) is None
