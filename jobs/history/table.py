@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from service.base.tablestats import REWRITE_ID_PROPERTY
 from service.state.ledger import stream_order
 
 if TYPE_CHECKING:
@@ -280,8 +281,6 @@ def load(catalog: Catalog, identifier: str) -> Table | None:
 def commit_facts(table: Table, start_id: int | None, end_id: int) -> dict[str, Any]:
     """What a record says of a rewrite's commit: the table's manifests before and after,
     and the rewrite id the commit carries in its summary (``jobs.rewrite.commit``)."""
-    from service.base.tablestats import REWRITE_ID_PROPERTY
-
     before = None if start_id is None else table.snapshot_by_id(start_id)
     after = table.snapshot_by_id(end_id)
     summary = None if after is None else after.summary

@@ -45,6 +45,7 @@ def test_actor_fixes_what_the_decider_found(
     policy = {"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "max_wait_hours": 1}
     cfg = make_config(
         lake_home,
+        history={"table": f"{namespace}.action_history"},  # not the run's shared one
         managed={"namespaces": [namespace]},
         defaults={**policy, "min_input_files": min_input_files},
     )
@@ -78,7 +79,7 @@ def test_actor_fixes_what_the_decider_found(
     table = catalog.load_table(name)
     assert table.scan().to_arrow().num_rows == rows_before  # no row lost or duplicated
     report = decider.step(block_ms=None)
-    (applied,) = report.applied
+    (applied,) = [a for a in report.applied if a.table == name]  # the history table too
     assert not applied.full_scan and applied.snapshots_applied >= 1
     after = decider.stats.partitions(name)
     assert after == full_stats(table, TARGET) and after[EU].n == 1
@@ -95,6 +96,7 @@ def test_the_decider_schedules_manifest_rewrites_and_the_actor_runs_them(
     name = f"{namespace}.stream"
     cfg = make_config(
         lake_home,
+        history={"table": f"{namespace}.action_history"},  # not the run's shared one
         managed={"namespaces": [namespace]},
         defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 0, "min_input_files": 2},
         tables={name: {"actions": ["rewrite_manifests"], "maintenance": {"min_manifests": 6}}},
@@ -136,6 +138,7 @@ def test_the_decider_compacts_deletes_past_the_ratio(
     fq = f"lake.`{namespace}`.`mor`"
     cfg = make_config(
         lake_home,
+        history={"table": f"{namespace}.action_history"},  # not the run's shared one
         managed={"namespaces": [namespace]},
         defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": TARGET},  # no merges
         tables={
@@ -189,6 +192,7 @@ def test_one_actor_takes_a_wide_table_as_one_batch_and_commits_once(
     regions = [f"r{i:02d}" for i in range(12)]
     cfg = make_config(
         lake_home,
+        history={"table": f"{namespace}.action_history"},  # not the run's shared one
         managed={"namespaces": [namespace]},
         defaults={"target_file_size_bytes": TARGET, "tolerance_bytes": 1000, "min_input_files": 2},
         tables={
