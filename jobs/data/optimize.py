@@ -217,10 +217,11 @@ def _attempt(
         results = rewrite.run(
             [g for p in work for g in p.groups],
             target,
-            layout.columns if layout is not None and not zorder else (),
+            layout.fields if layout is not None else (),
             also_check=(lambda written: _suite(rewrite, written)) if run_suite else None,
             arrow=arrow,
             zorder_columns=layout.columns if layout is not None and zorder else (),
+            sort_order_id=None if layout is None else layout.sort_order_id,
         )
         suite = rewrite.check_result
         by_partition: dict[tuple[int, str], list[GroupResult]] = {}

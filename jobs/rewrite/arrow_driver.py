@@ -30,6 +30,7 @@ from jobs.rewrite.tasks import ScanTasks
 from jobs.rewrite.write_properties import spark_only_reason
 from optimizer import output_count
 from optimizer.binpack import balance
+from service.base.sortorder import SortField
 from service.base.spark import in_process_master
 
 if TYPE_CHECKING:
@@ -95,13 +96,13 @@ class ArrowDriver:
         results: Sequence[GroupResult],
         arrow: ArrowTable,
         target: int,
-        sort_columns: Sequence[str],
+        sort_order: Sequence[SortField],
         zorder_columns: Sequence[str] = (),
     ) -> None:
         """Write ``results`` with the Arrow engine (:meth:`_run`), each file verified as it
         is written, and their Java ``DataFile`` objects built as each group finishes (in
         the driver) or after the job (on a cluster). ``zorder_columns``: rows in z-order,
-        not by ``sort_columns`` (:class:`ArrowGroup`)."""
+        not in ``sort_order`` (:class:`ArrowGroup`)."""
 
         def place(r: GroupResult) -> tuple[Any, Any, list[str]]:
             """Spec, partition and output locations: a few py4j round trips a group."""
@@ -126,7 +127,7 @@ class ArrowDriver:
                     r.group.spec_id,
                     inputs,
                     tuple(outputs),
-                    tuple(sort_columns),
+                    tuple(sort_order),
                     deletes if any(deletes) else (),
                     tuple(zorder_columns),
                     r.group.output_bytes,

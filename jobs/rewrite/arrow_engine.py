@@ -11,8 +11,8 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
 1. read the group's files in the table's current schema: a file that holds exactly
    its columns (names, field ids, types) as it is, any other through PyIceberg's
    ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
-   Iceberg reads them); optionally order the rows (by the sort columns, nulls first, as
-   ``sortWithinPartitions``, or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
+   Iceberg reads them); optionally order the rows (in the sort order, as Spark's writer
+   does: :mod:`jobs.rewrite.sort_rows`; or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
 2. split the rows into output files by the bytes they are predicted to write, each later
    file's share taken from the bytes per row the group's files so far really took
    (:class:`optimizer.output_model.OutputSplit`; z-ordered rows into the predicted number
@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
+
+    from service.base.sortorder import SortField
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class ArrowGroup:
     spec_id: int
     inputs: tuple[tuple[str, int], ...]  # (path, record count)
     outputs: tuple[str, ...]  # one per planned output file, in order
-    sort_columns: tuple[str, ...] = ()
+    sort_order: tuple[SortField, ...] = ()  # service.base.sortorder
     deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
     zorder_columns: tuple[str, ...] = ()  # when given: z-order, not the sort columns
     predicted_bytes: int = 0  # what the group is predicted to write (0: not known)
@@ -179,7 +181,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     """Read, (sort or z-order), write and verify one group. Raises on any mismatch."""
     from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
-    from jobs.rewrite.zorder_rows import sorted_batches, zordered_files  # pyarrow: files read
+    from jobs.rewrite import sort_rows, zorder_rows  # pyarrow: files read
 
     io = load_file_io(table.io_properties, table.metadata.location)
     index, deleted = DeleteIndex(io), {}
@@ -193,10 +195,10 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     predicted = group.predicted_bytes * expected_rows // max(1, total_rows)  # live rows' share
     split = OutputSplit(expected_rows, predicted, group.target, len(group.outputs))
     if group.zorder_columns:
-        chunks = zordered_files(live, group.zorder_columns, split.files)
+        chunks = zorder_rows.zordered_files(live, group.zorder_columns, split.files)
     else:
-        if group.sort_columns:
-            live = sorted_batches(live, group.sort_columns)
+        if group.sort_order:
+            live = sort_rows.sorted_batches(live, group.sort_order)
         chunks = _chunks(live, split.next_rows)
     for i, chunk in enumerate(chunks):
         result.rows_in += chunk.num_rows

@@ -50,6 +50,7 @@ from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
 from jobs.rewrite.tasks import MissingDataFile, ScanTasks
 from service.base.errors import OperationFailed
+from service.base.sortorder import SortField
 from service.base.spark import activate
 from service.base.tablestats import REWRITE_ID_PROPERTY
 
@@ -59,10 +60,10 @@ if TYPE_CHECKING:
 __all__ = ["REWRITE_ID_PROPERTY", "Collaborators", "CommitConflict", "ExactRewrite", "GroupResult"]
 
 WriteArrow = Callable[
-    [ArrowDriver, Sequence[GroupResult], ArrowTable, int, Sequence[str], Sequence[str]], None
+    [ArrowDriver, Sequence[GroupResult], ArrowTable, int, Sequence[SortField], Sequence[str]], None
 ]
 """Writes the Arrow engine's groups: the driver, the results, the table, the target size,
-the sort columns and the z-order columns (:meth:`ArrowDriver.write`)."""
+the sort order and the z-order columns (:meth:`ArrowDriver.write`)."""
 BeforeCommit = Callable[["ExactRewrite", Sequence[GroupResult]], None]
 RunSuite = Callable[[Checksum, int, list[str]], SuiteResult]
 
@@ -175,17 +176,21 @@ class ExactRewrite:
         self,
         groups: Sequence[FileGroup],
         target: int,
-        sort_columns: Sequence[str] = (),
+        sort_order: Sequence[SortField] = (),
         parallelism: int = 4,
         also_check: Callable[[list[GroupResult]], Any] | None = None,
         arrow: ArrowTable | None = None,
         zorder_columns: Sequence[str] = (),
+        sort_order_id: int | None = None,
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
+        ``sort_order``: each group's rows in this order (:mod:`jobs.rewrite.sort_rows`:
+        every field's direction, null order and transform), its files stamped with
+        ``sort_order_id`` (the table's order they follow; None: unsorted, 0).
         ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
         ``zorder_columns``: each group's rows in z-order over these columns
-        (:mod:`jobs.rewrite.zorder_rows`), instead of by ``sort_columns``.
+        (:mod:`jobs.rewrite.zorder_rows`), instead of by ``sort_order``.
 
         ``also_check(results)`` (the data checks) runs once every group's output is
         measured (``GroupResult.output``); its result is kept in ``self.check_result``.
@@ -199,8 +204,10 @@ class ExactRewrite:
         try:
             if self.spark_prefix is not None:  # Spark's writer may write under it
                 self.collaborators.guard.before_write([], [self.spark_prefix])
-            order = (tuple(sort_columns), tuple(zorder_columns))
+            order = (() if zorder_columns else tuple(sort_order), tuple(zorder_columns))
             self._write_all(results, target, order, parallelism, arrow)
+            if sort_order_id is not None and not zorder_columns:
+                self._stamp(results, sort_order_id)
             clock = self._tick("write", clock)
             self._verify(results, also_check)
             self._tick("verify", clock)
@@ -216,11 +223,23 @@ class ExactRewrite:
             ) from e
         return results
 
+    def _stamp(self, results: Sequence[GroupResult], sort_order_id: int) -> None:
+        """Each new file's ``DataFile`` says it follows the table's sort order
+        ``sort_order_id`` (Iceberg's ``sort_order_id``: engines may rely on it)."""
+        iceberg = self.jvm.org.apache.iceberg
+        order = self.table.sortOrders().get(sort_order_id)
+        for r in results:
+            specs = [self.table.specs().get(f.specId()) for f in r.new_files]
+            r.new_files[:] = [
+                iceberg.DataFiles.builder(spec).copy(f).withSortOrder(order).build()
+                for spec, f in zip(specs, r.new_files, strict=True)
+            ]
+
     def _write_all(
         self,
         results: list[GroupResult],
         target: int,
-        order: tuple[tuple[str, ...], tuple[str, ...]],
+        order: tuple[tuple[SortField, ...], tuple[str, ...]],
         parallelism: int,
         arrow: ArrowTable | None,
     ) -> None:
@@ -228,10 +247,11 @@ class ExactRewrite:
         Spark's writer, at the same time; Arrow groups whose job fails go through Spark
         after all (their partial files deleted first), the reason kept in ``fallback``.
         A table whose write properties the Arrow engine does not honour goes all through
-        Spark, the reason kept in ``spark_only``. ``order``: the sort and z-order columns."""
-        sort_columns, zorder_columns = order
+        Spark, the reason kept in ``spark_only``. ``order``: the sort order and z-order
+        columns."""
+        sort_order, zorder_columns = order
         self.spark_only = "" if arrow is None else self.arrow.refusal(arrow)
-        sorting = bool(sort_columns or zorder_columns)
+        sorting = bool(sort_order or zorder_columns)
         fast = (
             []
             if arrow is None or self.spark_only
@@ -241,13 +261,13 @@ class ExactRewrite:
         slow = [r for r in results if id(r) not in chosen]
 
         def spark_write(r: GroupResult) -> None:
-            self.spark_engine.write(r, target, sort_columns, zorder_columns)
+            self.spark_engine.write(r, target, sort_order, zorder_columns)
 
         with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
             write_arrow = self.collaborators.write_arrow
             arrow_job = (
                 pool.submit(
-                    write_arrow, self.arrow, fast, arrow, target, sort_columns, zorder_columns
+                    write_arrow, self.arrow, fast, arrow, target, sort_order, zorder_columns
                 )
                 if fast and arrow is not None
                 else None

@@ -39,6 +39,8 @@ from optimizer import output_count
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from service.base.sortorder import SortField
+
 ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
 """How the output's checksums are taken (:func:`jobs.base.verify.checksums_by_key`)."""
 
@@ -192,12 +194,12 @@ class SparkEngine:
         self,
         result: GroupResult,
         target: int,
-        sort_columns: Sequence[str],
+        sort_order: Sequence[SortField],
         zorder_columns: Sequence[str] = (),
     ) -> None:
         """Write one group; its input checksum is observed on the rows the writer consumes
         (the table's columns only). ``zorder_columns``: rows in z-order (:func:`zordered`),
-        not by ``sort_columns``."""
+        not in ``sort_order`` (:func:`jobs.rewrite.sort_rows.spark_order`)."""
         # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import Observation
 
@@ -207,8 +209,11 @@ class SparkEngine:
         df = df.observe(seen, *checksum_exprs(df, columns))
         if zorder_columns:
             df = zordered(df, zorder_columns)
-        elif sort_columns:
-            df = df.sortWithinPartitions(*[quoted(c) for c in sort_columns])
+        elif sort_order:
+            from jobs.rewrite.sort_rows import spark_order  # pyarrow: where Spark sorts
+
+            df, exprs, keys = spark_order(df, sort_order, quoted)
+            df = df.sortWithinPartitions(*exprs).drop(*keys)
         (
             df.write.format("iceberg")
             .option("target-file-size-bytes", str(write_target(result.group.output_bytes, target)))

@@ -43,8 +43,6 @@ __all__ = [
     "aligned_cuts",
     "keys_of",
     "ordered",
-    "row_order",
-    "sorted_batches",
     "spark_keys",
     "zorder_keys",
     "zorder_sort_indices",
@@ -76,22 +74,6 @@ def _sort_words(words: Words) -> pa.Array:
     # Arrow's stable sort over the words, most significant first (numpy's lexsort: ~4x slower)
     named = pa.table({f"w{i}": word for i, word in enumerate(reversed(words))})
     return pc.sort_indices(named, sort_keys=[(name, "ascending") for name in named.column_names])
-
-
-def row_order(table: pa.Table, sort_columns: Sequence[str]) -> pa.Array:
-    """The indices that put rows in ``sort_columns`` order, ascending, nulls first (as
-    Spark's ``sortWithinPartitions``)."""
-    keys = [(c, "ascending", "at_start") for c in sort_columns]
-    return pc.sort_indices(table, sort_keys=keys)
-
-
-def sorted_batches(
-    batches: Iterator[pa.RecordBatch], sort_columns: Sequence[str]
-) -> Iterator[pa.RecordBatch]:
-    """A group's rows in ``sort_columns`` order (:func:`row_order`)."""
-    whole = _whole(batches)
-    if whole is not None:
-        yield from whole.take(row_order(whole, sort_columns)).to_batches()
 
 
 def _whole(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:

@@ -34,6 +34,7 @@ from optimizer.layoutplan import LayoutPlan, plan_layout
 from optimizer.zlayout import key_ordered, plan_zorder, zorder_depth
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
+from service.base.sortorder import SortField, ascending, declared_fields
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -65,17 +66,29 @@ Bound = tuple[object, ...]
 class LayoutSpec:
     """How a table's partitions are clustered: ``action`` (sort or zorder) over ``columns``
     (their field ids and Iceberg types beside), with the policy's ``tolerance`` (mean
-    clustering depth)."""
+    clustering depth). A sort's rows are written in ``order``
+    (:mod:`service.base.sortorder`: each field's direction, null order and transform; by
+    default the columns ascending, nulls first), and its files carry ``sort_order_id``
+    when that is the table's declared order."""
 
     action: str
     columns: tuple[str, ...]
     field_ids: tuple[int, ...]
     types: tuple[Any, ...]
     tolerance: float
+    order: tuple[SortField, ...] = ()
+    sort_order_id: int | None = None
 
     @property
     def zorder(self) -> bool:
         return self.action == ZORDER
+
+    @property
+    def fields(self) -> tuple[SortField, ...]:
+        """The row order of a sort (empty for a z-order)."""
+        if self.zorder:
+            return ()
+        return self.order or ascending(self.columns)
 
     def bounds(
         self,
@@ -91,12 +104,16 @@ class LayoutSpec:
 
         lo_raw, hi_raw = dict(lower or {}), dict(upper or {})
         null_counts, nan_counts = dict(nulls or {}), dict(nans or {})
+        low_nulls = {f.column: f.nulls_low for f in self.fields}  # NULLS FIRST ascending …
         los: list[object] = []
         his: list[object] = []
-        for fid, kind in zip(self.field_ids, self.types, strict=True):
+        for col, fid, kind in zip(self.columns, self.field_ids, self.types, strict=True):
             lo, hi = lo_raw.get(fid), hi_raw.get(fid)
-            los.append(None if lo is None or null_counts.get(fid) else from_bytes(kind, lo))
-            his.append(None if hi is None or nan_counts.get(fid) else from_bytes(kind, hi))
+            low = low_nulls.get(col, True)  # … or NULLS LAST descending: nulls below
+            nulls_here = bool(null_counts.get(fid))
+            los.append(None if lo is None or (nulls_here and low) else from_bytes(kind, lo))
+            unbounded = nan_counts.get(fid) or (nulls_here and not low)
+            his.append(None if hi is None or unbounded else from_bytes(kind, hi))
         if not self.zorder:
             return tuple(los), tuple(his)
         return (
@@ -162,28 +179,33 @@ def merges_in_order(sizes: Sequence[int], target: int, tolerance: int) -> bool:
 
 
 def declared_order(table: Table) -> tuple[str, ...]:
-    """The columns of the table's declared write order (its identity fields), in order."""
-    schema = table.schema()
-    return tuple(
-        schema.find_column_name(f.source_id) or ""
-        for f in table.sort_order().fields
-        if str(f.transform) == "identity"
-    )
+    """The columns a layout measures of the table's declared write order: its fields whose
+    transform keeps the column's order (:attr:`SortField.by_column`), in order."""
+    return _measured(declared_fields(table))
 
 
-def sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
-    """The table's declared write order (its identity fields), else the policy's
-    ``sort_order``; UsageError when neither names a top-level column."""
-    cols = declared_order(table) or tuple(policy_sort)
-    if not cols:
+def sort_fields(table: Table, policy_sort: tuple[str, ...]) -> tuple[SortField, ...]:
+    """The table's declared write order (every field, :func:`declared_fields`) when it has
+    one a layout can measure, else the policy's ``sort_order`` ascending; UsageError when
+    neither names a top-level column."""
+    fields = declared_fields(table) if declared_order(table) else ascending(policy_sort)
+    if not fields:
         raise UsageError(
             f"sort needs a sort order: {_name(table)} has none and the policy's sort_order is empty"
         )
-    return _checked(table, cols, "sort")
+    _checked(table, tuple(f.column for f in fields), "sort")
+    return fields
+
+
+def sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns a sort layout measures (:func:`sort_fields`' order-keeping ones)."""
+    return _measured(sort_fields(table, policy_sort))
 
 
 def layout_spec(table: Table, policy: TablePolicy, action: str) -> LayoutSpec:
     """The layout ``action`` (sort or zorder) keeps on ``table`` under ``policy``."""
+    order: tuple[SortField, ...] = ()
+    order_id = None
     if action == ZORDER:
         if len(policy.zorder) < 2:
             raise UsageError(
@@ -192,7 +214,9 @@ def layout_spec(table: Table, policy: TablePolicy, action: str) -> LayoutSpec:
             )
         cols = _checked(table, tuple(policy.zorder), "z-order")
     elif action == SORT:
-        cols = sort_columns(table, tuple(policy.sort_order))
+        order = sort_fields(table, tuple(policy.sort_order))
+        cols = _measured(order)
+        order_id = table.sort_order().order_id if declared_order(table) else None
     else:
         raise UsageError(f"{action!r} is not a layout action (known: {', '.join(LAYOUT_ACTIONS)})")
     schema = table.schema()
@@ -204,13 +228,13 @@ def layout_spec(table: Table, policy: TablePolicy, action: str) -> LayoutSpec:
                     f"z-order column {f.name!r} of {_name(table)} is {f.field_type}: "
                     f"z-order takes {', '.join(_ZORDER_TYPES)}"
                 )
-    return LayoutSpec(
-        action,
-        cols,
-        tuple(f.field_id for f in fields),
-        tuple(f.field_type for f in fields),
-        policy.clustering_tolerance,
-    )
+    ids, types = tuple(f.field_id for f in fields), tuple(f.field_type for f in fields)
+    return LayoutSpec(action, cols, ids, types, policy.clustering_tolerance, order, order_id)
+
+
+def _measured(order: tuple[SortField, ...]) -> tuple[str, ...]:
+    """The columns a sort's clustering is measured on: its order-keeping fields'."""
+    return tuple(dict.fromkeys(f.column for f in order if f.by_column))
 
 
 def decided_layout(table: Table, policy: TablePolicy) -> LayoutSpec | None:

@@ -74,6 +74,9 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
         "target_file_size_bytes": target,
         "tolerance_bytes": planned.tolerance,
         "sort_columns": list(planned.sort_columns),
+        # the row order written, field by field (direction, nulls, transform), and its id
+        "sort_order": [] if planned.layout is None else [str(f) for f in planned.layout.fields],
+        "sort_order_id": None if planned.layout is None else planned.layout.sort_order_id,
         "zorder_columns": list(planned.zorder_columns),
         "clustering_tolerance": None if planned.layout is None else planned.layout.tolerance,
         "partitions": [

@@ -232,6 +232,7 @@ def test_plan_and_tables_show_clustering_depth_from_a_users_config(
     )
     plan = invoke(conf, "plan", ident, "--action", "sort", "--json")
     assert plan["sort_columns"] == ["id"] and plan["clustering_tolerance"] == 1.25
+    assert plan["sort_order"] == ["id ASC NULLS FIRST"] and plan["sort_order_id"] == 1
     by_day = {p["partition"]: p for p in plan["partitions"]}
     assert by_day["day=d2"]["depth"] == {"mean": 1.6, "max": 2}
     assert by_day["day=d2"]["relayout"] and by_day["day=d2"]["predicted_depth_after"]["mean"] == 1

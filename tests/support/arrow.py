@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.rewrite import arrow_engine as ar
+from service.base.sortorder import ascending
 
 
 def make_table(tmp_path: Path) -> Any:
@@ -50,7 +51,7 @@ def arrow_group(table: Any, outputs: int, tmp_path: Path, sort: tuple[str, ...] 
         0,
         tuple((f.file_path, f.record_count) for f in files),
         tuple(f"file://{tmp_path}/out-{i}.parquet" for i in range(outputs)),
-        sort,
+        ascending(sort),
     )
 
 

@@ -24,8 +24,6 @@ from jobs.rewrite.zorder_rows import (
     cut_levels,
     keys_of,
     ordered,
-    row_order,
-    sorted_batches,
     zorder_keys,
     zorder_sort_indices,
     zordered_files,
@@ -131,11 +129,6 @@ def test_types_without_a_mapping_and_no_columns_are_refused() -> None:
     assert zorder_keys(nulls, ["n", "i"]).to_pylist() == reference(nulls, ["n", "i"])
 
 
-def test_without_zorder_columns_rows_sort_by_the_sort_columns_nulls_first() -> None:
-    table = pa.table({"a": [3, None, 1, 2]})
-    assert row_order(table, ("a",)).to_pylist() == [1, 2, 3, 0]
-
-
 def test_many_rows_of_mixed_types_come_out_ascending() -> None:
     """Vectorized over many rows of four columns of different types."""
     rng = np.random.default_rng(3)
@@ -237,15 +230,6 @@ def test_zordered_files_cover_every_row_in_order() -> None:
     assert len(parts) == 3 and pa.concat_tables(parts).equals(in_order)
     words = _interleave([ordered(in_order.column(c)) for c in ("x", "y")])
     assert [len(p) for p in parts[:-1]] == np.diff([0, *aligned_cuts(words, 3)]).tolist()
-
-
-def test_sorted_batches_put_rows_in_sort_order_nulls_first() -> None:
-    table = pa.table({"a": [3, None, 1, 2], "b": ["c", "n", "a", "b"]})
-    rows = pa.Table.from_batches(
-        list(sorted_batches(iter(table.to_batches(max_chunksize=2)), ["a"]))
-    )
-    assert rows.column("b").to_pylist() == ["n", "a", "b", "c"]
-    assert list(sorted_batches(iter([]), ["a"])) == []
 
 
 @settings(max_examples=60, deadline=None)
