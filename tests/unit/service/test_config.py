@@ -483,8 +483,8 @@ def test_bad_layout_values_are_one_line_naming_the_key(policy: dict, match: str)
 def test_layout_keys_take_their_defaults_and_overrides() -> None:
     cfg = build_config({"tables": {"db.t": {"actions": ["merge", "zorder"], "zorder": ["x", "y"]}}})
     policy = cfg.policy_for("db.t")
-    assert policy.zorder == ("x", "y") and policy.clustering_tolerance == 2.0
-    assert cfg.defaults.clustering_tolerance == 2.0 and "zorder" in policy.actions
+    assert policy.zorder == ("x", "y") and policy.clustering_tolerance == 1.25
+    assert cfg.defaults.clustering_tolerance == 1.25 and "zorder" in policy.actions
     assert (
         build_config({"defaults": {"clustering_tolerance": 1}}).defaults.clustering_tolerance == 1
     )
