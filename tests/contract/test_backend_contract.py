@@ -63,17 +63,23 @@ def operations(table: Any) -> list[str]:
     return [s.summary.operation.value for s in table.snapshots()]
 
 
+def merge_on_read_table(spark: Any, fq: str, version: int, commits: int) -> None:
+    """A day-partitioned merge-on-read table of ``version`` with ``commits`` appends of
+    40 rows each."""
+    spark.sql(
+        f"CREATE TABLE {fq} (id BIGINT, day STRING, payload STRING) USING iceberg "
+        f"PARTITIONED BY (day) TBLPROPERTIES ('format-version'='{version}', "
+        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
+    )
+    for c in range(commits):
+        spark.createDataFrame(rows(c * 40, 40).to_pandas()).writeTo(fq).append()
+
+
 def test_optimize_a_table_with_deletes_and_an_evolved_schema(backend: Any, spark: Any) -> None:
     cfg = backend.cfg
     name = f"{backend.namespace()}.events"
     fq = spark_table_name(cfg, name)
-    spark.sql(
-        f"CREATE TABLE {fq} (id BIGINT, day STRING, payload STRING) USING iceberg "
-        "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2', "
-        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
-    )
-    for c in range(3):
-        spark.createDataFrame(rows(c * 40, 40).to_pandas()).writeTo(fq).append()
+    merge_on_read_table(spark, fq, version=2, commits=3)
     spark.sql(f"ALTER TABLE {fq} ADD COLUMN score DOUBLE")
     spark.sql(f"ALTER TABLE {fq} RENAME COLUMN payload TO body")
     for c in range(3, 5):
@@ -112,13 +118,7 @@ def test_optimize_a_v3_table_keeps_row_lineage(backend: Any, spark: Any) -> None
     cfg = backend.cfg
     name = f"{backend.namespace()}.lineage"
     fq = spark_table_name(cfg, name)
-    spark.sql(
-        f"CREATE TABLE {fq} (id BIGINT, day STRING, payload STRING) USING iceberg "
-        "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='3', "
-        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
-    )
-    for c in range(3):
-        spark.createDataFrame(rows(c * 40, 40).to_pandas()).writeTo(fq).append()
+    merge_on_read_table(spark, fq, version=3, commits=3)
     spark.sql(f"DELETE FROM {fq} WHERE id % 7 = 0")  # deletion vectors
     spark.sql(f"UPDATE {fq} SET payload = 'updated' WHERE id % 5 = 1")  # a later sequence
     before, contents = lineage(spark, fq), table_contents(backend.catalog.load_table(name))

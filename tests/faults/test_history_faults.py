@@ -60,3 +60,33 @@ def test_a_flusher_killed_between_commit_and_trim(fault_env: FaultEnv, ledger: A
     after = history.read(env.catalog.load_table(env.cfg.history.table))
     assert [r["item_id"] for r in after] == [f"i{i}" for i in range(7)]
     assert flush(env.cfg, env.catalog, book, "d2") == 0
+
+
+def test_a_stalled_leader_resumes_after_another_flushed(fault_env: FaultEnv, ledger: Any) -> None:
+    """#45.8: leader A reads the table and its batch, then stalls (a SIGSTOP, a slow
+    catalog); leader B flushes the same records and trims. A's commit is refused and A
+    reads the table's newest id again: each record once, in the table and in ``history``."""
+    env = _env(fault_env)
+    book = RedisLedger(env.client(), env.keys)
+    for i in range(4):
+        entry = {"id": f"i{i}", "table": "db.t", "action": "merge", "ok": True, "seconds": 1}
+        book.record_action(entry | {"finished_at": 1_800_000_000.0 + i}, history=True)
+    assert flush(env.cfg, env.catalog, book, "a") == 4  # the table exists, as A last saw it
+    for i in range(4, 7):
+        book.record_action({"id": f"i{i}", "table": "db.t", "ok": True}, history=True)
+    real = book.history_after
+    by_b: list[int] = []
+
+    def read_then_stall(last_id: str | None, count: int) -> list[tuple[str, dict[str, Any]]]:
+        batch = real(last_id, count)
+        book.history_after = real  # type: ignore[method-assign]
+        by_b.append(flush(env.cfg, env.catalog, RedisLedger(env.client(), env.keys), "b"))
+        return batch
+
+    book.history_after = read_then_stall  # type: ignore[method-assign]
+    ledger.fault("a leader stalled between reading its batch and committing it")
+    assert flush(env.cfg, env.catalog, book, "a") == 0 and by_b == [3]
+    rows = history.read(env.catalog.load_table(env.cfg.history.table))
+    assert [r["item_id"] for r in rows] == [f"i{i}" for i in range(7)]
+    assert [r["decider_id"] for r in rows] == ["a"] * 4 + ["b"] * 3
+    ledger.rows(len(rows))

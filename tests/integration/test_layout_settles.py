@@ -87,13 +87,7 @@ def test_a_skewed_zorder_settles_after_one_rewrite(
 ) -> None:
     """End to end, the real actor: four cycles of decide + actor with no new data commit
     one z-order at most, in the first."""
-    policy = {
-        "target_file_size_bytes": 1 << 15,
-        "tolerance_bytes": 1 << 20,  # no merge is due: only the layout decides
-        "actions": ["zorder"],
-        "zorder": ["a", "b"],
-        "clustering_tolerance": 1.0,
-    }
+    policy = {**POLICY, "target_file_size_bytes": 1 << 15}  # files of about the target
     cfg = make_config(
         lake_home,
         managed={"namespaces": [namespace]},
