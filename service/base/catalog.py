@@ -155,8 +155,8 @@ def _local_paths(cat: CatalogConfig, create: bool) -> None:
             )
     if db is not None and not create and not db.is_file():
         raise ServiceUnavailable(
-            f"catalog database {db} does not exist (check catalog.uri); a command that only "
-            "reads creates nothing"
+            f"cannot open catalog {cat.name!r}: its database {db} does not exist (check "
+            "catalog.uri); a command that only reads creates nothing"
         )
     if not create:
         return

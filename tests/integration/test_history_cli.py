@@ -35,8 +35,9 @@ def test_history_pending_then_appended_then_past_a_redis_flush(
     tmp_path: Path, redis_client: Any
 ) -> None:
     conf = tmp_path / "icefloe.yaml"
-    conf.write_text(yaml.safe_dump(config_raw(tmp_path)))
+    conf.write_text(yaml.safe_dump(config_raw(tmp_path, history={"enabled": True})))
     cfg = load_config(str(conf))
+    load_catalog(cfg)  # the lake exists (read-only commands create none): no history table yet
     book = RedisLedger(connect(cfg), Keys.for_config(cfg))
     now = time.time()
     for i, (table, age_h) in enumerate((("db.a", 50), ("db.b", 2), ("db.a", 1))):
@@ -75,7 +76,7 @@ def test_history_pending_then_appended_then_past_a_redis_flush(
 )
 def test_history_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     conf = tmp_path / "icefloe.yaml"
-    conf.write_text(yaml.safe_dump(config_raw(tmp_path)))
+    conf.write_text(yaml.safe_dump(config_raw(tmp_path, history={"enabled": True})))
     cmd = [sys.executable, "-m", "service", "--config", str(conf), "history", *args]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr

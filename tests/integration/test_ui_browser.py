@@ -64,7 +64,7 @@ def warehouse(tmp_path: Path, redis_client: Any) -> tuple[Config, Any, RedisLedg
     """Two partitioned tables of small files, three actions (two flushed to the history
     table, one pending in Redis) and a stored skew report."""
     conf = tmp_path / "icefloe.yaml"
-    raw = config_raw(tmp_path)
+    raw = config_raw(tmp_path, history={"enabled": True})
     raw["defaults"] = {"target_file_size_bytes": 64 << 10, "min_input_files": 2}
     conf.write_text(yaml.safe_dump(raw))
     cfg = load_config(str(conf))

@@ -55,6 +55,10 @@ def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
         # the complete plan: no tolerance, and a partition's two small files are work
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0, "min_input_files": 2},
         "managed": {"namespaces": ["db"]},
+        # off unless a test asks for it (``history={...}``): the run's tests share one lake,
+        # and a history table there (icefloe manages it like any other) would appear in
+        # every other test's table lists once any actor had flushed to it
+        "history": {"enabled": False},
     }
     for key, value in overrides.items():
         raw[key] = value

@@ -74,7 +74,8 @@ def test_read_only_commands_create_no_catalog(
         main(["--config", str(conf), *argv])
     out = capsys.readouterr()
     assert exit.value.code != 0, out
-    assert f"catalog database {tmp_path}/typo/catalog.db does not exist" in out.err
+    assert f"its database {tmp_path}/typo/catalog.db does not exist" in out.err
+    assert out.err.startswith("icefloe: error: cannot open catalog 'lake'")
     assert len(out.err.strip().splitlines()) == 1 and not out.out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["icefloe.yaml"]
 
