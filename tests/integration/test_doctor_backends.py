@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,11 @@ def doctor(
     path = tmp_path / "icefloe.yaml"
     path.write_text(yaml.safe_dump(raw))
     path.chmod(0o600)
+    uri = str(raw["catalog"].get("uri", ""))
+    if uri.startswith("sqlite:///"):  # the lake's catalog exists (doctor creates none)
+        db = Path(uri.removeprefix("sqlite:///"))
+        db.parent.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(db).close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ICEFLOE_")}
     argv = [sys.executable, "-m", "service", "--config", str(path), "doctor"]
     out = subprocess.run(
