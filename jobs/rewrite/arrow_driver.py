@@ -30,7 +30,7 @@ from jobs.rewrite.tasks import ScanTasks
 from jobs.rewrite.write_properties import spark_only_reason
 from optimizer import output_count
 from optimizer.binpack import balance
-from service.base.sortorder import SortField
+from optimizer.sortorder import SortField
 from service.base.spark import in_process_master
 
 if TYPE_CHECKING:

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
 
-    from service.base.sortorder import SortField
+    from optimizer.sortorder import SortField
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class ArrowGroup:
     spec_id: int
     inputs: tuple[tuple[str, int], ...]  # (path, record count)
     outputs: tuple[str, ...]  # one per planned output file, in order
-    sort_order: tuple[SortField, ...] = ()  # service.base.sortorder
+    sort_order: tuple[SortField, ...] = ()  # optimizer.sortorder
     deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
     zorder_columns: tuple[str, ...] = ()  # when given: z-order, not the sort columns
     predicted_bytes: int = 0  # what the group is predicted to write (0: not known)

@@ -49,8 +49,8 @@ from jobs.rewrite.partitions import partition_mismatch
 from jobs.rewrite.results import GroupResult
 from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
 from jobs.rewrite.tasks import MissingDataFile, ScanTasks
+from optimizer.sortorder import SortField
 from service.base.errors import OperationFailed
-from service.base.sortorder import SortField
 from service.base.spark import activate
 from service.base.tablestats import REWRITE_ID_PROPERTY
 

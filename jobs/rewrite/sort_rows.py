@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from service.base.sortorder import SortField, arrow_sort_keys
+from optimizer.sortorder import SortField, arrow_sort_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -39,7 +39,7 @@ from optimizer import output_count
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from service.base.sortorder import SortField
+    from optimizer.sortorder import SortField
 
 ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
 """How the output's checksums are taken (:func:`jobs.base.verify.checksums_by_key`)."""

@@ -135,15 +135,18 @@ def rest_catalog_class() -> type:
     return BoundedRestCatalog
 
 
+def sqlite_path(cat: CatalogConfig) -> Path | None:
+    """The database file of an embedded (SQLite) catalog; None for any other."""
+    if cat.type == "sql" and cat.uri.startswith("sqlite:///"):
+        return Path(cat.uri[len("sqlite:///") :])
+    return None
+
+
 def _local_paths(cat: CatalogConfig, create: bool) -> None:
     """Create the folders of an embedded lakehouse on first use (``create``; else a missing
     SQLite catalog is an error), but never replace a lost SQLite catalog with an empty one
     while its warehouse still holds data (every table would silently vanish)."""
-    db = (
-        Path(cat.uri[len("sqlite:///") :])
-        if cat.type == "sql" and cat.uri.startswith("sqlite:///")
-        else None
-    )
+    db = sqlite_path(cat)
     warehouse = (
         Path(cat.warehouse[len("file://") :]) if cat.warehouse.startswith("file://") else None
     )

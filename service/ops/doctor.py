@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
-from service.base.catalog import load_catalog, pyiceberg_properties
+from service.base.catalog import load_catalog, pyiceberg_properties, sqlite_path
 from service.base.config import CatalogConfig, Config
 from service.base.redact import display_url, register_secrets, scrub
 from service.base.spark import JARS_DIR, local_jars
@@ -107,6 +107,14 @@ def catalog_fix(cat: CatalogConfig) -> str:
 def check_catalog(cfg: Config) -> Check:
     cat = cfg.catalog
     where = f"{cat.name} ({cat.type}, {display_url(cat.uri)})"
+    db = sqlite_path(cat)
+    if db is not None and not db.exists():  # read-only: doctor creates no catalog
+        return Check(
+            "catalog",
+            True,
+            f"{where}: not created yet (the first command that writes, e.g. `icefloe demo`, "
+            "creates it; if it should hold tables, check catalog.uri)",
+        )
     try:
         namespaces = load_catalog(cfg, read_only=True).list_namespaces()
     except Exception as e:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.rewrite import arrow_engine as ar
-from service.base.sortorder import ascending
+from optimizer.sortorder import ascending
 
 
 def make_table(tmp_path: Path) -> Any:

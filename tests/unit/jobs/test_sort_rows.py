@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from jobs.rewrite.sort_rows import bucket_keys, row_order, sorted_batches
-from service.base.sortorder import SortField
+from optimizer.sortorder import SortField
 
 pytestmark = pytest.mark.unit
 
