@@ -228,11 +228,11 @@ class ExactRewrite:
         ``sort_order_id`` (Iceberg's ``sort_order_id``: engines may rely on it)."""
         iceberg = self.jvm.org.apache.iceberg
         order = self.table.sortOrders().get(sort_order_id)
-        for r in results:
-            specs = [self.table.specs().get(f.specId()) for f in r.new_files]
+        for r in results:  # a group's files are all of its spec: one lookup a group
+            spec = self.table.specs().get(r.group.spec_id)
             r.new_files[:] = [
                 iceberg.DataFiles.builder(spec).copy(f).withSortOrder(order).build()
-                for spec, f in zip(specs, r.new_files, strict=True)
+                for f in r.new_files
             ]
 
     def _write_all(
