@@ -8,19 +8,10 @@ files**. :class:`MetadataHealth` is a table's state on those axes; it is compute
 current snapshot's manifest list and the table metadata alone, never from data files.
 
 The entropy math is the data files' unchanged: manifests are scored against a manifest
-target size (Iceberg's ``commit.manifest.target-size-bytes``, 8 MiB by default). Each rule
-below says when an action pays:
-
-* ``rewrite_manifests`` — the manifests' MSE is over tolerance² *and* at least
-  ``min_manifests`` of them are undersized: one rewrite per that many commits, not one per
-  commit (a rewrite of two tiny manifests leaves one tiny manifest: nothing gained);
-* ``expire_snapshots`` — some snapshot beyond the newest ``retain_last`` is older than
-  ``snapshot_max_age_ms``, and the last expiry is at least ``expire_interval_ms`` ago;
-* ``remove_orphan_files`` — ``orphan_interval_ms`` since the last run (or since the table
-  was first seen: a new table has nothing to clean yet), and never while it is *held*:
-  another table's files lie under its location (``optimizer.locations``);
-* ``compact_deletes`` (per partition, :func:`deletes_due`) — the rows its delete files
-  delete reach ``delete_ratio`` of its data rows.
+target size (Iceberg's ``commit.manifest.target-size-bytes``, 8 MiB by default). When each
+action pays is its own module's rule (``optimizer.actions``: ``rewrite_manifests``,
+``expire_snapshots``, ``remove_orphan_files``, ``compute_stats``; a partition's
+``compact_deletes``: ``optimizer.verdict``); this module holds what they read.
 
 Pure: no clocks (``now_ms`` is passed in), no I/O.
 """
@@ -28,12 +19,11 @@ Pure: no clocks (``now_ms`` is passed in), no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from optimizer.entropy import PartitionStats, estimate, stats_from_sizes
+from optimizer.entropy import PartitionStats, stats_from_sizes
 
 DEFAULT_MANIFEST_TARGET = 8 << 20  # Iceberg's commit.manifest.target-size-bytes
-TABLE_ACTIONS = ("rewrite_manifests", "expire_snapshots", "remove_orphan_files")
 
 
 @dataclass(frozen=True)
@@ -52,6 +42,12 @@ class MetadataHealth:
     data_rows: int = 0
     delete_files: int = 0
     deleted_rows: int = 0
+    # Iceberg's statistics (``compute_stats``): the snapshot the newest table statistics
+    # in the current ancestry describe (None: none), the rows added or deleted in the
+    # snapshots since (a replace counts its rows twice), and the table's data bytes
+    stats_snapshot_id: int | None = None
+    stats_changed_rows: int = 0
+    data_bytes: int = 0
 
     @property
     def delete_ratio(self) -> float:
@@ -67,9 +63,11 @@ class MetadataHealth:
         metadata_bytes: int,
         retain_last: int,
         deletes: tuple[int, int, int] = (0, 0, 0),
+        statistics: tuple[int | None, int, int] = (None, 0, 0),
     ) -> MetadataHealth:
         """From the current snapshot's manifest sizes and every snapshot's timestamp;
-        ``deletes``: (data rows, delete files, deleted rows) of the current snapshot."""
+        ``deletes``: (data rows, delete files, deleted rows) of the current snapshot;
+        ``statistics``: (the statistics' snapshot, rows changed since, data bytes)."""
         times = sorted(snapshot_times_ms)
         return cls(
             snapshot_id,
@@ -80,6 +78,7 @@ class MetadataHealth:
             tuple(times[: max(0, len(times) - retain_last)]),
             metadata_bytes,
             *deletes,
+            *statistics,
         )
 
 
@@ -94,6 +93,12 @@ class MaintenanceRules:
     expire_interval_ms: int
     orphan_interval_ms: int
     delete_ratio: float
+    settings: Mapping[str, float] = field(default_factory=dict)  # registered actions' keys
+
+    def setting(self, key: str, default: float) -> float:
+        """A registered action's setting (``optimizer.actions``): the policy's, else
+        ``default`` (the action's own)."""
+        return self.settings.get(key, default)
 
 
 @dataclass(frozen=True)
@@ -104,80 +109,3 @@ class Need:
     cost_bytes: int
     benefit: float
     reason: str
-
-
-def manifests_due(health: MetadataHealth, rules: MaintenanceRules) -> Need | None:
-    m = health.manifests
-    if m.undersized < max(2, rules.min_manifests) or not m.needs_work(rules.manifest_tolerance):
-        return None
-    cost, benefit = estimate(m, health.manifest_target)
-    return Need(
-        "rewrite_manifests",
-        cost,
-        max(benefit, 1.0),
-        f"{m.undersized} of {m.n} manifests under {health.manifest_target} bytes "
-        f"(mse {m.mse:.4g} >= tolerance²)",
-    )
-
-
-def snapshots_due(
-    health: MetadataHealth, rules: MaintenanceRules, now_ms: int, last_run_ms: int | None
-) -> Need | None:
-    cutoff = now_ms - rules.snapshot_max_age_ms
-    old = [t for t in health.expirable if t < cutoff]
-    if not old:
-        return None
-    if last_run_ms is not None and now_ms - last_run_ms < rules.expire_interval_ms:
-        return None
-    return Need(
-        "expire_snapshots",
-        health.metadata_bytes,
-        float(len(old)),
-        f"{len(old)} of {health.snapshots} snapshots past retention",
-    )
-
-
-def orphans_due(rules: MaintenanceRules, now_ms: int, last_run_ms: int) -> Need | None:
-    if now_ms - last_run_ms < rules.orphan_interval_ms:
-        return None
-    hours = (now_ms - last_run_ms) / 3_600_000
-    since = f"last orphan scan {hours:.1f} h ago" if last_run_ms > 0 else "no orphan scan yet"
-    return Need("remove_orphan_files", 0, 1.0, since)
-
-
-def table_needs(
-    health: MetadataHealth,
-    rules: MaintenanceRules,
-    enabled: Iterable[str],
-    now_ms: int,
-    last_runs_ms: Mapping[str, int],
-    held: Mapping[str, str] | None = None,
-) -> list[Need]:
-    """The table-level actions due among ``enabled``. ``last_runs_ms``: when each action
-    last ran (or, for orphan removal, when the table was first seen). ``held``: actions
-    that must not run whatever is due, action → why (orphan removal on a location another
-    table shares: ``optimizer.locations.shared_location_hold``)."""
-    on = set(enabled) - set(held or {})
-    needs: list[Need | None] = []
-    if "rewrite_manifests" in on:
-        needs.append(manifests_due(health, rules))
-    if "expire_snapshots" in on:
-        needs.append(snapshots_due(health, rules, now_ms, last_runs_ms.get("expire_snapshots")))
-    if "remove_orphan_files" in on:
-        first = last_runs_ms.get("remove_orphan_files", now_ms)
-        needs.append(orphans_due(rules, now_ms, first))
-    return [n for n in needs if n is not None]
-
-
-def deletes_due(stats: PartitionStats, delete_ratio: float) -> Need | None:
-    """``compact_deletes`` for one partition: its delete files delete ``delete_ratio`` of
-    its data rows or more."""
-    if stats.delete_files == 0 or stats.delete_ratio < delete_ratio:
-        return None
-    return Need(
-        "compact_deletes",
-        stats.total_bytes,
-        float(stats.deleted_rows),
-        f"{stats.delete_files} delete files delete {stats.delete_ratio:.1%} of "
-        f"{stats.data_rows} rows",
-    )

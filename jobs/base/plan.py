@@ -28,12 +28,15 @@ from optimizer import (
     predict_output_sizes,
     stats_from_sizes,
 )
+from optimizer.actions import LAYOUT_ACTIONS
 from optimizer.output_model import BytesPerRow, bytes_per_row, group_bytes, merged_sizes
+from optimizer.verdict import MERGE, Rules, Verdict, merge_verdict
 from service.base.catalog import load_table
-from service.base.config import Config, TablePolicy
+from service.base.config import Config, PlanInputs, TablePolicy
+from service.base.errors import UsageError
 from service.base.layoutspec import (
-    LAYOUT_ACTIONS,
     LayoutSpec,
+    decided_layout,
     declared_order,
     layout_spec,
     rewrite_action,
@@ -44,6 +47,7 @@ from service.base.tablestats import (
     current_partitions,
     rewrite_outputs,
 )
+from service.base.verdicts import files_verdict, rules_of
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -90,6 +94,7 @@ class PartitionPlan:
     depth_after: Depth | None = None  # predicted
     layout: bool = False  # the groups re-sort overlapping files (else they merge)
     files: tuple[FileBounds[str], ...] = ()  # each file's key bounds (a table with a layout)
+    verdict: Verdict | None = None  # what the decider makes of it under the table's policy
 
 
 @dataclass(frozen=True)
@@ -156,11 +161,10 @@ def _plan_partition(
         )
     reason = ""
     groups = []
-    if not stats.needs_work(tolerance) and not must:
-        reason = f"MSE {stats.mse:.4g} < tolerance² ({tolerance}²)"
-    elif stats.small_files < min_input_files and not stats.fills_target(target) and not must:
-        small = stats.small_files
-        reason = f"{small} small file(s), fewer than min_input_files ({min_input_files})"
+    rules = Rules(True, frozenset({MERGE}), target, tolerance, min_input_files)
+    gate = merge_verdict(rules, stats)  # the one rule (``optimizer.verdict``), ad hoc
+    if gate.action is None and (gate.waiting or not stats.needs_work(tolerance)) and not must:
+        reason = gate.reason
     else:
         ordered = layout is not None
         weights = None if rate is None else merged  # no rate: the planner's size-only path
@@ -344,4 +348,26 @@ def load_and_plan(
     plan = plan_table(
         table, inputs.target, tol, runs, partitions, layout, only, deletes, min_files, calibrate
     )
+    verdicts = policy_verdicts(table, cfg.plan_inputs(name, table.properties), plan.snapshot_id)
+    with_verdicts = [replace(p, verdict=verdicts.get((p.spec_id, p.key))) for p in plan.partitions]
+    plan = replace(plan, partitions=with_verdicts)
     return Planned(table, policy, runs, deletes, tol, min_files, layout, plan)
+
+
+def policy_verdicts(
+    table: Table, inputs: PlanInputs, snapshot_id: int | None
+) -> dict[tuple[int, str], Verdict]:
+    """Each (spec, partition)'s verdict under the table's own policy (``optimizer.verdict``,
+    what the decider would do, whatever ``plan`` was asked to run); one read of the
+    manifests, with the bounds of the layout the decider keeps."""
+    if snapshot_id is None:
+        return {}
+    try:
+        decided = decided_layout(table, inputs.policy)
+    except UsageError:  # the policy's columns do not fit: the decider keeps no layout either
+        decided = None
+    rules = rules_of(inputs, decided)
+    return {
+        (pf.spec_id, pf.key): files_verdict(rules, pf, decided)[1]
+        for pf in current_partitions(table, snapshot_id, decided)
+    }

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth, Need, table_needs
+from optimizer.actions import TABLE_ACTIONS, table_needs
+from optimizer.maintenance_rules import MetadataHealth, Need
 from service.state.health import read_health
 
 if TYPE_CHECKING:

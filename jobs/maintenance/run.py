@@ -31,7 +31,7 @@ from typing import Any
 
 from jobs.maintenance import procedures as maintenance
 from jobs.maintenance.manifests import driver_rewrite
-from optimizer.maintenance_rules import TABLE_ACTIONS
+from optimizer.actions import TABLE_ACTIONS
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import Config
 from service.base.errors import OperationFailed, UsageError

@@ -23,7 +23,7 @@ from jobs.maintenance.due import assess
 from jobs.maintenance.run import run_table_action
 from jobs.rewrite.exact import Collaborators
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from optimizer.maintenance_rules import TABLE_ACTIONS as TABLE_MAINTENANCE
+from optimizer.actions import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.base.catalog import load_catalog, load_table
 from service.base.config import Config
 from service.base.errors import OperationFailed, describe

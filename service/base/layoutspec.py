@@ -28,9 +28,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from optimizer import PartitionStats, merge_need, ordered_value, plan_partition
+from optimizer import ordered_value
+from optimizer.actions import LAYOUT_ACTIONS
 from optimizer.layout import Depth, FileBounds, K, clustering_depth
 from optimizer.layoutplan import LayoutPlan, plan_layout
+from optimizer.verdict import SORT, ZORDER
+from optimizer.verdict import rewrite_action as verdict_rewrite
 from optimizer.zlayout import key_ordered, plan_zorder, zorder_depth
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
@@ -38,9 +41,6 @@ from service.base.sortorder import SortField, ascending, declared_fields
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
-
-SORT, ZORDER = "sort", "zorder"
-LAYOUT_ACTIONS = (SORT, ZORDER)
 
 # the Iceberg types z-order maps (ZOrderByteUtils); decimals and nested types it does not
 _ZORDER_TYPES = (
@@ -141,27 +141,9 @@ class LayoutSpec:
 
 
 def rewrite_action(policy: TablePolicy, declared: tuple[str, ...] = ()) -> str:
-    """The rewrite a partition's small files get, the one rule for the decider and the
-    actors: ``zorder`` when the policy z-orders (its ``zorder`` columns), ``sort`` when it
-    sorts and the table has a ``declared`` write order or the policy a ``sort_order`` (a
-    merge in key order keeps the layout), else ``merge``."""
-    if ZORDER in policy.actions and policy.zorder:
-        return ZORDER
-    return SORT if SORT in policy.actions and (declared or policy.sort_order) else "merge"
-
-
-def merge_verdict(
-    policy: TablePolicy, stats: PartitionStats, target: int, floor: int | None = None
-) -> str | None:
-    """What the policy makes of one partition's small files, the one verdict for the
-    decider, ``status`` and ``tables``: ``"merge"`` now, ``"wait"`` (for ``floor`` small
-    files, by default ``min_input_files``; or ``max_wait_hours``), or None: the table is not
-    enabled, its policy does not rewrite small files, or a merge lowers nothing
-    (``optimizer.merge_need``)."""
-    if not policy.enabled or rewrite_action(policy) not in policy.actions:
-        return None
-    floor = policy.min_input_files if floor is None else floor
-    return merge_need(stats, target, policy.tolerance_bytes, floor)
+    """The rewrite a partition's small files get under ``policy`` on a table whose declared
+    write order is ``declared`` (:func:`optimizer.verdict.rewrite_action`)."""
+    return verdict_rewrite(policy.actions, bool(policy.zorder), bool(declared or policy.sort_order))
 
 
 def key_sizes(files: Sequence[FileBounds[str]], zorder: int = 0) -> list[int]:
@@ -169,13 +151,6 @@ def key_sizes(files: Sequence[FileBounds[str]], zorder: int = 0) -> list[int]:
     ``zorder``: the z-order's columns, 0 for a sort), the order in which a table with a
     layout merges them: only neighbours merge, so the layout is kept."""
     return [files[i].size for i in key_ordered(files, zorder)]
-
-
-def merges_in_order(sizes: Sequence[int], target: int, tolerance: int) -> bool:
-    """Whether the plan of a partition whose ``sizes`` are in key order (:func:`key_sizes`)
-    merges any run of neighbours (``plan_partition``, ``preserve_order``): a merge verdict
-    from the sums is queued, and shown as "to merge", only then."""
-    return bool(plan_partition(sizes, target, tolerance, preserve_order=True).groups)
 
 
 def declared_order(table: Table) -> tuple[str, ...]:

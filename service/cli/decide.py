@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from optimizer.actions import LAYOUT_ACTIONS
 from service.base.catalog import load_catalog, load_table
 from service.base.config import (
     ACTIONS,
@@ -26,7 +27,7 @@ from service.base.config import (
 )
 from service.base.errors import OperationFailed, ServiceUnavailable, UsageError
 from service.base.keys import Keys
-from service.base.layoutspec import LAYOUT_ACTIONS, layout_spec
+from service.base.layoutspec import layout_spec
 from service.base.partition_key import display_key
 from service.base.redact import service_logging
 from service.base.redis_client import connect, connect_retrying, translated

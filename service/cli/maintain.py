@@ -21,7 +21,8 @@ import click
 
 from jobs.maintenance.due import assess
 from jobs.maintenance.sharing import orphan_hold
-from optimizer.maintenance_rules import TABLE_ACTIONS, MetadataHealth
+from optimizer.actions import TABLE_ACTIONS
+from optimizer.maintenance_rules import MetadataHealth
 from service.base.catalog import load_catalog, load_table
 from service.base.config import Config, parse_table_identifier
 from service.base.errors import OperationFailed, ServiceUnavailable

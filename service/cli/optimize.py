@@ -95,6 +95,8 @@ def plan_data(cfg: Config, table: str, partitions: list[str], action: str) -> di
                 "predicted_depth_after": _depth(p.depth_after),
                 "relayout": p.layout,
                 "reason": p.reason,
+                # what the decider makes of it under the table's policy (``optimizer.verdict``)
+                "verdict": None if p.verdict is None else p.verdict.to_dict(),
             }
             for p in plan.partitions
         ],

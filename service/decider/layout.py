@@ -21,10 +21,12 @@ from functools import partial
 from typing import Any
 
 from optimizer.layout import Depth, FileBounds
+from optimizer.verdict import Rules, layout_verdict
 from service.base.config import TablePolicy
 from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout, key_sizes
 from service.base.tablestats import current_partitions
+from service.base.verdicts import layout_of
 from service.decider.needs import Ordered
 from service.state.layout import LayoutStore, kept_and_missing, signature
 from service.state.layout.scan import rebuild
@@ -51,49 +53,41 @@ def table_layout(
 
 def layout_items(
     name: str,
-    policy: TablePolicy,
+    rules: Rules,
+    priority: int,
     spec: LayoutSpec,
     files_by_partition: Mapping[str, Sequence[FileBounds[str]]],
-    target: int,
     now: float,
     measured: dict[str, Depth] | None = None,
     settled: frozenset[str] = frozenset(),
 ) -> list[ActionItem]:
-    """One item per partition whose mean clustering depth is over the tolerance and that
-    a rewrite brings down (cost: the plan's bytes; benefit: the depth excess removed).
-    ``measured``: gets each partition's depth. ``settled``: partitions only icefloe's own
-    rewrites changed since they were last decided (measured, never queued: their layout is
-    what a rewrite of the same rows makes, and re-planning it would churn)."""
+    """One item per partition whose layout verdict (:func:`optimizer.verdict.layout_verdict`)
+    is to act: clustered deeper than the tolerance, and a rewrite brings it down (cost: the
+    plan's bytes; benefit: the depth excess removed). ``measured``: gets each partition's
+    depth. ``settled``: partitions only icefloe's own rewrites changed since they were last
+    decided (measured, never queued: their layout is what a rewrite of the same rows makes,
+    and re-planning it would churn)."""
     items = []
     for key, files in sorted(files_by_partition.items()):
-        if key in settled:
-            if measured is not None:
-                measured[key] = spec.depth(files)
-            continue
-        plan = spec.plan(files, target)
-        before, after = plan.before, plan.after
+        layout = layout_of(spec, files, rules.target, settled=key in settled)
         if measured is not None:
-            measured[key] = before
-        if before.mean <= spec.tolerance or plan.is_empty:
+            measured[key] = layout.before
+        verdict = layout_verdict(rules, layout)
+        if verdict.action is None:
             continue
-        benefit = (before.mean - after.mean) * before.files
-        reason = (
-            f"depth {before.mean:.3g} > {spec.tolerance:g} (max {before.max}) "
-            f"over {before.files} files"
-        )
         items.append(
             ActionItem.new(
                 name,
                 key or None,
-                spec.action,
-                policy.priority,
-                plan.bytes_rewritten,
-                benefit,
+                verdict.action,
+                priority,
+                verdict.cost,
+                verdict.benefit,
                 now,
-                reason=reason,
+                reason=verdict.reason,
                 lane=spec.action,
                 # the same item as the partition's sorted merge: its floor too
-                min_input_files=policy.min_input_files,
+                min_input_files=rules.min_input_files,
             )
         )
     return items
@@ -103,10 +97,10 @@ def enqueue_layout(
     queue: PriorityQueue,
     layouts: LayoutStore,
     name: str,
-    policy: TablePolicy,
+    rules: Rules,
+    priority: int,
     spec: LayoutSpec,
     keys: Sequence[str] | None,
-    target: int,
     now: float,
     read: KeptRead | None = None,
     settled: frozenset[str] = frozenset(),
@@ -122,7 +116,7 @@ def enqueue_layout(
         read = kept_read(layouts, name, keys)
     generation, kept = read
     files = kept if keys is None else {k: kept[k] for k in keys if k in kept}
-    items = layout_items(name, policy, spec, files, target, now, measured, settled)
+    items = layout_items(name, rules, priority, spec, files, now, measured, settled)
     layouts.save_depths(name, signature(spec), measured, generation)
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
@@ -191,9 +185,9 @@ def new_layout(
     layouts: LayoutStore,
     name: str,
     table: Any,
-    policy: TablePolicy,
+    rules: Rules,
+    priority: int,
     spec: LayoutSpec,
-    target: int,
     now: float,
     seen: dict[str, str],
     everything: bool = False,
@@ -214,4 +208,4 @@ def new_layout(
         if seen.get(name) != sig:  # first seen by this process: measure what none kept
             keep_missing_depths(layouts, name, spec)
     seen[name] = sig
-    return enqueue_layout(queue, layouts, name, policy, spec, keys, target, now)
+    return enqueue_layout(queue, layouts, name, rules, priority, spec, keys, now)

@@ -40,7 +40,6 @@ their own (:class:`service.decider.duties.LeaderDuties`), called by :meth:`Decid
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections import deque
@@ -50,11 +49,13 @@ from typing import Any
 
 from jobs.history.flush import flush
 from optimizer.maintenance_rules import MetadataHealth
+from optimizer.verdict import Rules
 from service.base.catalog import load_table, managed_tables
 from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
 from service.base.layoutspec import LayoutSpec
+from service.base.verdicts import rules_of
 from service.decider.duties import LeaderDuties
 from service.decider.layout import enqueue_layout, new_layout, ordered_of, pass_reads, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
@@ -245,7 +246,7 @@ class Decider:
         partitions that waited long enough for more small files need."""
         table = load_table(self.catalog, name)
         inputs = self.cfg.plan_inputs(name, table.properties)
-        policy, target = inputs.policy, inputs.target
+        policy = inputs.policy
         self._weights[name] = policy.weight
         outcomes, self.healths[name] = check_table(
             name, table, policy, now, self.queue, self.health, self.healths.get(name)
@@ -254,10 +255,8 @@ class Decider:
         current = table.current_snapshot()
         current_id = current.snapshot_id if current is not None else None
         layout = table_layout(name, table, policy, self.layouts_seen)
-        if layout is not None and layout.action == "sort" and not policy.sort_order:
-            # sorted by its own write order: its merges keep it too (``rewrite_action``)
-            policy = dataclasses.replace(policy, sort_order=layout.columns)
-        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, policy)
+        rules = rules_of(inputs, layout)  # a sort layout: its merges keep the order too
+        last, waits = self.stats.last_applied(name), Waits.read(self.stats, name, rules)
         ordered = ordered_of(self.layouts, name, layout)  # a layout merges neighbours only
         # stats an older icefloe kept are rebuilt now, not at the table's next commit (read
         # once per table and process: this one writes only the current format)
@@ -268,18 +267,18 @@ class Decider:
             # from the stored stats of every partition (enqueue coalesces; no table scan)
             log.info("deciding %s again from stored stats: not enqueued after its update", name)
             touched = self.stats.partitions(name)
-            stored = (self.queue, waits, policy, touched, target, now, ordered)
+            stored = (self.queue, waits, rules, policy.priority, touched, now, ordered)
             report.count(enqueue_touched(*stored))
         elif current_id != last or stale:
-            self._catch_up(waits, table, policy, layout, target, now, report)
+            self._catch_up(waits, table, policy, rules, layout, now, report)
             self.stats.mark_decided(name, current_id)
         self.formats_known.add(name)  # not before: a rebuild that failed is tried again
         if current_id == last and layout is not None:  # deciding again, or a new layout
-            fresh = (self.queue, self.layouts, name, table, policy, layout, target, now)
+            fresh = (self.queue, self.layouts, name, table, rules, policy.priority, layout, now)
             report.count(new_layout(*fresh, self.layouts_seen, everything=again))
         if again:
             self.stats.mark_decided(name, current_id)
-        report.count(enqueue_overdue(self.queue, waits, policy, target, now, ordered))
+        report.count(enqueue_overdue(self.queue, waits, rules, policy.priority, now, ordered))
         self.scores.update(name, policy, self.healths[name], now)
 
     def _catch_up(
@@ -287,14 +286,15 @@ class Decider:
         waits: Waits,
         table: Any,
         policy: TablePolicy,
+        rules: Rules,
         layout: LayoutSpec | None,
-        target: int,
         now: float,
         report: StepReport,
     ) -> None:
         """Apply the table's new snapshots to its stats (and its layout's file bounds);
         enqueue what they touched needs."""
         name = waits.table
+        target = rules.target
         result = catch_up(self.stats, name, table, target, now, layout, self.layouts)
         report.applied.append(result)
         if result.full_scan:
@@ -303,11 +303,11 @@ class Decider:
             )
         changed = result.touched.keys() | result.layout_touched
         ordered, read = pass_reads(self.layouts, name, layout, changed)
-        decide = (self.queue, waits, policy, result.touched, target, now, ordered)
+        decide = (self.queue, waits, rules, policy.priority, result.touched, now, ordered)
         candidates = report.count(enqueue_touched(*decide))
         if layout is not None:
             keys = sorted(result.layout_touched)
-            lay = (self.queue, self.layouts, name, policy, layout, keys, target, now, read)
+            lay = (self.queue, self.layouts, name, rules, policy.priority, layout, keys, now, read)
             report.count(enqueue_layout(*lay, settled=result.layout_settled))
         if not result.full_scan:
             self.ledger.count(

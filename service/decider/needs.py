@@ -37,16 +37,11 @@ from typing import Any
 
 from jobs.maintenance.due import ORPHANS
 from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats, merge_estimate
-from optimizer.maintenance_rules import (
-    TABLE_ACTIONS,
-    MetadataHealth,
-    Need,
-    deletes_due,
-    table_needs,
-)
+from optimizer import PartitionStats
+from optimizer.actions import TABLE_ACTIONS, table_needs
+from optimizer.maintenance_rules import MetadataHealth, Need
+from optimizer.verdict import Rules, partition_verdict
 from service.base.config import TablePolicy
-from service.base.layoutspec import merge_verdict, merges_in_order, rewrite_action
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
 from service.state.rolling import StatsStore
@@ -83,62 +78,44 @@ Ordered = Callable[[Sequence[str]], Mapping[str, Sequence[int]]]
 
 def partition_items(
     name: str,
-    policy: TablePolicy,
+    rules: Rules,
+    priority: int,
     touched: Mapping[str, PartitionStats],
-    target: int,
     now: float,
     min_input_files: int | None = None,
     ordered: Ordered | None = None,
 ) -> list[ActionItem]:
-    """The data-rewrite items of the touched partitions that need work: a partition whose
-    deletes are due (``compact_deletes`` enabled) gets a delete compaction, which merges
-    its small files too, under the id of its merge. ``min_input_files``: None = the
-    policy's (2: a partition that has waited ``max_wait_hours``, :func:`waiting`).
-    ``ordered`` (a table with a layout): a merge only where the ordered plan merges
-    neighbours, as the actor plans it."""
-    action = rewrite_action(policy)
-    floor = policy.min_input_files if min_input_files is None else min_input_files
-    verdicts = {k: _verdict(policy, s, target, floor) for k, s in sorted(touched.items())}
-    runs = _ordered_runs(verdicts, ordered, target, policy.tolerance_bytes)
+    """The data-rewrite items of the touched partitions whose verdict
+    (:func:`optimizer.verdict.partition_verdict`) is to act: a merge (the table's rewrite:
+    merge, sort or z-order) or a delete compaction, which merges its small files too, under
+    the id of its merge. ``min_input_files``: None = the policy's (2: a partition that has
+    waited ``max_wait_hours``, :func:`waiting`). ``ordered`` (a table with a layout): its
+    partitions' file sizes in key order, where a merge takes only neighbours."""
+    verdicts = {k: partition_verdict(rules, s, floor=min_input_files) for k, s in touched.items()}
+    merges = sorted(k for k, v in verdicts.items() if v.action == rules.rewrite)
+    if ordered is not None and merges:  # again, with the sizes in key order
+        for key, sizes in ordered(merges).items():
+            verdicts[key] = partition_verdict(rules, touched[key], sizes, floor=min_input_files)
     items = []
-    for key, verdict in verdicts.items():
-        stats = touched[key]
-        if isinstance(verdict, Need):
-            items.append(need_item(name, key or None, verdict, policy, now, lane=action))
-        elif verdict == "merge" and runs.get(key, True):
-            cost, benefit = merge_estimate(stats, target)
-            reason = f"mse {stats.mse:.4g} >= tolerance² over {stats.n} files"
-            if stats.small_files < policy.min_input_files:
-                reason += (
-                    f", {stats.small_files} small holding a target file"
-                    if stats.fills_target(target)
-                    else f", {stats.small_files} small after {policy.max_wait_hours:g} h"
-                )
-            items.append(
-                ActionItem.new(
-                    name,
-                    key or None,
-                    action,
-                    policy.priority,
-                    cost,
-                    benefit,
-                    now,
-                    reason=reason,
-                    min_input_files=floor,
-                )
+    for key, verdict in sorted(verdicts.items()):
+        if verdict.action is None:
+            continue
+        floor = verdict.min_input_files or 2  # a delete compaction: any two files
+        items.append(
+            ActionItem.new(
+                name,
+                key or None,
+                verdict.action,
+                priority,
+                verdict.cost,
+                verdict.benefit,
+                now,
+                reason=verdict.reason,
+                lane=rules.rewrite,
+                min_input_files=floor,
             )
+        )
     return items
-
-
-def _ordered_runs(
-    verdicts: Mapping[str, Need | str | None], ordered: Ordered | None, target: int, tol: int
-) -> dict[str, bool]:
-    """Of the partitions to merge, whether their files in key order hold a run to merge
-    (``optimizer.plan_partition``, ``preserve_order``); partitions not given: unknown."""
-    merges = [k for k, v in verdicts.items() if v == "merge"]
-    if ordered is None or not merges:
-        return {}
-    return {key: merges_in_order(sizes, target, tol) for key, sizes in ordered(merges).items()}
 
 
 @dataclass
@@ -151,9 +128,9 @@ class Waits:
     since: dict[str, float]
 
     @classmethod
-    def read(cls, stats: StatsStore, table: str, policy: TablePolicy) -> Waits:
+    def read(cls, stats: StatsStore, table: str, rules: Rules) -> Waits:
         """Read unless the policy never merges (then nothing of the table waits)."""
-        merges = policy.enabled and rewrite_action(policy) in policy.actions
+        merges = rules.enabled and rules.rewrite in rules.actions
         return cls(stats, table, stats.waiting(table) if merges else {})
 
     def update(self, held: Sequence[str], released: Sequence[str], now: float) -> None:
@@ -170,75 +147,58 @@ class Waits:
 def enqueue_touched(
     queue: PriorityQueue,
     waits: Waits,
-    policy: TablePolicy,
+    rules: Rules,
+    priority: int,
     touched: Mapping[str, PartitionStats],
-    target: int,
     now: float,
     ordered: Ordered | None = None,
 ) -> list[int]:
     """One item per touched partition of ``waits.table`` that needs work (one pipelined
     enqueue), and the waiting ones kept in ``waits``; the enqueue outcomes (1 new, 0
     coalesced). ``ordered``: :func:`partition_items`'."""
-    items = partition_items(waits.table, policy, touched, target, now, ordered=ordered)
+    items = partition_items(waits.table, rules, priority, touched, now, ordered=ordered)
     outcomes = queue.enqueue_many(items, now) if items else []
-    waits.update(*waiting(policy, touched, target), now)
+    waits.update(*waiting(rules, touched), now)
     return list(outcomes)
 
 
 def enqueue_overdue(
     queue: PriorityQueue,
     waits: Waits,
-    policy: TablePolicy,
-    target: int,
+    rules: Rules,
+    priority: int,
     now: float,
     ordered: Ordered | None = None,
 ) -> list[int]:
     """The partitions that waited ``max_wait_hours`` for ``min_input_files`` small files and
     still need work, enqueued as they are (two small files at least); released only after.
     ``ordered``: :func:`partition_items`'."""
-    started_by = now - policy.max_wait_hours * 3600
+    started_by = now - rules.max_wait_hours * 3600
     due = sorted(k for k, t in waits.since.items() if t <= started_by)
     if not due:
         return []
     found = waits.stats.partitions_of(waits.table, due)
-    items = partition_items(waits.table, policy, found, target, now, 2, ordered)
+    items = partition_items(waits.table, rules, priority, found, now, 2, ordered)
     outcomes = queue.enqueue_many(items, now) if items else []
     waits.update([], due, now)
     return list(outcomes)
 
 
-def waiting(
-    policy: TablePolicy, touched: Mapping[str, PartitionStats], target: int
-) -> tuple[list[str], list[str]]:
+def waiting(rules: Rules, touched: Mapping[str, PartitionStats]) -> tuple[list[str], list[str]]:
     """The touched partitions (held, the rest) that a merge would help but that hold fewer
     than ``min_input_files`` small files (two at least): they wait for more files, or for
     ``max_wait_hours`` (the decider keeps when each started waiting), whichever comes first.
     One queued at once because its small files fill a target file waits too: by the time
     the actor plans it the partition may have changed (a commit since, or another merge),
     and it must still be merged in time."""
-    floor = policy.min_input_files
-    held = [
-        key
-        for key, stats in sorted(touched.items())
-        if (verdict := _verdict(policy, stats, target, floor)) == "wait"
-        or (verdict == "merge" and stats.small_files < floor)
-    ]
+    floor = rules.min_input_files
+    held = []
+    for key, stats in sorted(touched.items()):
+        verdict = partition_verdict(rules, stats)
+        if verdict.waiting or (verdict.action == rules.rewrite and stats.small_files < floor):
+            held.append(key)
     chosen = set(held)
     return held, sorted(k for k in touched if k not in chosen)
-
-
-def _verdict(
-    policy: TablePolicy, stats: PartitionStats, target: int, floor: int
-) -> Need | str | None:
-    """What one partition needs: its delete compaction (a :class:`Need`), ``"merge"`` (the
-    policy's data action), ``"wait"`` (fewer small files than ``floor``), or None."""
-    if not policy.enabled:
-        return None
-    if "compact_deletes" in policy.actions:
-        need = deletes_due(stats, policy.maintenance.delete_ratio)
-        if need is not None:
-            return need
-    return merge_verdict(policy, stats, target, floor)
 
 
 def current_health(

@@ -12,23 +12,27 @@ reported as 22% fewer partition scans.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from optimizer import PartitionStats
 from optimizer.health_score import removable_mse
 from optimizer.layout import Depth
+from optimizer.verdict import NONE, Rules, Verdict, partition_verdict
 from service.base.config import TARGET_PROPERTY, Config
 from service.base.keys import Keys
-from service.base.layoutspec import key_sizes, merge_verdict, merges_in_order
+from service.base.layoutspec import LayoutSpec, key_sizes
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
+from service.base.verdicts import layout_of, rules_of
 from service.state.health import HealthStore, from_summary
 from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, kept_and_missing, zorder_columns
+from service.state.layout import LayoutStore, kept_and_missing, spec_of, zorder_columns
 from service.state.layout.redis import RedisLayouts
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
@@ -106,6 +110,9 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
     inputs = cfg.plan_inputs(name, props)
     tol = inputs.tolerance
     parts = store.partitions(name)
+    sig = None if src.layouts is None else src.layouts.signature(name)
+    spec = None if sig is None else spec_of(sig, inputs.policy.clustering_tolerance)
+    verdicts = _verdicts(src, name, rules_of(inputs, spec), parts, spec)
     over = [
         {
             "partition": display_key(k),
@@ -116,12 +123,11 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
             "small": s.small_files,  # under 0.75·T: what a merge rewrites
             # what the decider makes of it: merge, wait (for min_input_files), or None:
             # nothing a merge can lower (fewer than two small files, or no fewer files)
-            "merge": merge_verdict(inputs.policy, s, inputs.target),
+            "merge": _merge_state(verdicts.get(k)),
         }
         for k, s in sorted(parts.items())
         if s.needs_work(tol)
     ]
-    _in_key_order(src, name, over, inputs.target, tol)
     health = src.health.load(name) or {}
     score = None
     if health:  # the documented score (docs/health-score.md), as the decider exports it
@@ -139,27 +145,43 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         "tolerance_bytes": tol,
         "partitions": len(parts),
         "over_tolerance": over,
+        # every partition the decider acts on or holds (the rest: nothing to do)
+        "verdicts": {k: v.to_dict() for k, v in sorted(verdicts.items()) if v.state != NONE},
         "held": src.health.holds(name),  # action → why the decider does not run it
         "clustering": _clustering(src, name, inputs.policy.clustering_tolerance),
     }
 
 
-def _in_key_order(
-    src: Sources, name: str, over: list[dict[str, Any]], target: int, tol: int
-) -> None:
-    """A table with a kept layout merges only neighbours in key order, so the decider queues
-    a "merge" only where its files in that order hold a run: where they hold none, a merge
-    lowers nothing (``merge`` None), as the decider sees it."""
-    sig = None if src.layouts is None else src.layouts.signature(name)
-    merges = [o["key"] for o in over if o["merge"] == "merge"]
-    if src.layouts is None or sig is None or not merges:
-        return
-    kept, zorder = src.layouts.files(name, merges), zorder_columns(sig)
-    for o in over:
-        files = kept.get(o["key"])
-        if o["merge"] == "merge" and files:
-            if not merges_in_order(key_sizes(files, zorder), target, tol):
-                o["merge"] = None
+def _verdicts(
+    src: Sources,
+    name: str,
+    rules: Rules,
+    parts: Mapping[str, PartitionStats],
+    spec: LayoutSpec | None,
+) -> dict[str, Verdict]:
+    """Each partition's verdict (:func:`optimizer.verdict.partition_verdict`) from the kept
+    stats and, with a kept layout, the kept file bounds of the partitions it may act on
+    (over tolerance², or deeper than the clustering tolerance)."""
+    verdicts = {k: partition_verdict(rules, s) for k, s in parts.items()}
+    if spec is None or src.layouts is None:
+        return verdicts
+    depths = _depths(src.layouts, name, spec.corner_columns)
+    deep = {k for k, d in depths.items() if d.mean > rules.clustering_tolerance}
+    keys = sorted(k for k in parts if k in deep or parts[k].needs_work(rules.tolerance))
+    for key, files in src.layouts.files(name, keys).items():
+        if key in parts and files:
+            sizes = key_sizes(files, spec.corner_columns)
+            layout = layout_of(spec, files, rules.target)
+            verdicts[key] = partition_verdict(rules, parts[key], sizes, layout)
+    return verdicts
+
+
+def _merge_state(verdict: Verdict | None) -> str | None:
+    """The verdict as ``status`` has always shown it: ``merge`` (a rewrite of the
+    partition is due), ``wait`` (for more small files), or None."""
+    if verdict is None or verdict.state == NONE:
+        return None
+    return "wait" if verdict.waiting else "merge"
 
 
 def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | None:

@@ -12,14 +12,9 @@ from optimizer import FileBounds
 from optimizer.health_score import removable_mse
 from service.base.catalog import load_table
 from service.base.config import Config
-from service.base.layoutspec import (
-    LayoutSpec,
-    decided_layout,
-    key_sizes,
-    merge_verdict,
-    merges_in_order,
-)
+from service.base.layoutspec import LayoutSpec, decided_layout
 from service.base.tablestats import current_partitions, table_score
+from service.base.verdicts import files_verdict, rules_of
 from service.state.health import read_health
 
 
@@ -35,16 +30,11 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
     parts = []
     pooled = []
     layout = decided_layout(table, policy)
+    rules = rules_of(inputs, layout)
     for p in current_partitions(table, layout=layout):
-        s = p.stats(target)
+        s, verdict = files_verdict(rules, p, layout)  # what the decider would do now
         pooled.append(s)
         files = p.file_bounds() if layout is not None else []
-        # what the decider would queue now (status's "to merge": ``merge_verdict``; with a
-        # layout, only where a run of neighbours in key order merges)
-        merge = merge_verdict(policy, s, target) == "merge"
-        if merge and layout is not None:
-            sizes = key_sizes(files, layout.corner_columns)
-            merge = merges_in_order(sizes, target, inputs.tolerance)
         parts.append(
             {
                 "partition": p.partition.display(),
@@ -53,7 +43,8 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
                 "bytes": s.total_bytes,
                 "mse": s.mse,
                 "rmse_fraction": (s.mse**0.5) / target,
-                "needs_work": merge,
+                "needs_work": verdict.action is not None,
+                "verdict": verdict.to_dict(),
                 **_depth(files, layout),
             }
         )

@@ -1,7 +1,7 @@
 """Configuration: loaded once at the edge, validated, frozen; a default for every key.
 
 * :mod:`~service.base.config.model`: the frozen pydantic dataclasses and their defaults;
-* :mod:`~service.base.config.fields`: strict field types, the :class:`Action` enum;
+* :mod:`~service.base.config.fields`: strict field types (the action names: ``optimizer.actions``);
 * :mod:`~service.base.config.airflow_settings`: the ``airflow:`` section (the DAGs' runs);
 * :mod:`~service.base.config.load`: YAML file + ``ICEFLOE_<SECTION>__<KEY>`` overrides → model;
 * :mod:`~service.base.config.paths`: the project root and relative-path resolution;
@@ -21,7 +21,6 @@ from service.base.config.fields import (
     MAX_LONG,
     MAX_PRIORITY,
     MAX_TARGET,
-    Action,
 )
 from service.base.config.identifiers import NAMESPACE_RE, TABLE_RE, parse_table_identifier
 from service.base.config.load import (
@@ -70,7 +69,6 @@ __all__ = [
     "PROJECT_ROOT",
     "TABLE_RE",
     "TARGET_PROPERTY",
-    "Action",
     "AirflowSettings",
     "CatalogConfig",
     "Config",

@@ -8,40 +8,21 @@ integer; floats are finite. Each validator raises :class:`FieldProblem`, whose t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict
 
+from optimizer.actions import MAINTENANCE_ACTIONS as MAINTENANCE_ACTIONS
+from optimizer.actions import NAMES, REQUESTABLE
 from service.base.config.identifiers import is_identifier, is_namespace, is_table
 from service.base.config.messages import FieldProblem, show
 from service.base.redact import is_secret_name
 
-
-class Action(StrEnum):
-    """What the decider enqueues and the actors run: a partition's data files rewritten
-    (merge, sort, compact_deletes) or a table's metadata maintained."""
-
-    MERGE = "merge"
-    SORT = "sort"
-    ZORDER = "zorder"
-    COMPACT_DELETES = "compact_deletes"
-    REWRITE_MANIFESTS = "rewrite_manifests"
-    EXPIRE_SNAPSHOTS = "expire_snapshots"
-    REMOVE_ORPHAN_FILES = "remove_orphan_files"
-
-
-# the data-file rewrites `optimize` and `request` take
-ACTIONS = (Action.MERGE.value, Action.SORT.value, Action.ZORDER.value)
-# metadata maintenance (jobs.maintenance.procedures), decided per ``maintenance`` policy
-MAINTENANCE_ACTIONS = (
-    Action.COMPACT_DELETES.value,
-    Action.REWRITE_MANIFESTS.value,
-    Action.EXPIRE_SNAPSHOTS.value,
-    Action.REMOVE_ORPHAN_FILES.value,
-)
-POLICY_ACTIONS = ACTIONS + MAINTENANCE_ACTIONS
+# every action's name comes from the registry (``optimizer.actions``): the data-file rewrites
+# `optimize` and `request` take, and the maintenance the ``maintenance`` policy decides
+ACTIONS = REQUESTABLE
+POLICY_ACTIONS = NAMES
 NOT_DECIDED_YET: tuple[str, ...] = ()  # accepted actions nothing runs: rejected, not ignored
 CATALOG_TYPES = ("sql", "rest", "hive", "glue")
 ENGINES = ("auto", "spark")
@@ -106,7 +87,7 @@ def _scalar_map(raw: Any) -> Any:
     return out
 
 
-def _actions(raw: Any) -> tuple[Action, ...]:
+def _actions(raw: Any) -> tuple[str, ...]:
     known = f"(known: {', '.join(POLICY_ACTIONS)})"
     if not isinstance(raw, (list, tuple)):
         raise FieldProblem(f"must be a list of actions {known}, got {show(raw)}")
@@ -116,7 +97,7 @@ def _actions(raw: Any) -> tuple[Action, ...]:
             raise FieldProblem(f"has action {action!r}, which icefloe does not decide yet")
         if not isinstance(action, str) or action not in POLICY_ACTIONS:
             raise FieldProblem(f"has unknown action {show(action)} {known}")
-        actions.append(Action(action))
+        actions.append(action)
     return tuple(actions)
 
 
@@ -145,7 +126,7 @@ Engine = Annotated[str, one_of(ENGINES)]
 RedisUrl = Annotated[NonEmptyStr, AfterValidator(_redis_url)]
 ArchivePath = Annotated[str, Strict(), AfterValidator(_archive)]
 ScalarMap = Annotated[Mapping[str, str], BeforeValidator(_scalar_map)]
-Actions = Annotated[tuple[Action, ...], BeforeValidator(_actions)]
+Actions = Annotated[tuple[str, ...], BeforeValidator(_actions)]
 Columns = Annotated[tuple[NonEmptyStr, ...], _each(is_identifier, "column")]
 Namespaces = Annotated[tuple[NonEmptyStr, ...], _each(is_namespace, "namespace")]
 Tables = Annotated[tuple[NonEmptyStr, ...], _each(is_table, "table identifier")]

@@ -14,10 +14,12 @@ key by key (a table that sets one key keeps the others' defaults).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import model_validator
 from pydantic.dataclasses import dataclass
 
+from optimizer.actions import SETTINGS
 from optimizer.maintenance_rules import DEFAULT_MANIFEST_TARGET, MaintenanceRules
 from service.base.config.fields import (
     STRICT,
@@ -36,9 +38,10 @@ MIN_ORPHAN_AGE_HOURS = 24.0  # jobs.maintenance.procedures.MIN_ORPHAN_AGE
 
 
 @dataclass(frozen=True, config=STRICT)
-class MaintenancePolicy:
+class _Thresholds:
     """Thresholds of the maintenance actions (``defaults.maintenance``,
-    ``tables.<name>.maintenance``)."""
+    ``tables.<name>.maintenance``); with every registered action's own settings
+    (``optimizer.actions``: :data:`MaintenancePolicy`)."""
 
     # manifests: None = the table's commit.manifest.target-size-bytes, else Iceberg's 8 MiB
     manifest_target_bytes: PositiveInt | None = None
@@ -59,7 +62,7 @@ class MaintenancePolicy:
     allow_shared_location: Tables = ()
 
     @model_validator(mode="after")
-    def _floors(self) -> MaintenancePolicy:
+    def _floors(self) -> _Thresholds:
         if self.snapshot_max_age_hours < MIN_SNAPSHOT_AGE_HOURS:
             raise FieldProblem(
                 f"must be >= {MIN_SNAPSHOT_AGE_HOURS} (readers and time travel in flight), "
@@ -94,4 +97,27 @@ class MaintenancePolicy:
             expire_interval_ms=int(self.expire_interval_hours * HOUR_MS),
             orphan_interval_ms=int(self.orphan_interval_hours * HOUR_MS),
             delete_ratio=self.delete_ratio,
+            settings=self.settings(),
         )
+
+    def settings(self) -> dict[str, float]:
+        """The registered actions' settings (``optimizer.actions.SETTINGS``), as set."""
+        return {s.key: float(getattr(self, s.key)) for s in SETTINGS}
+
+
+_KINDS: dict[str, Any] = {"fraction": Fraction, "hours": PositiveFloat, "count": PositiveInt}
+
+
+def _with_settings(base: type) -> type:
+    """``base`` with one field per registered action setting (its key, its kind's strict
+    type, its default): a new action's keys are validated like every other."""
+    namespace: dict[str, Any] = {s.key: s.default for s in SETTINGS}
+    namespace["__annotations__"] = {s.key: _KINDS[s.kind] for s in SETTINGS}
+    namespace["__doc__"], namespace["__module__"] = base.__doc__, __name__
+    return dataclass(frozen=True, config=STRICT)(type("MaintenancePolicy", (base,), namespace))
+
+
+if TYPE_CHECKING:
+    MaintenancePolicy = _Thresholds
+else:
+    MaintenancePolicy = _with_settings(_Thresholds)

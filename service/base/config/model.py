@@ -19,7 +19,6 @@ from pydantic.dataclasses import dataclass
 from service.base.config.airflow_settings import AirflowSettings
 from service.base.config.fields import (
     STRICT,
-    Action,
     Actions,
     ArchivePath,
     CatalogType,
@@ -114,7 +113,7 @@ class TablePolicy:
     max_wait_hours: PositiveFloat = 1.0  # ... or this long (from 2 small files), then merges
     priority: Priority = 1  # 0 is the highest class (1000 the lowest)
     weight: PositiveInt = 1
-    actions: Actions = (Action.MERGE,)
+    actions: Actions = ("merge",)
     sort_order: Columns = ()
     zorder: Columns = ()  # z-order columns (the zorder action; two or more)
     # mean depth a sorted partition may reach: 1.25 opens about as many files as a full
@@ -128,13 +127,13 @@ class TablePolicy:
 
     @model_validator(mode="after")
     def _something_runs(self) -> TablePolicy:
-        if Action.SORT in self.actions and Action.MERGE not in self.actions and not self.sort_order:
+        if "sort" in self.actions and "merge" not in self.actions and not self.sort_order:
             raise FieldProblem(
                 f"is {[str(a) for a in self.actions]} but sort_order is empty: the decider "
                 "would never act (add merge, or set sort_order)",
                 key="actions",
             )
-        if Action.ZORDER in self.actions and len(self.zorder) < 2:
+        if "zorder" in self.actions and len(self.zorder) < 2:
             raise FieldProblem(
                 f"is {[str(a) for a in self.actions]} but zorder names "
                 f"{len(self.zorder)} column(s): z-order interleaves two or more "

@@ -69,6 +69,16 @@ def signature(spec: LayoutSpec) -> str:
     return f"{spec.action}:{','.join(spec.columns)}" + (BOXES if spec.zorder else "")
 
 
+def spec_of(sig: str, tolerance: float) -> LayoutSpec:
+    """The layout a stored signature was built for, as far as its depth and plan need it
+    (its action, columns and ``tolerance``; no field ids: its bounds are already kept)."""
+    action, _, columns = sig.partition(":")
+    names = tuple(columns.removesuffix(BOXES).split(","))
+    if action == "zorder" and not columns.endswith(BOXES):  # stored before boxes: a sort's
+        action = "sort"
+    return LayoutSpec(action, names, (), (), tolerance)
+
+
 def zorder_columns(sig: str) -> int:
     """The z-order columns a stored layout's signature names; 0 for a sort, and for a
     z-order stored before boxes (its key intervals read as a sort's until it is rebuilt)."""

@@ -45,12 +45,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from optimizer.actions import DATA_ACTIONS
 from service.base.config import Config
 
 DEFAULT_AGING_SECONDS = 3600.0
 LEASE_EXPIRED = "lease expired"  # the error a reaped item carries
 REQUESTED = "ad-hoc request"  # the reason of an item a person queued (``icefloe request``)
-BATCHED_ACTIONS = frozenset({"merge", "sort", "zorder", "compact_deletes"})
+BATCHED_ACTIONS = DATA_ACTIONS  # the registry's data rewrites (optimizer.actions)
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from optimizer.actions import table_needs
 from optimizer.locations import (
     locations_overlap,
     normalize_location,
     shared_location_hold,
     sharing_tables,
 )
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, table_needs
+from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 pytestmark = [pytest.mark.unit]
 

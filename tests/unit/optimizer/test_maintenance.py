@@ -8,12 +8,9 @@ import random
 import pytest
 
 from optimizer import PartitionStats, stats_from_sizes
-from optimizer.maintenance_rules import (
-    MaintenanceRules,
-    MetadataHealth,
-    deletes_due,
-    table_needs,
-)
+from optimizer.actions import table_needs
+from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from optimizer.verdict import deletes_verdict
 
 pytestmark = [pytest.mark.unit]
 
@@ -96,9 +93,9 @@ def test_deletes_are_compacted_past_the_ratio() -> None:
     def part(delete_files: int, deleted_rows: int) -> PartitionStats:
         return stats_from_sizes([T, T], T, delete_files, (1000, 500 * delete_files, deleted_rows))
 
-    assert deletes_due(part(0, 0), RULES.delete_ratio) is None
-    assert deletes_due(part(2, 99), RULES.delete_ratio) is None
-    need = deletes_due(part(2, 100), RULES.delete_ratio)
+    assert deletes_verdict(part(0, 0), RULES.delete_ratio) is None
+    assert deletes_verdict(part(2, 99), RULES.delete_ratio) is None
+    need = deletes_verdict(part(2, 100), RULES.delete_ratio)
     assert need is not None and need.action == "compact_deletes" and "10.0% of 1000" in need.reason
-    assert need.cost_bytes == 2 * T  # the partition's data files are rewritten
+    assert need.cost == 2 * T  # the partition's data files are rewritten
     assert PartitionStats().delete_ratio == 0.0

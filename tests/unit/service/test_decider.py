@@ -378,12 +378,22 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
     assert d.duties.scale(T0 + 1) == 3 and launched == [2]  # guarded
 
 
+def _rules(policy: Any) -> Any:
+    """The verdict's rules of a table under ``policy`` (resolved by ``policy_for``)."""
+    from service.base.config import PlanInputs
+    from service.base.verdicts import rules_of
+
+    return rules_of(
+        PlanInputs(policy, policy.target, policy.tolerance_bytes, policy.min_input_files)
+    )
+
+
 def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:
     from service.decider.needs import partition_items
 
     policy = cfg.policy_for("db.t")
     touched = {k: stats_from_sizes(v, policy.target) for k, v in sizes_by_partition.items()}
-    items = partition_items("db.t", policy, touched, policy.target, 0.0)
+    items = partition_items("db.t", _rules(policy), policy.priority, touched, 0.0)
     return [i.partition or "" for i in items]
 
 
@@ -439,21 +449,21 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     ]
     for sizes, merged in cases:
         touched = {"k": stats_from_sizes(sizes, t)}
-        queued = partition_items("db.t", policy, touched, t, 0.0)
+        queued = partition_items("db.t", _rules(policy), 1, touched, 0.0)
         paths = tuple(f"/d/{i}.parquet" for i in range(len(sizes)))
         pf = PartitionFiles("k", 0, paths, tuple(sizes), (1,) * len(sizes), 0)
         plan = _plan_partition(pf, t, 0, "merge", {}, {}, min_input_files=policy.min_input_files)
         assert bool(queued) is merged and bool(plan.groups) is merged, (sizes, plan.reason)
 
     touched = {"fills": stats_from_sizes([600, 600, 600], t)}
-    [item] = partition_items("db.t", policy, touched, t, 0.0)
+    [item] = partition_items("db.t", _rules(policy), 1, touched, 0.0)
     assert item.min_input_files == 5  # the actor plans with the policy's floor
     assert "holding a target file" in item.reason
-    [late] = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
+    [late] = partition_items("db.t", _rules(policy), 1, touched, 0.0, min_input_files=2)
     assert late.min_input_files == 2  # waited max_wait_hours: merged as it stands
     # queued now, and waiting too: should the partition have changed by the time the actor
     # plans it, it is still merged after max_wait_hours
-    assert waiting(policy, touched, t) == (["fills"], [])
+    assert waiting(_rules(policy), touched) == (["fills"], [])
 
 
 def test_a_table_with_a_layout_is_merged_only_where_neighbours_merge(tmp_path: Path) -> None:
@@ -475,9 +485,9 @@ def test_a_table_with_a_layout_is_merged_only_where_neighbours_merge(tmp_path: P
         asked.append(list(keys))
         return {k: in_order[k] for k in keys if k in in_order}
 
-    plain = partition_items("db.t", policy, touched, t, 0.0, min_input_files=2)
+    plain = partition_items("db.t", _rules(policy), 1, touched, 0.0, min_input_files=2)
     assert [i.partition for i in plain] == ["apart", "together", "unknown"]
-    items = partition_items("db.t", policy, touched, t, 0.0, 2, ordered)
+    items = partition_items("db.t", _rules(policy), 1, touched, 0.0, 2, ordered)
     assert [i.partition for i in items] == ["together", "unknown"]
     assert asked == [["apart", "together", "unknown"]]  # one read, only what would merge
 
@@ -517,10 +527,12 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
         touched = {k: stats_from_sizes(v, t) for k, v in parts.items()}
         table.update(touched)
         stats.replace("db.t", 1, t, {k: s for k, s in table.items() if not s.is_empty}, now)
-        enqueue_touched(queue, Waits.read(stats, "db.t", policy), policy, touched, t, now)
+        rules = _rules(policy)
+        enqueue_touched(queue, Waits.read(stats, "db.t", rules), rules, 1, touched, now)
 
     def overdue(now: float) -> None:
-        enqueue_overdue(queue, Waits.read(stats, "db.t", policy), policy, t, now)
+        rules = _rules(policy)
+        enqueue_overdue(queue, Waits.read(stats, "db.t", rules), rules, 1, now)
 
     def queued() -> list[str]:
         ids = {p: ActionItem.make_id("db.t", p, "merge") for p in "abcde"}

@@ -9,6 +9,7 @@ import pytest
 from pyiceberg.types import LongType
 
 from optimizer.layout import FileBounds
+from optimizer.verdict import Rules
 from service.base.layoutspec import LayoutSpec
 from service.decider.layout import enqueue_layout, layout_items, new_layout
 from service.state.layout import depths, signature
@@ -21,6 +22,12 @@ pytestmark = [pytest.mark.unit]
 T0 = 1_790_000_000.0
 TARGET = 1000
 SORT = LayoutSpec("sort", ("id",), (1,), (LongType(),), 1.5)
+
+
+def rules(spec: LayoutSpec) -> Rules:
+    """The verdict's rules of a table keeping ``spec`` (its action among the policy's)."""
+    actions = frozenset({"merge", spec.action})
+    return Rules(True, actions, TARGET, TARGET // 3, 5, clustering_tolerance=spec.tolerance)
 
 
 def span(path: str, lo: int, hi: int, size: int = 400) -> FileBounds[str]:
@@ -41,31 +48,30 @@ def test_only_the_partition_clustered_too_deep_gets_an_item(tmp_path: Path) -> N
     policy = make_config(tmp_path).policy_for("db.t")
     files = store().files("db.t")
     assert depths(files)["p=a"].mean == 1.0 and depths(files)["p=b"].mean == 2.0
-    (item,) = layout_items("db.t", policy, SORT, files, TARGET, T0)
+    (item,) = layout_items("db.t", rules(SORT), policy.priority, SORT, files, T0)
     assert item.id == "sort:db.t:p=b" and item.action == "sort" and item.partition == "p=b"
     assert item.cost_bytes == 1600  # every file overlaps the out-of-order one
     assert item.benefit == pytest.approx((2.0 - 1.0) * 4)
     assert item.reason == "depth 2 > 1.5 (max 2) over 4 files"
     # within tolerance: nothing
     loose = LayoutSpec("sort", ("id",), (1,), (LongType(),), 2.0)
-    assert layout_items("db.t", policy, loose, files, TARGET, T0) == []
+    assert layout_items("db.t", rules(loose), policy.priority, loose, files, T0) == []
 
 
 def test_enqueued_once_on_the_action_s_lane(tmp_path: Path) -> None:
-    policy = make_config(tmp_path).policy_for("db.t")
     queue, layouts = MemoryQueue(), store()
     zorder = LayoutSpec("zorder", ("a", "b"), (1, 2), (LongType(), LongType()), 1.5)
-    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=a"], TARGET, T0) == []
+    assert enqueue_layout(queue, layouts, "db.t", rules(SORT), 1, SORT, ["p=a"], T0) == []
     assert layouts.saved_depths("db.t") == {"p=a": depths(layouts.files("db.t"))["p=a"]}
-    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, [], TARGET, T0) == []
-    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, None, TARGET, T0) == [1]
+    assert enqueue_layout(queue, layouts, "db.t", rules(SORT), 1, SORT, [], T0) == []
+    assert enqueue_layout(queue, layouts, "db.t", rules(SORT), 1, SORT, None, T0) == [1]
     assert layouts.saved_depths("db.t") == depths(layouts.files("db.t"))  # kept for status
-    assert enqueue_layout(queue, layouts, "db.t", policy, SORT, ["p=b"], TARGET, T0) == [0]
+    assert enqueue_layout(queue, layouts, "db.t", rules(SORT), 1, SORT, ["p=b"], T0) == [0]
     boxes = MemoryLayouts()  # four files over the same square: twice an ideal z-order
     square = [FileBounds(f"z{i}", 400, (0, 0), (99, 99)) for i in range(4)]
     boxes.replace("db.t", signature(zorder), {"p=b": square})
     assert depths(boxes.files("db.t"), zorder=2)["p=b"].mean == 2.0
-    assert enqueue_layout(queue, boxes, "db.t", policy, zorder, ["p=b"], TARGET, T0) == [1]
+    assert enqueue_layout(queue, boxes, "db.t", rules(zorder), 1, zorder, ["p=b"], T0) == [1]
     assert boxes.saved_depths("db.t") == depths(boxes.files("db.t"), zorder=2)
     assert queue.get("zorder:db.t:p=b") is not None and queue.get("sort:db.t:p=b") is not None
 
@@ -76,7 +82,7 @@ def test_a_layout_without_kept_depths_is_measured_once_when_first_seen(tmp_path:
     policy = make_config(tmp_path).policy_for("db.t")
     queue, layouts, seen = MemoryQueue(), store(), {"db.u": "sort:id"}
     assert layouts.saved_depths("db.t") == {}
-    fresh = (queue, layouts, "db.t", None, policy, SORT, TARGET, T0, seen)
+    fresh = (queue, layouts, "db.t", None, rules(SORT), policy.priority, SORT, T0, seen)
     assert new_layout(*fresh) == [] and queue.depth()["pending"] == 0
     assert layouts.saved_depths("db.t") == depths(layouts.files("db.t"))
     assert seen["db.t"] == signature(SORT)

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer import merge_need, stats_from_sizes
+from optimizer import PartitionStats, merge_need, stats_from_sizes
 from optimizer.layout import Depth, FileBounds
-from service.base.config import TablePolicy
-from service.base.layoutspec import LayoutSpec, merge_verdict, rewrite_action
+from optimizer.verdict import partition_verdict
+from service.base.config import PlanInputs, TablePolicy
+from service.base.layoutspec import LayoutSpec, rewrite_action
+from service.base.verdicts import rules_of
 from service.state.layout import (
     LayoutDelta,
     LayoutStore,
@@ -127,14 +129,19 @@ def test_one_verdict_on_small_files_for_the_decider_status_and_tables() -> None:
     target = 100
     six_small = stats_from_sizes([10] * 6, target)
     two_small = stats_from_sizes([10, 10], target)
-    policy = TablePolicy(tolerance_bytes=10)
-    assert merge_verdict(policy, six_small, target) == "merge"
-    assert merge_verdict(policy, two_small, target) == "wait"
-    assert merge_verdict(policy, two_small, target, floor=2) == "merge"
-    assert merge_verdict(replace(policy, enabled=False), six_small, target) is None
-    assert merge_verdict(replace(policy, actions=("rewrite_manifests",)), six_small, target) is None
+    policy = TablePolicy(tolerance_bytes=10, target_file_size_bytes=target)
+
+    def state(p: TablePolicy, stats: PartitionStats, floor: int | None = None) -> str | None:
+        verdict = partition_verdict(rules_of(PlanInputs(p, target, 10, 5)), stats, floor=floor)
+        return {"act": verdict.action, "wait": "wait", "none": None}[verdict.state]
+
+    assert state(policy, six_small) == "merge"
+    assert state(policy, two_small) == "wait"
+    assert state(policy, two_small, floor=2) == "merge"
+    assert state(replace(policy, enabled=False), six_small) is None
+    assert state(replace(policy, actions=("rewrite_manifests",)), six_small) is None
     for stats in (six_small, two_small, stats_from_sizes([10], target)):
-        assert merge_verdict(policy, stats, target) == merge_need(stats, target, 10, 5)
+        assert state(policy, stats) == merge_need(stats, target, 10, 5)
 
 
 def test_a_signature_names_its_zorder_columns() -> None:
