@@ -160,6 +160,8 @@ def layout_verdict(rules: Rules, layout: Layout) -> Verdict:
     benefit: the depth removed times its files."""
     before, after, tol = layout.before, layout.after, rules.clustering_tolerance
     depth = f"depth {before.mean:.3g}"
+    if not rules.enabled:
+        return NOTHING
     if layout.action not in rules.actions:
         return Verdict(None, f"{layout.action} not in the policy's actions")
     if before.mean <= tol:

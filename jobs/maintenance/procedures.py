@@ -75,9 +75,12 @@ def _sql_timestamp(ts: datetime) -> str:
     return "TIMESTAMP '" + ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f") + "'"
 
 
-def _call(
-    spark: SparkSession, cfg: Config, table: str, procedure: str, args: str
+def call_procedure(
+    spark: SparkSession, cfg: Config, table: str, procedure: str, args: str = ""
 ) -> MaintenanceReport:
+    """``CALL <catalog>.system.<procedure>(table => '<table>'<args>)``: its rows' numbers
+    summed, other values listed by column (a registered action's procedures,
+    ``optimizer.actions``, go through here: the identifier is checked first)."""
     parse_table_identifier(table)
     load_table(load_catalog(cfg), table)  # TableNotFound before any SQL
     sql = f"CALL {cfg.catalog.name}.system.{procedure}(table => '{table}'{args})"
@@ -112,12 +115,12 @@ def expire_snapshots(
         older_than, _now(now), DEFAULT_SNAPSHOT_AGE, MIN_SNAPSHOT_AGE, "expire_snapshots"
     )
     args = f", older_than => {_sql_timestamp(cutoff)}, retain_last => {int(retain_last)}"
-    return _call(spark, cfg, table, "expire_snapshots", args)
+    return call_procedure(spark, cfg, table, "expire_snapshots", args)
 
 
 def rewrite_manifests(spark: SparkSession, cfg: Config, table: str) -> MaintenanceReport:
     """Regroup manifests by partition (faster planning after many small commits)."""
-    return _call(spark, cfg, table, "rewrite_manifests", "")
+    return call_procedure(spark, cfg, table, "rewrite_manifests", "")
 
 
 def remove_orphan_files(
@@ -147,4 +150,4 @@ def remove_orphan_files(
         # object storage: list through the table's FileIO (S3FileIO lists by prefix); the
         # default listing goes through Hadoop's file systems, which need not reach it
         args += ", prefix_listing => true"
-    return _call(spark, cfg, table, "remove_orphan_files", args)
+    return call_procedure(spark, cfg, table, "remove_orphan_files", args)

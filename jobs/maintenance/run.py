@@ -31,10 +31,11 @@ from typing import Any
 
 from jobs.maintenance import procedures as maintenance
 from jobs.maintenance.manifests import driver_rewrite
-from optimizer.actions import TABLE_ACTIONS
+from optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import Config
 from service.base.errors import OperationFailed, UsageError
+from service.state.health import statistics_facts
 
 
 def live_files(table: Any, snapshot_id: int) -> dict[str, tuple[int, int]]:
@@ -145,6 +146,9 @@ def run_table_action(
     now = now or datetime.now(UTC)
     catalog = load_catalog(cfg)
     before = load_table(catalog, name)
+    spec = BY_NAME[action]
+    if spec.calls is not None:  # a registered action run by its procedures alone
+        return _run_calls(spark, cfg, catalog, name, spec, before, dry_run)
     m = cfg.policy_for(name, before.properties).maintenance
     start = before.current_snapshot()
     started = time.perf_counter()
@@ -154,12 +158,14 @@ def run_table_action(
     elif action == "expire_snapshots":
         cutoff = now - timedelta(hours=m.snapshot_max_age_hours)
         report = maintenance.expire_snapshots(spark, cfg, name, cutoff, m.retain_last, now)
-    else:
+    elif action == "remove_orphan_files":
         cutoff = now - timedelta(hours=m.orphan_min_age_hours)
         allowed = {*m.allow_shared_location, *allow_shared}
         report = maintenance.remove_orphan_files(
             spark, cfg, name, cutoff, dry_run, now, allow_shared=allowed
         )
+    else:
+        raise UsageError(f"{action} has neither procedures nor a runner of its own")
     after = load_table(catalog, name)
     only: set[int] | None = None  # a manifest rewrite deletes nothing: check what it wrote
     if action == "rewrite_manifests":
@@ -179,5 +185,38 @@ def run_table_action(
         "dry_run": dry_run,
         "result": report.result,
         "verified": verified,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _run_calls(
+    spark: Any, cfg: Config, catalog: Any, name: str, spec: ActionSpec, before: Any, dry_run: bool
+) -> dict[str, Any]:
+    """A registered action that is Iceberg procedures alone (``ActionSpec.calls``): each
+    called in order on ``name``, then its own check of the table's facts before and after
+    (``ActionSpec.verify``) and that the new metadata file exists. ``dry_run``: the calls
+    it would make, none made."""
+    assert spec.calls is not None
+    started = time.perf_counter()
+    facts = statistics_facts(before)
+    calls = spec.calls(facts)
+    result: dict[str, Any] = {"calls": [c.procedure for c in calls]}
+    if not dry_run:
+        for call in calls:
+            args = "".join(f", {k} => {int(v)}" for k, v in call.args.items())
+            result |= maintenance.call_procedure(spark, cfg, name, call.procedure, args).result
+        after = load_table(catalog, name)
+        problem = None if spec.verify is None else spec.verify(facts, statistics_facts(after))
+        if problem is not None:
+            raise OperationFailed(f"{spec.name} on {name}: {problem}")
+        missing = missing_files(after, set())  # metadata only: its own file
+        if missing:
+            raise OperationFailed(f"{spec.name} on {name}: metadata file missing: {missing[0]}")
+    return {
+        "table": name,
+        "action": spec.name,
+        "dry_run": dry_run,
+        "result": result,
+        "verified": {} if dry_run else {"checked": True, "referenced_files_present": True},
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -22,10 +22,24 @@ Due = Callable[[MetadataHealth, MaintenanceRules, int, "int | None"], "Need | No
 """A table action's rule: (health, thresholds, now in ms, when it last ran in ms or None)
 → the need, or None when not due."""
 
+
+@dataclass(frozen=True)
+class Call:
+    """One Iceberg procedure call: its name and its integer arguments (the table is always
+    passed, by name)."""
+
+    procedure: str
+    args: Mapping[str, int]
+
+
+Calls = Callable[[Mapping[str, Any]], tuple[Call, ...]]
+"""A generic action's Iceberg procedures, in order, for a table of these facts (``Verify``'s)."""
+
 Verify = Callable[[Mapping[str, Any], Mapping[str, Any]], "str | None"]
 """A generic action's check: (the table's facts before, after) → what is wrong, or None.
 The facts: ``snapshot`` (current snapshot id), ``snapshots`` (count), ``statistics`` and
-``partition_statistics`` (the snapshot ids they describe, in the current ancestry)."""
+``partition_statistics`` (the snapshot ids they describe, in the current ancestry),
+``partitioned``, ``changed_rows``."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,6 @@ class ActionSpec:
     keys: tuple[str, ...] = ()  # the policy keys its rule reads (documentation)
     settings: tuple[Setting, ...] = ()  # keys it adds under ``maintenance:``
     due: Due | None = None  # TABLE scope: when it is due (PARTITION: ``optimizer.verdict``)
-    calls: tuple[str, ...] = ()  # Iceberg procedures a generic runner CALLs, in order
+    calls: Calls | None = None  # Iceberg procedures a generic runner CALLs (None: own runner)
     verify: Verify | None = None  # the generic runner's check of the calls' result
     history: tuple[str, ...] = ()  # result fields the action history keeps

@@ -23,6 +23,7 @@ from jobs.maintenance.due import assess
 from jobs.maintenance.run import run_table_action
 from jobs.rewrite.exact import Collaborators
 from jobs.rewrite.guard import NO_GUARD, WriteGuard
+from optimizer.actions import BY_NAME
 from optimizer.actions import TABLE_ACTIONS as TABLE_MAINTENANCE
 from service.base.catalog import load_catalog, load_table
 from service.base.config import Config
@@ -75,8 +76,11 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     engines = {e for p in done for e in str(p.get("engine") or "").split("+") if e}
     extra = {}
     if "verified" in result:  # a maintenance action: its counts and what was verified
-        counts = {k: v for k, v in (result.get("result") or {}).items() if isinstance(v, int)}
-        extra = {"procedure": counts, "verified": result["verified"]}
+        raw = result.get("result") or {}
+        counts = {k: v for k, v in raw.items() if isinstance(v, int)}
+        spec = BY_NAME.get(str(result.get("action")))
+        kept = {k: raw[k] for k in (spec.history if spec else ()) if k in raw}  # its fields
+        extra = {"procedure": counts | kept, "verified": result["verified"]}
     facts = {
         k: result[k] for k in ("manifests_before", "manifests_after", "rewrite_id") if k in result
     }

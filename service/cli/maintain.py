@@ -38,6 +38,7 @@ from service.cli.common import (
     pass_ctx,
     require_managed,
 )
+from service.state.health import statistics_age, statistics_text
 from service.state.health.redis import RedisHealth
 
 console = make_console()
@@ -58,6 +59,7 @@ def health_dict(h: MetadataHealth, now: float) -> dict[str, Any]:
         "metadata_bytes": h.metadata_bytes,
         "delete_files": h.delete_files,
         "delete_ratio": h.delete_ratio,
+        "statistics": statistics_age(h),
     }
 
 
@@ -106,7 +108,8 @@ def render_health(d: dict[str, Any]) -> None:
         f"{h['manifest_target_bytes'] / (1 << 20):g} MiB, RMSE/target "
         f"{h['manifest_rmse_fraction']:.2f}), {h['snapshots']} snapshots (oldest "
         f"{'-' if age is None else f'{age:.1f} h'}), metadata {h['metadata_bytes']} B, "
-        f"{h['delete_files']} delete files ({h['delete_ratio']:.1%} of rows deleted)"
+        f"{h['delete_files']} delete files ({h['delete_ratio']:.1%} of rows deleted), "
+        f"statistics {statistics_text(h['statistics'])}"
     )
     for n in d["due"]:
         state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it)"

@@ -12,6 +12,7 @@ from service.base.catalog import load_catalog, managed_tables
 from service.base.errors import OperationFailed, ServiceUnavailable, describe
 from service.cli.common import Context, emit, make_console, pass_ctx
 from service.observe.tables import table_summary
+from service.state.health import statistics_text
 
 MIB = 1 << 20
 
@@ -78,10 +79,16 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
             {k: s[k] for k in ("table", "health", "files", "bytes", "snapshot_id", "manifests")}
             | {"snapshots": s["snapshots"]}
             | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
-            | {"clustering": s["clustering"]}
+            | {"clustering": s["clustering"], "statistics": s["statistics"]}
             | {
                 "partitions": len(s["partitions"]),
                 "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
+                # each partition the decider acts on or holds (``optimizer.verdict``)
+                "verdicts": {
+                    p["key"]: p["verdict"]
+                    for p in s["partitions"]
+                    if p["verdict"]["state"] != "none"
+                },
             }
         )
     if worst is not None:  # unreadable tables first: they are in the worst shape of all
@@ -92,7 +99,7 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
         out = RichTable(title="managed tables" + (" (worst first)" if worst else ""))
         cols: tuple[str, ...] = ("table", "score", "worst part", "files", "MiB", "partitions")
         cols += ("need work",)
-        cols += ("manifests", "snapshots", "deleted", "depth")
+        cols += ("manifests", "snapshots", "deleted", "depth", "statistics")
         for col in (*cols, "snapshot"):
             out.add_column(col)
         for r in rows:
@@ -111,6 +118,7 @@ def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
                 str(r["snapshots"]),
                 f"{r['delete_ratio']:.1%}",
                 _depth_cell(r["clustering"]),
+                statistics_text(r["statistics"]),
                 str(r["snapshot_id"]),
             )
         if not rows:

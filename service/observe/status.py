@@ -30,7 +30,7 @@ from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
 from service.base.verdicts import layout_of, rules_of
-from service.state.health import HealthStore, from_summary
+from service.state.health import HealthStore, from_summary, statistics_age
 from service.state.health.redis import RedisHealth
 from service.state.layout import LayoutStore, kept_and_missing, spec_of, zorder_columns
 from service.state.layout.redis import RedisLayouts
@@ -140,6 +140,7 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         "snapshots": health.get("snapshots"),
         "metadata_bytes": health.get("metadata_bytes"),
         "delete_files": health.get("delete_files"),
+        "statistics": statistics_age(from_summary(health)) if health else None,
         "last_snapshot": store.last_applied(name),
         "target_file_size_bytes": target,
         "tolerance_bytes": tol,

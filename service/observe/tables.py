@@ -15,7 +15,7 @@ from service.base.config import Config
 from service.base.layoutspec import LayoutSpec, decided_layout
 from service.base.tablestats import current_partitions, table_score
 from service.base.verdicts import files_verdict, rules_of
-from service.state.health import read_health
+from service.state.health import read_health, statistics_age
 
 
 def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> dict[str, Any]:
@@ -64,6 +64,7 @@ def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> di
         "metadata_bytes": health.metadata_bytes,
         "delete_files": health.delete_files,
         "delete_ratio": health.delete_ratio,
+        "statistics": statistics_age(health),  # Iceberg's table statistics: how far behind
         "clustering": clustering(parts, layout),
     }
 

@@ -39,6 +39,51 @@ def summary_deletes(snap: Any) -> tuple[int, int, int]:
     return total("total-records"), total("total-delete-files"), deleted
 
 
+def _summary_int(snap: Any, key: str) -> int:
+    props = snap.summary.additional_properties if snap is not None and snap.summary else {}
+    raw = props.get(key, "0")
+    return int(raw) if str(raw).isdigit() else 0
+
+
+def statistics_facts(table: Table) -> dict[str, Any]:
+    """What the table's Iceberg statistics describe (``compute_stats``): ``statistics`` and
+    ``partition_statistics``, the snapshot the newest of each in the current ancestry was
+    computed at (None: none), ``changed_rows`` since the table statistics' snapshot (rows
+    added plus rows deleted by each snapshot since: a compaction's replace counts twice;
+    every row of the ancestry when there are none), ``partitioned`` (a partition spec with
+    fields: Iceberg's partition statistics need one), the current ``snapshot`` and the
+    count of ``snapshots``. Table metadata only (in memory once loaded)."""
+    meta = table.metadata
+    snap = table.current_snapshot()
+    by_id = {s.snapshot_id: s for s in meta.snapshots}
+    table_stats = {f.snapshot_id for f in meta.statistics}
+    part_stats = {f.snapshot_id for f in meta.partition_statistics}
+    found: dict[str, int | None] = {"statistics": None, "partition_statistics": None}
+    changed, node = 0, snap
+    while node is not None:
+        sid = node.snapshot_id
+        if found["partition_statistics"] is None and sid in part_stats:
+            found["partition_statistics"] = sid
+        if sid in table_stats:
+            found["statistics"] = sid
+            break
+        changed += _summary_int(node, "added-records") + _summary_int(node, "deleted-records")
+        parent = node.parent_snapshot_id
+        node = None if parent is None else by_id.get(parent)
+    if found["partition_statistics"] is None and node is not None:  # at or past the table's
+        while node is not None and node.snapshot_id not in part_stats:
+            parent = node.parent_snapshot_id
+            node = None if parent is None else by_id.get(parent)
+        found["partition_statistics"] = None if node is None else node.snapshot_id
+    return {
+        **found,
+        "changed_rows": changed,
+        "partitioned": any(not spec.is_unpartitioned() for spec in meta.partition_specs),
+        "snapshot": None if snap is None else snap.snapshot_id,
+        "snapshots": len(meta.snapshots),
+    }
+
+
 def read_health(
     table: Table,
     manifest_target: int,
@@ -52,6 +97,12 @@ def read_health(
     snapshot_id = None if snap is None else snap.snapshot_id
     times = [int(s.timestamp_ms) for s in table.metadata.snapshots]
     deletes = summary_deletes(snap)
+    facts = statistics_facts(table)
+    statistics = (
+        facts["statistics"],
+        facts["changed_rows"],
+        _summary_int(snap, "total-files-size"),
+    )
     same = known is not None and known["manifest_target"] == manifest_target
     if known is not None and same and known["snapshot"] == snapshot_id:
         return MetadataHealth(
@@ -63,6 +114,7 @@ def read_health(
             tuple(sorted(times)[: max(0, len(times) - retain_last)]),
             known["metadata_bytes"],
             *deletes,
+            *statistics,
         )
     sizes = [int(m.manifest_length) for m in snap.manifests(table.io)] if snap else []
     try:
@@ -70,8 +122,28 @@ def read_health(
     except (OSError, ValueError):  # a catalog without a reachable metadata file
         metadata_bytes = 0
     return MetadataHealth.of(
-        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last, deletes
+        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last, deletes, statistics
     )
+
+
+def statistics_age(h: MetadataHealth) -> dict[str, Any]:
+    """How far the table's Iceberg statistics are behind (``compute_stats``): the snapshot
+    they describe (None: none yet), whether that is the current one, and the rows changed
+    since, also as a share of the table's rows."""
+    current = h.stats_snapshot_id is not None and h.stats_snapshot_id == h.snapshot_id
+    return {
+        "snapshot": h.stats_snapshot_id,
+        "current": current,
+        "changed_rows": h.stats_changed_rows,
+        "changed_share": round(h.stats_changed_rows / h.data_rows, 4) if h.data_rows else 0.0,
+    }
+
+
+def statistics_text(age: Mapping[str, Any]) -> str:
+    """:func:`statistics_age` in a few words: ``none``, ``current``, ``12% behind``."""
+    if age["snapshot"] is None:
+        return "none"
+    return "current" if age["current"] else f"{age['changed_share']:.0%} behind"
 
 
 def to_fields(h: MetadataHealth) -> dict[str, str]:
@@ -86,6 +158,9 @@ def to_fields(h: MetadataHealth) -> dict[str, str]:
         "expirable": str(len(h.expirable)),
         "metadata_bytes": str(h.metadata_bytes),
         "deletes": f"{h.data_rows} {h.delete_files} {h.deleted_rows}",
+        # the statistics' snapshot ("-": none), rows changed since, the data's bytes
+        "statistics": f"{'-' if h.stats_snapshot_id is None else h.stats_snapshot_id} "
+        f"{h.stats_changed_rows} {h.data_bytes}",
     }
 
 
@@ -95,6 +170,7 @@ def summary(fields: Mapping[str, str]) -> dict[str, Any]:
     ``ValueError``."""
     n, sse, total, under = (int(v) for v in fields["manifests"].split()[:4])
     deletes = [int(v) for v in fields.get("deletes", "0 0 0").split()[:3]]
+    stats_at, changed, data_bytes = (fields.get("statistics") or "- 0 0").split()[:3]
     stats = PartitionStats(n, sse, total, under)
     return {
         "snapshot": int(fields["snapshot"]) if fields.get("snapshot") else None,
@@ -111,6 +187,9 @@ def summary(fields: Mapping[str, str]) -> dict[str, Any]:
         "expirable_snapshots": int(fields.get("expirable", "0")),
         "metadata_bytes": int(fields["metadata_bytes"]),
         **dict(zip(("data_rows", "delete_files", "deleted_rows"), deletes, strict=True)),
+        "stats_snapshot": None if stats_at == "-" else int(stats_at),
+        "stats_changed_rows": int(changed),
+        "data_bytes": int(data_bytes),
     }
 
 
@@ -153,4 +232,7 @@ def from_summary(stored: Mapping[str, Any]) -> MetadataHealth:
         data_rows=stored["data_rows"],
         delete_files=stored["delete_files"],
         deleted_rows=stored["deleted_rows"],
+        stats_snapshot_id=stored["stats_snapshot"],
+        stats_changed_rows=stored["stats_changed_rows"],
+        data_bytes=stored["data_bytes"],
     )

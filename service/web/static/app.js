@@ -42,15 +42,25 @@ function fill(tbody, rows) {
   tbody.replaceChildren(...rows);
 }
 
+function statsText(st) {
+  if (!st || st.snapshot == null) return "none";
+  return st.current ? "current" : `${Math.round(st.changed_share * 100)}% behind`;
+}
+
+function verdictText(v) {
+  if (!v || v.state === "none") return "healthy";
+  return v.state === "wait" ? "waits" : v.action;
+}
+
 function renderTables(rows) {
   const tbody = document.querySelector("#tables tbody");
   fill(tbody, rows.map((r) => {
-    if (r.error) return h("tr", { "data-table": r.table }, h("td", {}, r.table), h("td", { colspan: 8, class: "error" }, r.error));
+    if (r.error) return h("tr", { "data-table": r.table }, h("td", {}, r.table), h("td", { colspan: 9, class: "error" }, r.error));
     const tr = h("tr", { "data-table": r.table, "data-score": r.health.score },
       h("td", {}, r.table), h("td", { class: "score-cell" }, scoreBadge(r.health.score)),
       h("td", {}, r.health.worst || "-"), h("td", {}, r.files), h("td", {}, mib(r.bytes)),
       h("td", {}, r.partitions), h("td", {}, r.partitions_needing_work),
-      h("td", {}, r.manifests), h("td", {}, r.snapshots));
+      h("td", {}, r.manifests), h("td", {}, r.snapshots), h("td", {}, statsText(r.statistics)));
     if (r.table === selected) tr.classList.add("selected");
     tr.addEventListener("click", () => { selected = r.table; poll(); });
     return tr;
@@ -103,7 +113,7 @@ function renderTable(t) {
   document.getElementById("entropy").replaceChildren(lineChart(t.entropy));
   fill(document.querySelector("#partitions tbody"), t.partitions.slice(0, 50).map((p) =>
     h("tr", {}, h("td", {}, p.partition || "(unpartitioned)"), h("td", {}, p.files), h("td", {}, mib(p.bytes)),
-      h("td", {}, p.rmse_fraction.toFixed(2)), h("td", {}, p.needs_work ? "needs work" : "healthy"))));
+      h("td", {}, p.rmse_fraction.toFixed(2)), h("td", { title: p.verdict ? p.verdict.reason : "" }, verdictText(p.verdict)))));
 }
 
 function renderOverview(o) {
