@@ -211,6 +211,18 @@ class Keys:
         return self._key(DECIDER_TAG, "launch-guard")
 
     @property
+    def table_records(self) -> str:
+        """hash: table → its kept record (JSON, ``service.observe.kept``): what ``tables``,
+        ``status`` and the dashboard read, every table in one round trip."""
+        return self._key(DECIDER_TAG, "records")
+
+    @property
+    def managed_list(self) -> str:
+        """string: the managed tables as the decider last listed them (a JSON list), so
+        the dashboard lists them without a catalog call."""
+        return self._key(DECIDER_TAG, "managed")
+
+    @property
     def known_tables(self) -> str:
         """set: tables the decider has applied stats for (for status and rebuilds)."""
         return self._key(DECIDER_TAG, "known")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -9,8 +10,11 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from service.base.catalog import load_catalog, managed_tables
-from service.base.errors import OperationFailed, ServiceUnavailable, describe
+from service.base.config import Config
+from service.base.config.identifiers import is_namespace
+from service.base.errors import OperationFailed, ServiceUnavailable, UsageError, describe
 from service.cli.common import Context, emit, make_console, pass_ctx
+from service.observe.kept import kept_rows
 from service.observe.tables import table_summary
 from service.state.health import statistics_text
 
@@ -18,6 +22,41 @@ MIB = 1 << 20
 
 
 console = make_console()
+
+
+def _fresh_rows(cfg: Config, catalog: Any, names: list[str]) -> list[dict[str, Any]]:
+    """Each table's row read from the catalog now (``table_summary``)."""
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        try:  # one broken table (metadata missing, storage refusing) is its row's error
+            s = table_summary(cfg, catalog, name)
+        except ServiceUnavailable:
+            raise  # the catalog itself is gone: the same for every table
+        except Exception as e:
+            rows.append({"table": name, "error": describe(e)})
+            continue
+        rows.append(
+            {k: s[k] for k in ("table", "health", "files", "bytes", "snapshot_id", "manifests")}
+            | {"snapshots": s["snapshots"]}
+            | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
+            | {"clustering": s["clustering"], "statistics": s["statistics"]}
+            | {
+                "partitions": len(s["partitions"]),
+                "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
+                # each partition the decider acts on or holds (``optimizer.verdict``)
+                "verdicts": {
+                    p["key"]: p["verdict"]
+                    for p in s["partitions"]
+                    if p["verdict"]["state"] != "none"
+                },
+            }
+        )
+    return rows
+
+
+def _seen(row: dict[str, Any]) -> str:
+    """When the decider last saw the table (``now``: read fresh)."""
+    return "now" if row.get("age_s") is None else f"{row['age_s']:g} s ago"
 
 
 def _depth_cell(c: dict[str, Any] | None) -> str:
@@ -52,6 +91,46 @@ def render_partitions(summary: dict[str, Any]) -> None:
     console.print(out)
 
 
+def _render(rows: list[dict[str, Any]], worst: bool) -> None:
+    """Print the rows as a table; each unreadable table's one line after it."""
+    out = RichTable(title="managed tables" + (" (worst first)" if worst else ""))
+    cols: tuple[str, ...] = ("table", "score", "worst part", "files", "MiB", "partitions")
+    cols += ("need work",)
+    cols += ("manifests", "snapshots", "deleted", "depth", "statistics", "snapshot")
+    for col in (*cols, "seen"):
+        out.add_column(col)
+    for r in rows:
+        if r.get("error"):  # the row says so; its one line follows the table
+            out.add_row(r["table"], "[red]error[/]", *["-"] * (len(cols) - 1), _seen(r))
+            continue
+        if r.get("seen") is False:
+            out.add_row(r["table"], "-", *["-"] * (len(cols) - 2), "not seen yet")
+            continue
+        out.add_row(
+            r["table"],
+            f"{r['health']['score']:.1f}",
+            r["health"]["worst"] or "-",
+            str(r["files"]),
+            f"{r['bytes'] / MIB:.1f}",
+            str(r["partitions"]),
+            str(r["partitions_needing_work"]),
+            str(r["manifests"]),
+            str(r["snapshots"]),
+            f"{r['delete_ratio']:.1%}",
+            _depth_cell(r["clustering"]),
+            statistics_text(r["statistics"]),
+            str(r["snapshot_id"]),
+            _seen(r),
+        )
+    if not rows:
+        console.print("no managed tables: set managed.namespaces or managed.tables in the config")
+    else:
+        console.print(out)
+    for r in rows:
+        if r.get("error"):
+            console.print(f"[red]{escape(r['table'])}: error: {escape(r['error'])}[/]")
+
+
 @click.command()
 @click.option(
     "--worst",
@@ -60,78 +139,50 @@ def render_partitions(summary: dict[str, Any]) -> None:
     metavar="N",
     help="Only the N tables of lowest health score, worst first.",
 )
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Read each table from the catalog now, not as the decider keeps it (one catalog "
+    "load a table).",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    help="Only the tables of namespace NS (repeatable).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def tables(ctx: Context, worst: int | None, as_json: bool) -> None:
+def tables(
+    ctx: Context,
+    worst: int | None,
+    fresh: bool,
+    namespaces: tuple[str, ...],
+    limit: int | None,
+    as_json: bool,
+) -> None:
     """List managed tables with their health score (0-100: docs/health-score.md), files,
-    bytes, partitions and current snapshot; --worst N for the N in the worst shape."""
+    bytes, partitions, verdicts and current snapshot, as the decider keeps them (with how
+    long ago it saw each; one catalog call a namespace, one Redis read); --fresh reads each
+    from the catalog instead; --worst N for the N in the worst shape."""
+    for ns in namespaces:
+        if not is_namespace(ns):
+            raise UsageError(f"bad namespace {ns!r}: expected names of letters, digits, _ (a.b)")
     catalog = load_catalog(ctx.cfg, read_only=True)
-    rows: list[dict[str, Any]] = []
-    for name in managed_tables(ctx.cfg, catalog):
-        try:  # one broken table (metadata missing, storage refusing) is its row's error
-            s = table_summary(ctx.cfg, catalog, name)
-        except ServiceUnavailable:
-            raise  # the catalog itself is gone: the same for every table
-        except Exception as e:
-            rows.append({"table": name, "error": describe(e)})
-            continue
-        rows.append(
-            {k: s[k] for k in ("table", "health", "files", "bytes", "snapshot_id", "manifests")}
-            | {"snapshots": s["snapshots"]}
-            | {"delete_files": s["delete_files"], "delete_ratio": s["delete_ratio"]}
-            | {"clustering": s["clustering"], "statistics": s["statistics"]}
-            | {
-                "partitions": len(s["partitions"]),
-                "partitions_needing_work": sum(p["needs_work"] for p in s["partitions"]),
-                # each partition the decider acts on or holds (``optimizer.verdict``)
-                "verdicts": {
-                    p["key"]: p["verdict"]
-                    for p in s["partitions"]
-                    if p["verdict"]["state"] != "none"
-                },
-            }
-        )
+    names = managed_tables(ctx.cfg, catalog)
+    if namespaces:
+        names = [n for n in names if n.rsplit(".", 1)[0] in namespaces]
+    rows = _fresh_rows(ctx.cfg, catalog, names) if fresh else kept_rows(ctx.cfg, names, time.time())
     if worst is not None:  # unreadable tables first: they are in the worst shape of all
         rows.sort(key=lambda r: (r.get("health") or {}).get("score", -1.0))
         rows = rows[:worst]
+    rows = rows[:limit]
 
-    def render(_: Any) -> None:
-        out = RichTable(title="managed tables" + (" (worst first)" if worst else ""))
-        cols: tuple[str, ...] = ("table", "score", "worst part", "files", "MiB", "partitions")
-        cols += ("need work",)
-        cols += ("manifests", "snapshots", "deleted", "depth", "statistics")
-        for col in (*cols, "snapshot"):
-            out.add_column(col)
-        for r in rows:
-            if r.get("error"):  # the row says so; its one line follows the table
-                out.add_row(r["table"], "[red]error[/]", *["-"] * (len(cols) - 1))
-                continue
-            out.add_row(
-                r["table"],
-                f"{r['health']['score']:.1f}",
-                r["health"]["worst"] or "-",
-                str(r["files"]),
-                f"{r['bytes'] / MIB:.1f}",
-                str(r["partitions"]),
-                str(r["partitions_needing_work"]),
-                str(r["manifests"]),
-                str(r["snapshots"]),
-                f"{r['delete_ratio']:.1%}",
-                _depth_cell(r["clustering"]),
-                statistics_text(r["statistics"]),
-                str(r["snapshot_id"]),
-            )
-        if not rows:
-            console.print(
-                "no managed tables: set managed.namespaces or managed.tables in the config"
-            )
-        else:
-            console.print(out)
-        for r in rows:
-            if r.get("error"):
-                console.print(f"[red]{escape(r['table'])}: error: {escape(r['error'])}[/]")
-
-    emit(rows, as_json, render)
+    emit(rows, as_json, lambda _: _render(rows, worst is not None))
     failed = [r["table"] for r in rows if r.get("error")]
     if failed:
         raise OperationFailed(

@@ -5,14 +5,14 @@
   changed table's rolling stats up to date (``service.state.rolling``).
 * **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
   actions; size the actor pool to the backlog (:func:`desired_actors`).
-* **Decide** — every touched partition with ``MSE >= tolerance²`` and at least
-  ``min_input_files`` small files (two once it has waited ``max_wait_hours`` for more:
-  ``service.decider.needs``) becomes one action item (coalesced by id in the queue); then the fair
+* **Decide** — every touched partition whose verdict (``optimizer.verdict``: ``MSE >=
+  tolerance²``, ``min_input_files`` small files or ``max_wait_hours`` waited for them;
+  ``service.decider.needs``) is to act becomes one item (coalesced by id); then the fair
   scheduler (fixed priority across classes, DWRR in bytes across tables, from
   ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
   one noisy table never starves the others. A table with a layout (sort or z-order) also
   gets one item per touched partition clustered deeper than its ``clustering_tolerance``
-  (``service.decider.layout``).
+  (``service.decider.layout``); each table's record is kept (``service.decider.records``).
 
 Several deciders may run against one Redis and share the warehouse. The tables are split
 into ``decider.shards`` shards, and each live decider holds leases on its fair share of
@@ -31,11 +31,10 @@ that old, or the decider gained shards), so a commit without an event is still f
 worked through ``poll_budget_seconds`` per step, between the event batches, so an event
 never waits behind a poll of every table (a one-shot pass polls everything at once).
 
-The decider talks to Redis only through its adapters (:class:`Adapters`), given to it: the
-Redis ones are wired by :func:`service.decider.wiring.open_decider`, tests pass the in-memory
-ones, and every failure of a backing service reaches it as :class:`ServiceUnavailable` (the
-adapters translate library errors at their boundary). The leader's duties are an object of
-their own (:class:`service.decider.duties.LeaderDuties`), called by :meth:`Decider.step`.
+The decider talks to Redis only through its adapters (:class:`Adapters`, given: the Redis
+ones from :func:`service.decider.wiring.open_decider`, in-memory ones in tests); every
+failure of a backing service reaches it as :class:`ServiceUnavailable`. The leader's duties
+are :class:`service.decider.duties.LeaderDuties`, called by :meth:`Decider.step`.
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ from service.decider.duties import LeaderDuties
 from service.decider.layout import enqueue_layout, new_layout, ordered_of, pass_reads, table_layout
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
+from service.decider.records import Records
 from service.decider.report import StepReport
 from service.decider.scores import Scores
 from service.state.events import CommitEvent, CommitEvents
@@ -146,6 +146,7 @@ class Decider:
         self.healths: dict[str, MetadataHealth] = {}  # of the tables this decider observes
         self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
         self.formats_known: set[str] = set()  # tables whose stats this process knows current
+        self.records = Records(adapters.stats, adapters.health, adapters.layouts)
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -197,7 +198,7 @@ class Decider:
         (:attr:`_to_poll`, worked through by :meth:`step` a budget at a time)."""
         lapse = self._claim.next_lapse
         try:
-            managed = set(self._tables())
+            managed = self.records.listed(self._tables())
         except IcefloeError:
             raise
         except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
@@ -239,12 +240,13 @@ class Decider:
         except Exception as e:  # one broken or dropped table must not stop the others
             report.failed[name] = describe(e)  # SQLAlchemy's and Java's span lines: one
             log.warning("skipped %s this pass: %s", name, report.failed[name])
+            self.records.failed(name, report.failed[name], now)
 
     # ---- orient + decide ----------------------------------------------------------------
     def refresh(self, name: str, now: float, report: StepReport) -> None:
         """Catch one table up and enqueue what its touched partitions need, and what its
         partitions that waited long enough for more small files need."""
-        table = load_table(self.catalog, name)
+        table, before = load_table(self.catalog, name), report.enqueued
         inputs = self.cfg.plan_inputs(name, table.properties)
         policy = inputs.policy
         self._weights[name] = policy.weight
@@ -280,6 +282,7 @@ class Decider:
             self.stats.mark_decided(name, current_id)
         report.count(enqueue_overdue(self.queue, waits, rules, policy.priority, now, ordered))
         self.scores.update(name, policy, self.healths[name], now)
+        self.records.update(name, inputs, layout, self.healths[name], now, report.enqueued > before)
 
     def _catch_up(
         self,

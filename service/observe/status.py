@@ -12,27 +12,25 @@ reported as 22% fewer partition scans.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from optimizer import PartitionStats
 from optimizer.health_score import removable_mse
-from optimizer.layout import Depth
-from optimizer.verdict import NONE, Rules, Verdict, partition_verdict
-from service.base.config import TARGET_PROPERTY, Config
+from optimizer.verdict import NONE, Verdict
+from service.base.config import Config
 from service.base.keys import Keys
-from service.base.layoutspec import LayoutSpec, key_sizes
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
-from service.base.verdicts import layout_of, rules_of
-from service.state.health import HealthStore, from_summary, statistics_age
+from service.base.verdicts import rules_of
+from service.observe.kept import clustering_of, inputs_of, kept_row, kept_verdicts
+from service.state.health import HealthStore, from_summary, statistics_age, statistics_text
 from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, kept_and_missing, spec_of, zorder_columns
+from service.state.layout import LayoutStore, spec_of
 from service.state.layout.redis import RedisLayouts
 from service.state.leader import Leader
 from service.state.leader.redis import RedisLeader
@@ -46,6 +44,7 @@ from service.state.shards import Shards
 from service.state.shards.redis import RedisShards
 
 RECENT_SHOWN = 20
+TABLES_SHOWN = 20  # rows of the tables section (worst first): ``--json`` has them all
 MIB = 1 << 20
 
 
@@ -95,9 +94,15 @@ def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
     )
 
 
-def gather(cfg: Config, client: Any, queue: PriorityQueue, now: float) -> dict[str, Any]:
+def gather(
+    cfg: Config,
+    client: Any,
+    queue: PriorityQueue,
+    now: float,
+    detail: bool | Collection[str] = False,
+) -> dict[str, Any]:
     """:func:`collect` from the Redis adapters on ``client``."""
-    return collect(cfg, redis_sources(cfg, client, queue), now)
+    return collect(cfg, redis_sources(cfg, client, queue), now, detail)
 
 
 def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
@@ -106,13 +111,12 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
     # default): resolved again with it as the table's property, the policy is the
     # decider's, tolerance included, without a catalog round trip
     target = store.target(name)
-    props = {} if target is None else {TARGET_PROPERTY: str(target)}
-    inputs = cfg.plan_inputs(name, props)
+    inputs = inputs_of(cfg, name, target)
     tol = inputs.tolerance
     parts = store.partitions(name)
     sig = None if src.layouts is None else src.layouts.signature(name)
     spec = None if sig is None else spec_of(sig, inputs.policy.clustering_tolerance)
-    verdicts = _verdicts(src, name, rules_of(inputs, spec), parts, spec)
+    verdicts = kept_verdicts(src.layouts, name, rules_of(inputs, spec), parts, spec)
     over = [
         {
             "partition": display_key(k),
@@ -149,32 +153,8 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
         # every partition the decider acts on or holds (the rest: nothing to do)
         "verdicts": {k: v.to_dict() for k, v in sorted(verdicts.items()) if v.state != NONE},
         "held": src.health.holds(name),  # action → why the decider does not run it
-        "clustering": _clustering(src, name, inputs.policy.clustering_tolerance),
+        "clustering": clustering_of(src.layouts, name, inputs.policy.clustering_tolerance),
     }
-
-
-def _verdicts(
-    src: Sources,
-    name: str,
-    rules: Rules,
-    parts: Mapping[str, PartitionStats],
-    spec: LayoutSpec | None,
-) -> dict[str, Verdict]:
-    """Each partition's verdict (:func:`optimizer.verdict.partition_verdict`) from the kept
-    stats and, with a kept layout, the kept file bounds of the partitions it may act on
-    (over tolerance², or deeper than the clustering tolerance)."""
-    verdicts = {k: partition_verdict(rules, s) for k, s in parts.items()}
-    if spec is None or src.layouts is None:
-        return verdicts
-    depths = _depths(src.layouts, name, spec.corner_columns)
-    deep = {k for k, d in depths.items() if d.mean > rules.clustering_tolerance}
-    keys = sorted(k for k in parts if k in deep or parts[k].needs_work(rules.tolerance))
-    for key, files in src.layouts.files(name, keys).items():
-        if key in parts and files:
-            sizes = key_sizes(files, spec.corner_columns)
-            layout = layout_of(spec, files, rules.target)
-            verdicts[key] = partition_verdict(rules, parts[key], sizes, layout)
-    return verdicts
 
 
 def _merge_state(verdict: Verdict | None) -> str | None:
@@ -185,42 +165,20 @@ def _merge_state(verdict: Verdict | None) -> str | None:
     return "wait" if verdict.waiting else "merge"
 
 
-def _clustering(src: Sources, name: str, tolerance: float) -> dict[str, Any] | None:
-    """The layout the decider keeps of ``name`` (None without one): its mean depth (over
-    files), the deepest point and the partitions deeper than ``clustering_tolerance``."""
-    layout = None if src.layouts is None else src.layouts.signature(name)
-    if src.layouts is None or layout is None:
-        return None
-    by_part = _depths(src.layouts, name, zorder_columns(layout))
-    files = sum(d.files for d in by_part.values())
-    return {
-        "layout": layout,
-        "tolerance": tolerance,
-        "mean_depth": round(sum(d.mean * d.files for d in by_part.values()) / files, 4)
-        if files
-        else 0.0,
-        "max_depth": max((d.max for d in by_part.values()), default=0),
-        "over_tolerance": [
-            {"partition": display_key(k), "key": k, "depth": round(d.mean, 4), "max": d.max}
-            for k, d in sorted(by_part.items())
-            if d.mean > tolerance
-        ],
-    }
-
-
-def _depths(layouts: LayoutStore, name: str, zorder: int) -> dict[str, Depth]:
-    """Each partition's depth as the decider keeps it; measured here from the stored
-    files only where none is kept (:func:`~service.state.layout.kept_and_missing`)."""
-    kept, measured = kept_and_missing(layouts, name, zorder)
-    return kept | measured
-
-
-def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
-    """The ``status`` data: every known table, the leader, the deciders' shards, the queue,
-    the recent actions, the actors' heartbeats and the counters, each through its adapter
-    (so a Redis failure arrives as :class:`~service.base.errors.ServiceUnavailable`)."""
+def collect(
+    cfg: Config, src: Sources, now: float, detail: bool | Collection[str] = False
+) -> dict[str, Any]:
+    """The ``status`` data: every table the decider keeps a record of (one read:
+    :mod:`service.observe.kept`), the leader, the deciders' shards, the queue, the recent
+    actions, the actors' heartbeats and the counters, each through its adapter (so a Redis
+    failure arrives as :class:`~service.base.errors.ServiceUnavailable`). ``detail``: the
+    tables (True: every table with stats) whose partitions over tolerance and clustering
+    are listed too, worked out from their kept stats."""
     queue = src.queue
-    tables = {name: _table(cfg, src, name, now) for name in src.stats.known_tables()}
+    tables = {n: kept_row(cfg, n, r, now) for n, r in sorted(src.health.records().items())}
+    wanted = src.stats.known_tables() if detail is True else detail or ()
+    for name in wanted:
+        tables[name] = tables.get(name, {}) | _table(cfg, src, name, now)
     classes = queue.pending_tables()
     by_class: dict[str, int] = {}
     for table, count in queue.pending_by_table().items():
@@ -259,7 +217,12 @@ def collect(cfg: Config, src: Sources, now: float) -> dict[str, Any]:
 def _depth_cell(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
-    return f"{c['mean_depth']:.2f}/{c['tolerance']:g} ({len(c['over_tolerance'])})"
+    return f"{c['mean_depth']:.2f}/{c['tolerance']:g} ({c['partitions_over']})"
+
+
+def _score(info: dict[str, Any]) -> float:
+    """Worst first: unreadable tables, then the lowest health scores."""
+    return -1.0 if info.get("error") else float((info.get("health") or {}).get("score", 101.0))
 
 
 def render(data: dict[str, Any], console: Any = None) -> None:
@@ -270,34 +233,44 @@ def render(data: dict[str, Any], console: Any = None) -> None:
         f"deciders {' '.join(f'{d}:{n}' for d, n in data['deciders'].items()) or '-'}  "
         f"scans avoided {data['scans_avoided_pct']}%"
     )
-    t = Table(title="tables")
-    for col in ("table", "score", "snapshot", "partitions", "over tolerance (to merge)"):
+    rows = sorted(data["tables"].items(), key=lambda kv: _score(kv[1]))
+    t = Table(title=f"tables (worst {min(len(rows), TABLES_SHOWN)} of {len(rows)})")
+    for col in ("table", "score", "snapshot", "partitions", "to act (waiting)", "manifests"):
         t.add_column(col)
-    t.add_column("worst MSE")
-    for col in ("manifests (small)", "snapshots", "delete files", "depth (over)"):
+    for col in ("snapshots", "delete files", "depth (over)", "statistics", "seen"):
         t.add_column(col)
-    for name, info in data["tables"].items():
-        over = info["over_tolerance"]
-        worst = max((p["mse"] for p in over), default=0.0)
-        target = info["target_file_size_bytes"]
-        mergeable = sum(p.get("merge") == "merge" for p in over)
-        manifests = (
-            "-" if info["manifests"] is None else f"{info['manifests']} ({info['small_manifests']})"
-        )
+    for name, info in rows[:TABLES_SHOWN]:
+        if info.get("error"):
+            t.add_row(name, "[red]error[/]", *["-"] * 9)
+            continue
         score = info.get("health")
+        snapshot = info.get("snapshot_id", info.get("last_snapshot"))
+        acting = info.get("partitions_needing_work", 0)
+        stats = info.get("statistics")
         t.add_row(
             name,
             "-" if score is None else f"{score['score']:.1f}",
-            str(info["last_snapshot"]),
-            str(info["partitions"]),
-            f"{len(over)} ({mergeable})",
-            f"{worst / target**2:.3f}·T²" if target else f"{worst:.4g}",
-            manifests,
-            "-" if info["snapshots"] is None else str(info["snapshots"]),
-            "-" if info["delete_files"] is None else str(info["delete_files"]),
+            str(snapshot),
+            str(info.get("partitions", "-")),
+            f"{acting} ({info.get('partitions_waiting', 0)})",
+            "-" if info.get("manifests") is None else str(info["manifests"]),
+            "-" if info.get("snapshots") is None else str(info["snapshots"]),
+            "-" if info.get("delete_files") is None else str(info["delete_files"]),
             _depth_cell(info.get("clustering")),
+            "-" if stats is None else statistics_text(stats),
+            "-" if info.get("age_s") is None else f"{info['age_s']:g} s ago",
         )
     console.print(t)
+    for name, info in rows:
+        if info.get("error"):
+            console.print(f"  error: {name}: {info['error']}", soft_wrap=True)
+        for p in info.get("over_tolerance", []):  # the tables asked for in detail
+            target = info["target_file_size_bytes"] or 1
+            console.print(
+                f"  {name} {p['partition']}: {p['files']} files, MSE {p['mse'] / target**2:.3f}·T²"
+                f", {p['merge'] or 'nothing a merge lowers'}",
+                soft_wrap=True,
+            )
     for name, info in data["tables"].items():
         for action, reason in sorted(info.get("held", {}).items()):
             console.print(f"  held: {name} {action}: {reason}", soft_wrap=True)

@@ -28,8 +28,10 @@ from service.base.errors import ServiceUnavailable, describe
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
+from service.observe.kept import kept_row
 from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
+from service.state.health.redis import RedisHealth
 from service.state.ledger.redis import RedisLedger
 from service.state.queue.redis import open_queue
 
@@ -40,6 +42,8 @@ SUMMARY_MAX_AGE_S = 60.0
 """An unchanged table's summary is reused this long (the page polls every 2 s; reading a
 wide table's manifests takes longer than that). A new metadata version is read at once;
 the health score, which ages with the table's snapshots, at most this late."""
+PAGE_ROWS = 50  # tables a page of the list shows
+ROW_MAX_AGE_S = 30.0  # a kept table row's score is worked out again this often
 PLANNED = 10  # the newest actions whose planning time before and after is measured
 BINS = 10  # file-size histogram: tenths of the target, then one bin at or above it
 
@@ -56,6 +60,15 @@ def histogram(sizes: list[int], target: int) -> list[dict[str, Any]]:
         for i in range(BINS)
     ]
     return [*bins, {"lo": target, "hi": None, "files": counts[BINS]}]
+
+
+def _worst_first(row: dict[str, Any]) -> tuple[int, float, str]:
+    """Unreadable tables first, then by health score, tables not seen yet last."""
+    if row.get("error"):
+        return (0, 0.0, row["table"])
+    if row.get("seen") is False:
+        return (2, 0.0, row["table"])
+    return (1, float(row["health"]["score"]), row["table"])
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +101,7 @@ class Dashboard:
         # (table, first snapshot, last snapshot) → planning ms before and after, or None
         self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
         self._summaries: dict[str, _Summary] = {}  # see SUMMARY_MAX_AGE_S
+        self._rows: dict[str, tuple[float, float, dict[str, Any]]] = {}  # see ROW_MAX_AGE_S
         self._history: Kept = {}  # the history table's rows, read again when it changes
         self._reports: tuple[str | None, list[dict[str, Any]]] | None = None  # by version
 
@@ -118,31 +132,39 @@ class Dashboard:
 
         return dict(self._locked(run))
 
-    def tables(self) -> list[dict[str, Any]]:
-        """Every managed table with its health score, worst first (an unreadable table:
-        its error, first)."""
+    def tables(self, query: str = "", offset: int = 0, limit: int = PAGE_ROWS) -> dict[str, Any]:
+        """A page of the managed tables, worst health score first (an unreadable table
+        first of all, one the decider has not seen yet last), whose names contain
+        ``query``: ``{"total", "offset", "limit", "rows"}``. From the records the decider
+        keeps and the tables it last listed (:mod:`service.observe.kept`): no catalog call
+        once a decider has listed them."""
 
-        def run() -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = []
-            names = managed_tables(self.cfg, self._cat())
-            self._summaries = {n: s for n, s in self._summaries.items() if n in names}
-            for name in names:
-                try:
-                    s = self._summary(name).summary
-                except ServiceUnavailable:
-                    raise
-                except Exception as e:  # one broken table is its row's error
-                    rows.append({"table": name, "error": describe(e)})
-                    continue
-                s = copy.deepcopy(s)
-                parts = s.pop("partitions")
-                s["partitions"] = len(parts)
-                s["partitions_needing_work"] = sum(p["needs_work"] for p in parts)
-                rows.append(s)
-            rows.sort(key=lambda r: (r.get("health") or {}).get("score", -1.0))
-            return rows
+        def run() -> dict[str, Any]:
+            health = RedisHealth(self._redis(), Keys.for_config(self.cfg))
+            names = health.managed()
+            if names is None:  # no decider has listed them yet: the catalog, once a poll
+                names = managed_tables(self.cfg, self._cat())
+            wanted = [n for n in names if query.lower() in n.lower()]
+            records = health.records(wanted)
+            now = self.now()
+            rows = [self._row(n, records.get(n), now) for n in wanted]
+            rows.sort(key=_worst_first)
+            page = [copy.deepcopy(r) for r in rows[offset : offset + limit]]
+            return {"total": len(rows), "offset": offset, "limit": limit, "rows": page}
 
-        return list(self._locked(run))
+        return dict(self._locked(run))
+
+    def _row(self, name: str, record: dict[str, Any] | None, now: float) -> dict[str, Any]:
+        """The table's row from its kept record (:func:`~service.observe.kept.kept_row`),
+        reused while the record is the same and its score at most ``ROW_MAX_AGE_S`` old."""
+        if record is None:
+            return {"table": name, "seen": False}
+        kept = self._rows.get(name)
+        if kept is not None and kept[0] == record["at"] and now - kept[1] < ROW_MAX_AGE_S:
+            return kept[2]
+        row = kept_row(self.cfg, name, record, now)
+        self._rows[name] = (record["at"], now, row)
+        return row
 
     def table(self, name: str) -> dict[str, Any]:
         """One table: its partitions by entropy (worst first), its files' size histogram

@@ -38,7 +38,9 @@ from service.base.errors import (
     describe,
 )
 from service.base.redact import scrub
-from service.web.data import Dashboard
+from service.web.data import PAGE_ROWS, Dashboard
+
+MAX_PAGE_ROWS = 500  # rows a tables page may ask for
 
 STATIC = Path(__file__).resolve().parent / "static"
 SECURITY_HEADERS = {
@@ -96,11 +98,24 @@ class UiServer(ThreadingHTTPServer):
         d = self.dashboard
         return {
             "/api/overview": lambda q: d.overview(),
-            "/api/tables": lambda q: d.tables(),
+            "/api/tables": lambda q: d.tables(*_page(q)),
             "/api/table": lambda q: d.table(_table_name(q)),
             "/api/history": lambda q: d.history(),
             "/api/skew": lambda q: d.skew(),
         }
+
+
+def _page(query: dict[str, list[str]]) -> tuple[str, int, int]:
+    """``q`` (a name filter), ``offset`` and ``limit`` (1 to 500) of a tables page."""
+    q = (query.get("q") or [""])[0]
+    try:
+        offset = int((query.get("offset") or ["0"])[0])
+        limit = int((query.get("limit") or [str(PAGE_ROWS)])[0])
+    except ValueError:
+        raise UsageError("offset and limit must be whole numbers") from None
+    if offset < 0 or not 1 <= limit <= MAX_PAGE_ROWS or len(q) > 200:
+        raise UsageError(f"offset >= 0, limit 1..{MAX_PAGE_ROWS}, q at most 200 characters")
+    return q, offset, limit
 
 
 def _table_name(query: dict[str, list[str]]) -> str:

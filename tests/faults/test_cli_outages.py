@@ -51,7 +51,9 @@ def test_one_broken_table_does_not_stop_the_others(
     ledger.fault("a table's metadata file deleted")
     before = [current_snapshot_id(t) for t in good]
 
-    listed, as_json = run_cli_parallel(fault_env.config_path, [("tables",), ("tables", "--json")])
+    listed, as_json = run_cli_parallel(
+        fault_env.config_path, [("tables", "--fresh"), ("tables", "--fresh", "--json")]
+    )
     for run in (listed, as_json):
         line = _one_line_failure(ledger, run, f"1 of 3 table(s) could not be read: {ns}.b")
         assert len(run.error_lines()) == 1, line
@@ -92,7 +94,7 @@ def test_a_wrong_s3_key_is_one_line(
     bad = tmp_path / "wrong-key.yaml"
     bad.write_text(yaml.safe_dump(raw))
     ledger.fault("wrong S3 secret key")
-    commands = [("tables",), ("plan", name), ("maintain", name), ("optimize", name)]
+    commands = [("tables", "--fresh"), ("plan", name), ("maintain", name), ("optimize", name)]
     for run in run_cli_parallel(bad, commands, timeout=180):
         line = _one_line_failure(ledger, run)
         assert "ACCESS_DENIED" in line or "could not be read" in line, line
@@ -107,7 +109,9 @@ def test_s3_down_is_one_line_within_a_minute(
     rest_s3.stop("s3proxy")
     ledger.fault("s3proxy killed (S3 down)")
     try:
-        runs = run_cli_parallel(path, [("tables",), ("plan", name), ("request", name)], 180)
+        runs = run_cli_parallel(
+            path, [("tables", "--fresh"), ("plan", name), ("request", name)], 180
+        )
     finally:
         rest_s3.ensure_up()
     for run in runs:

@@ -48,8 +48,8 @@ def test_worst_orders_tables_by_the_documented_score(tmp_path: Path) -> None:
         for _ in range(commits):
             table.append(rows)
 
-    shown = _invoke(conf, "tables", "--worst", "3", "--json")
-    every = _invoke(conf, "tables", "--json")
+    shown = _invoke(conf, "tables", "--fresh", "--worst", "3", "--json")
+    every = _invoke(conf, "tables", "--fresh", "--json")
     assert len(shown) == 3 and len(every) == 4
     now = time.time()
     expected = {}

@@ -257,7 +257,7 @@ def test_status_uses_the_tables_own_target_like_the_decider(
     store = RollingStats(redis_client, KEYS)
     store.replace("db.t", 1, 1 << 20, {"day=1": stats_from_sizes([10_000] * 10, 1 << 20)}, T0)
     q = RedisQueue(redis_client, KEYS)
-    table = gather(cfg, redis_client, q, T0)["tables"]["db.t"]
+    table = gather(cfg, redis_client, q, T0, detail=True)["tables"]["db.t"]
     assert table["tolerance_bytes"] == (1 << 20) // 3
     assert [p["partition"] for p in table["over_tolerance"]] == ["day=1"]
 

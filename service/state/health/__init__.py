@@ -16,7 +16,7 @@ shares: ``jobs.maintenance.sharing``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from optimizer import PartitionStats
@@ -215,6 +215,27 @@ class HealthStore(Protocol):
 
     def mark_hold(self, table: str, action: str, reason: str | None) -> None:
         """Keep why ``action`` is held (None: it is not)."""
+        ...
+
+    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
+        """Keep the table's record (``service.observe.kept``), replacing the last."""
+        ...
+
+    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The kept records of ``tables`` (None: every table's), those there are; one
+        round trip. A damaged record is left out (logged): the decider writes it again."""
+        ...
+
+    def drop_records(self, tables: Sequence[str]) -> None:
+        """Forget the records of tables no longer managed."""
+        ...
+
+    def save_managed(self, tables: Sequence[str]) -> None:
+        """Keep the managed tables as the decider listed them."""
+        ...
+
+    def managed(self) -> list[str] | None:
+        """The managed tables the decider last listed (None: never listed)."""
         ...
 
 

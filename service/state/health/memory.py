@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
@@ -13,6 +15,8 @@ class MemoryHealth:
 
     def __init__(self) -> None:
         self.data: dict[str, dict[str, str]] = {}
+        self.kept: dict[str, str] = {}  # table → its record, as JSON (as Redis keeps it)
+        self.listed: list[str] | None = None
 
     def save(self, table: str, health: MetadataHealth) -> None:
         self.data.setdefault(table, {}).update(to_fields(health))
@@ -40,3 +44,20 @@ class MemoryHealth:
             fields.pop(f"hold:{action}", None)
         else:
             fields[f"hold:{action}"] = reason
+
+    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
+        self.kept[table] = json.dumps(record, sort_keys=True)
+
+    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        names = sorted(self.kept) if tables is None else [t for t in tables if t in self.kept]
+        return {t: json.loads(self.kept[t]) for t in names}
+
+    def drop_records(self, tables: Sequence[str]) -> None:
+        for table in tables:
+            self.kept.pop(table, None)
+
+    def save_managed(self, tables: Sequence[str]) -> None:
+        self.listed = sorted(tables)
+
+    def managed(self) -> list[str] | None:
+        return None if self.listed is None else list(self.listed)

@@ -4,7 +4,9 @@ fields."""
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer.maintenance_rules import MetadataHealth
@@ -13,6 +15,7 @@ from service.base.redis_client import text, translated
 from service.state.health import summary, to_fields
 
 log = logging.getLogger("icefloe.health")
+RECORDS_A_CALL = 1000  # fields of one HMGET
 
 
 class RedisHealth:
@@ -60,3 +63,46 @@ class RedisHealth:
             self.r.hdel(self.k.health(table), f"hold:{action}")
         else:
             self.r.hset(self.k.health(table), f"hold:{action}", reason)
+
+    @translated("health save_record")
+    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
+        self.r.hset(self.k.table_records, table, json.dumps(record, sort_keys=True))
+
+    @translated("health records")
+    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        if tables is None:
+            raw = {text(k): v for k, v in self.r.hgetall(self.k.table_records).items()}
+        else:
+            raw = {}
+            for at in range(0, len(tables), RECORDS_A_CALL):
+                chunk = list(tables[at : at + RECORDS_A_CALL])
+                got = self.r.hmget(self.k.table_records, chunk)
+                raw |= {t: v for t, v in zip(chunk, got, strict=True) if v is not None}
+        out = {}
+        for table, value in raw.items():
+            try:
+                record = json.loads(value)
+            except ValueError:
+                log.warning("%s: kept record unreadable; the decider writes it again", table)
+                continue
+            if isinstance(record, dict):
+                out[table] = record
+        return out
+
+    @translated("health drop_records")
+    def drop_records(self, tables: Sequence[str]) -> None:
+        if tables:
+            self.r.hdel(self.k.table_records, *tables)
+
+    @translated("health save_managed")
+    def save_managed(self, tables: Sequence[str]) -> None:
+        self.r.set(self.k.managed_list, json.dumps(sorted(tables)))
+
+    @translated("health managed")
+    def managed(self) -> list[str] | None:
+        raw = self.r.get(self.k.managed_list)
+        try:
+            names = None if raw is None else json.loads(raw)
+        except ValueError:
+            return None
+        return [str(n) for n in names] if isinstance(names, list) else None

@@ -52,11 +52,30 @@ function verdictText(v) {
   return v.state === "wait" ? "waits" : v.action;
 }
 
-function renderTables(rows) {
+// the tables list: a page at a time (worst first), filtered by name
+const PAGE = 50;
+let offset = 0, filter = "";
+
+function tablesPath() {
+  return `/api/tables?offset=${offset}&limit=${PAGE}&q=${encodeURIComponent(filter)}`;
+}
+
+function seenText(r) {
+  return r.age_s == null ? "" : `seen ${r.age_s}s ago`;
+}
+
+function renderTables(page) {
+  const rows = page.rows;
+  const last = Math.min(page.total, page.offset + rows.length);
+  document.getElementById("page-info").textContent =
+    page.total ? `${page.offset + 1}–${last} of ${page.total}` : "no tables";
+  document.getElementById("page-prev").disabled = page.offset <= 0;
+  document.getElementById("page-next").disabled = last >= page.total;
   const tbody = document.querySelector("#tables tbody");
   fill(tbody, rows.map((r) => {
+    if (r.seen === false) return h("tr", { "data-table": r.table }, h("td", {}, r.table), h("td", { colspan: 9, class: "muted" }, "not seen by the decider yet"));
     if (r.error) return h("tr", { "data-table": r.table }, h("td", {}, r.table), h("td", { colspan: 9, class: "error" }, r.error));
-    const tr = h("tr", { "data-table": r.table, "data-score": r.health.score },
+    const tr = h("tr", { "data-table": r.table, "data-score": r.health.score, title: seenText(r) },
       h("td", {}, r.table), h("td", { class: "score-cell" }, scoreBadge(r.health.score)),
       h("td", {}, r.health.worst || "-"), h("td", {}, r.files), h("td", {}, mib(r.bytes)),
       h("td", {}, r.partitions), h("td", {}, r.partitions_needing_work),
@@ -164,7 +183,7 @@ function renderSkew(reports) {
 // each panel on its own: Redis away still shows the tables, a broken table the rest
 const PANELS = [
   ["/api/overview", renderOverview],
-  ["/api/tables", renderTables],
+  [tablesPath, renderTables],
   ["/api/history", renderHistory],
   ["/api/skew", renderSkew],
 ];
@@ -174,7 +193,8 @@ async function poll() {
   busy = true;
   const errors = [];
   const show = async (path, render) => {
-    try { render(await api(path)); } catch (e) { errors.push(String(e.message || e)); }
+    const at = typeof path === "function" ? path() : path;
+    try { render(await api(at)); } catch (e) { errors.push(String(e.message || e)); }
   };
   try {
     await Promise.all(PANELS.map(([path, render]) => show(path, render)));
@@ -187,6 +207,12 @@ async function poll() {
     busy = false;
   }
 }
+
+document.getElementById("table-filter").addEventListener("input", (e) => {
+  filter = e.target.value; offset = 0; poll();
+});
+document.getElementById("page-prev").addEventListener("click", () => { offset = Math.max(0, offset - PAGE); poll(); });
+document.getElementById("page-next").addEventListener("click", () => { offset += PAGE; poll(); });
 
 poll();
 setInterval(poll, POLL_MS);

@@ -61,3 +61,26 @@ class HealthContract:
         store.mark_hold(T, "rewrite_manifests", None)  # never held: nothing happens
         assert store.holds(T) == {"remove_orphan_files": "location shared with db.u"}
         assert store.last_runs(T) == {} and store.load(T) is None
+
+    def test_records_are_kept_replaced_read_at_once_and_dropped(self, store: HealthStore) -> None:
+        assert store.records() == {} and store.records([T]) == {}
+        store.save_record(T, {"at": 1.0, "files": 3, "verdicts": {"k": {"state": "act"}}})
+        store.save_record("db.u", {"at": 2.0, "error": "gone"})
+        store.save_record(T, {"at": 3.0, "files": 4, "verdicts": {}})  # replaced
+        assert store.records() == {
+            T: {"at": 3.0, "files": 4, "verdicts": {}},
+            "db.u": {"at": 2.0, "error": "gone"},
+        }
+        many = [f"db.t{i}" for i in range(2500)]  # more than one call's worth
+        for name in many[::500]:
+            store.save_record(name, {"at": 0.0})
+        assert sorted(store.records([*many, "db.none"])) == sorted(many[::500])
+        store.drop_records([T, "db.none"])
+        assert set(store.records()) == {"db.u", *many[::500]}
+
+    def test_the_managed_list_is_kept(self, store: HealthStore) -> None:
+        assert store.managed() is None
+        store.save_managed(["db.b", "db.a"])
+        assert store.managed() == ["db.a", "db.b"]
+        store.save_managed([])
+        assert store.managed() == []

@@ -24,7 +24,7 @@ from service.base.tablestats import PartitionFiles
 from service.base.verdicts import files_verdict, layout_of, rules_of
 from service.decider.layout import layout_items
 from service.decider.needs import partition_items, waiting
-from service.observe.status import Sources, _verdicts
+from service.observe.kept import kept_verdicts
 from service.state.layout import signature, spec_of
 from service.state.layout.memory import MemoryLayouts
 
@@ -125,9 +125,8 @@ def _kept_verdict(rules: Rules, stats: Any, files: list[FileBounds[str]], layout
     store = MemoryLayouts()
     if layout is not None:
         store.replace("db.t", signature(layout), {"p": files})
-    src = Sources(*([None] * 6), layouts=store)  # type: ignore[arg-type]
     spec = None if layout is None else spec_of(signature(layout), rules.clustering_tolerance)
-    return _verdicts(src, "db.t", rules, {"p": stats}, spec)["p"]
+    return kept_verdicts(store, "db.t", rules, {"p": stats}, spec)["p"]
 
 
 @settings(max_examples=300, deadline=None)

@@ -56,7 +56,7 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     MemoryShards(board, 4, 30, "d1").claim()
     src = Sources(queue, stats, health, ledger, leader, MemoryShards(board, 4, 30, "d2"))
 
-    data = collect(cfg, src, T0 + 10)
+    data = collect(cfg, src, T0 + 10, detail=True)
 
     assert data["leader"] == "d1" and data["deciders"] == {"d1": 4}
     table = data["tables"]["db.t"]
@@ -97,19 +97,19 @@ def test_status_shows_the_clustering_the_decider_keeps(tmp_path: Path) -> None:
     overlapping = [FileBounds("c", 1, (0,), (9,)), FileBounds("d", 1, (5,), (15,))]
     layouts.replace("db.t", "sort:ts", {"day=1": sorted_files, "day=2": overlapping})
     src = layout_sources(stats, layouts)
-    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    c = collect(cfg, src, T0, detail=True)["tables"]["db.t"]["clustering"]
     assert c["layout"] == "sort:ts" and c["tolerance"] == 1.5
     assert c["mean_depth"] == 1.5 and c["max_depth"] == 2  # (1 + 1 + 2 + 2) / 4 files
     assert [(p["key"], p["depth"]) for p in c["over_tolerance"]] == [("day=2", 2.0)]
     # the depth the decider measured and kept is shown as kept, not measured again
     layouts.save_depths("db.t", "sort:ts", {"day=2": Depth(2, 1.25, 2)}, layouts.generation("db.t"))
-    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    c = collect(cfg, src, T0, detail=True)["tables"]["db.t"]["clustering"]
     assert c["mean_depth"] == 1.125 and c["over_tolerance"] == []
     layouts.update("db.t", "sort:ts", {"day=2": LayoutDelta(deleted=["d"])})  # changed
-    c = collect(cfg, src, T0)["tables"]["db.t"]["clustering"]
+    c = collect(cfg, src, T0, detail=True)["tables"]["db.t"]["clustering"]
     assert c["mean_depth"] == 1.0 and c["max_depth"] == 1  # measured from its files again
     layouts.forget("db.t")
-    assert collect(cfg, src, T0)["tables"]["db.t"]["clustering"] is None
+    assert collect(cfg, src, T0, detail=True)["tables"]["db.t"]["clustering"] is None
 
 
 def test_to_merge_of_a_sorted_table_counts_runs_of_neighbours(tmp_path: Path) -> None:
@@ -125,12 +125,14 @@ def test_to_merge_of_a_sorted_table_counts_runs_of_neighbours(tmp_path: Path) ->
         return [FileBounds(f"f{i:02d}", s, (10 * i,), (10 * i + 9,)) for i, s in enumerate(sizes)]
 
     src = layout_sources(stats, MemoryLayouts())
-    table = collect(cfg, src, T0)["tables"]["db.t"]  # no layout kept: the sums' verdict
+    table = collect(cfg, src, T0, detail=True)["tables"][
+        "db.t"
+    ]  # no layout kept: the sums' verdict
     assert [p["merge"] for p in table["over_tolerance"]] == ["merge", "merge"]
     assert src.layouts is not None
     layouts = {"day=1": in_key_order(apart), "day=2": in_key_order(together)}
     src.layouts.replace("db.t", "sort:ts", layouts)
-    table = collect(cfg, src, T0)["tables"]["db.t"]
+    table = collect(cfg, src, T0, detail=True)["tables"]["db.t"]
     assert [(p["key"], p["merge"]) for p in table["over_tolerance"]] == [
         ("day=1", None),
         ("day=2", "merge"),
