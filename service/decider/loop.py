@@ -48,15 +48,15 @@ from typing import Any
 
 from jobs.history.flush import flush
 from optimizer.maintenance_rules import MetadataHealth
-from optimizer.verdict import Rules
 from service.base.catalog import load_table, managed_tables
-from service.base.config import Config, DeciderSettings, TablePolicy, parse_table_identifier
+from service.base.config import Config, DeciderSettings, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
-from service.base.layoutspec import LayoutSpec
 from service.base.verdicts import rules_of
+from service.decider.catchup import catch_up_table
 from service.decider.duties import LeaderDuties
-from service.decider.layout import enqueue_layout, new_layout, ordered_of, pass_reads, table_layout
+from service.decider.layout import new_layout, ordered_of, table_layout
+from service.decider.light import Light, Seen
 from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
 from service.decider.pool import Launcher, LogLauncher
 from service.decider.records import Records
@@ -72,7 +72,6 @@ from service.state.ledger import Ledger
 from service.state.ledger.memory import MemoryLedger
 from service.state.queue import PriorityQueue
 from service.state.rolling import StatsStore
-from service.state.rolling.scan import catch_up
 from service.state.shards import Claim, Shards
 
 log = logging.getLogger("icefloe.decider")
@@ -147,6 +146,7 @@ class Decider:
         self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
         self.formats_known: set[str] = set()  # tables whose stats this process knows current
         self.records = Records(adapters.stats, adapters.health, adapters.layouts)
+        self.light = Light(catalog)  # polls skip the tables nothing changed
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -228,24 +228,32 @@ class Decider:
         if report.polled:
             self._polled = (owned, self.clock())
             self._to_poll = deque(sorted(mine))
+            self.light.poll_started()
         return changed, events, report
 
-    def _refresh_safely(self, name: str, now: float, report: StepReport) -> None:
+    def _refresh_safely(
+        self, name: str, now: float, report: StepReport, polled: bool = False
+    ) -> None:
         if not self._still_mine(name):
             return  # its shard passed to another decider during a long pass
         try:
-            self.refresh(name, now, report)
+            self.refresh(name, now, report, polled)
         except ServiceUnavailable:
             raise  # the loop backs off; events stay pending
         except Exception as e:  # one broken or dropped table must not stop the others
             report.failed[name] = describe(e)  # SQLAlchemy's and Java's span lines: one
             log.warning("skipped %s this pass: %s", name, report.failed[name])
             self.records.failed(name, report.failed[name], now)
+            self.light.forget(name)
 
     # ---- orient + decide ----------------------------------------------------------------
-    def refresh(self, name: str, now: float, report: StepReport) -> None:
+    def refresh(self, name: str, now: float, report: StepReport, polled: bool = False) -> None:
         """Catch one table up and enqueue what its touched partitions need, and what its
-        partitions that waited long enough for more small files need."""
+        partitions that waited long enough for more small files need. ``polled``: found by
+        a poll, not an event (unchanged since its last refresh: no catalog call)."""
+        seen = self.light.unchanged(name, now) if polled else None
+        if seen is not None and self.stats.last_applied(name) == seen.snapshot:
+            return self._refresh_unchanged(name, seen, now, report)
         table, before = load_table(self.catalog, name), report.enqueued
         inputs = self.cfg.plan_inputs(name, table.properties)
         policy = inputs.policy
@@ -272,7 +280,8 @@ class Decider:
             stored = (self.queue, waits, rules, policy.priority, touched, now, ordered)
             report.count(enqueue_touched(*stored))
         elif current_id != last or stale:
-            self._catch_up(waits, table, policy, rules, layout, now, report)
+            stores = (self.stats, self.layouts, self.queue, self.ledger)
+            catch_up_table(stores, waits, table, policy, rules, layout, now, report)
             self.stats.mark_decided(name, current_id)
         self.formats_known.add(name)  # not before: a rebuild that failed is tried again
         if current_id == last and layout is not None:  # deciding again, or a new layout
@@ -283,43 +292,21 @@ class Decider:
         report.count(enqueue_overdue(self.queue, waits, rules, policy.priority, now, ordered))
         self.scores.update(name, policy, self.healths[name], now)
         self.records.update(name, inputs, layout, self.healths[name], now, report.enqueued > before)
+        self.light.remember(name, table, inputs, layout, rules, now)
 
-    def _catch_up(
-        self,
-        waits: Waits,
-        table: Any,
-        policy: TablePolicy,
-        rules: Rules,
-        layout: LayoutSpec | None,
-        now: float,
-        report: StepReport,
-    ) -> None:
-        """Apply the table's new snapshots to its stats (and its layout's file bounds);
-        enqueue what they touched needs."""
-        name = waits.table
-        target = rules.target
-        result = catch_up(self.stats, name, table, target, now, layout, self.layouts)
-        report.applied.append(result)
-        if result.full_scan:
-            log.info(
-                "full scan of %s (%s): %d partitions", name, result.reason, len(result.touched)
-            )
-        changed = result.touched.keys() | result.layout_touched
-        ordered, read = pass_reads(self.layouts, name, layout, changed)
-        decide = (self.queue, waits, rules, policy.priority, result.touched, now, ordered)
-        candidates = report.count(enqueue_touched(*decide))
-        if layout is not None:
-            keys = sorted(result.layout_touched)
-            lay = (self.queue, self.layouts, name, rules, policy.priority, layout, keys, now, read)
-            report.count(enqueue_layout(*lay, settled=result.layout_settled))
-        if not result.full_scan:
-            self.ledger.count(
-                {
-                    "partitions_changed": len(result.touched),
-                    "partition_scans": candidates,
-                    "file_events": result.file_events,
-                }
-            )
+    def _refresh_unchanged(self, name: str, seen: Seen, now: float, report: StepReport) -> None:
+        """``name``'s metadata is as :meth:`refresh` last read it (``service.decider.light``):
+        what time alone changes -- overdue waits, snapshot expiry -- from what is held."""
+        before, policy, health = report.enqueued, seen.inputs.policy, self.healths[name]
+        outcomes, _ = check_table(name, None, policy, now, self.queue, self.health, health)
+        report.count(outcomes)
+        waits = Waits.read(self.stats, name, seen.rules)
+        ordered = ordered_of(self.layouts, name, seen.layout)
+        report.count(enqueue_overdue(self.queue, waits, seen.rules, policy.priority, now, ordered))
+        self.scores.update(name, policy, health, now)
+        enqueued = report.enqueued > before
+        self.records.update(name, seen.inputs, seen.layout, health, now, enqueued)
+        report.unchanged += 1
 
     # ---- the loop -----------------------------------------------------------------------
     def step(self, block_ms: int | None = None, dispatch_all: bool = False) -> StepReport:
@@ -343,7 +330,7 @@ class Decider:
         while self._to_poll and (budget_end is None or time.monotonic() < budget_end):
             name = self._to_poll.popleft()
             if name not in tables:
-                self._refresh_safely(name, now, report)
+                self._refresh_safely(name, now, report, polled=True)
         # ack only now, and not for tables that failed: a crash before this leaves them pending
         self.events.ack([e for e in events if e.table not in report.failed])
         if not leader:

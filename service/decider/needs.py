@@ -254,9 +254,16 @@ def check_table(
     cached: MetadataHealth | None = None,
 ) -> tuple[list[int], MetadataHealth]:
     """Keep ``name``'s health and enqueue the table-level maintenance it needs: the enqueue
-    outcomes (1 new, 0 coalesced) and the health."""
-    current = current_health(name, table, policy, health, cached)
+    outcomes (1 new, 0 coalesced) and the health. ``table`` None: its metadata is as
+    ``cached`` was read (``service.decider.light``); orphan removal then waits for a full
+    refresh (its hold lists the catalog)."""
+    if table is None and cached is not None:
+        current = cached
+    else:
+        current = current_health(name, table, policy, health, cached)
     enabled = [a for a in policy.actions if a in TABLE_ACTIONS] if policy.enabled else []
+    if table is None:
+        enabled = [a for a in enabled if a != ORPHANS]
     if not enabled:
         return [], current
     now_ms = int(now * 1000)

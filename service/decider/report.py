@@ -16,6 +16,7 @@ class StepReport:
     rejected: list[str] = field(default_factory=list)
     applied: list[ApplyResult] = field(default_factory=list)
     enqueued: int = 0
+    unchanged: int = 0  # polled tables refreshed without the catalog (service.decider.light)
     coalesced: int = 0
     dispatched: int = 0
     reaped: int = 0

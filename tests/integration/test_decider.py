@@ -18,7 +18,7 @@ from service.base.config import Config, DeciderSettings
 from service.base.keys import Keys
 from service.base.partition_key import display_key
 from service.cli import main
-from service.decider import loop
+from service.decider import catchup
 from service.decider.wiring import open_decider
 from service.state.rolling.scan import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
@@ -164,7 +164,7 @@ def test_an_upgraded_decider_rebuilds_an_idle_tables_older_stats_at_once(
     redis_client.hset(keys.table_state(name), "stats", 2)
     clock[0] += 3600
     upgraded = decider()
-    real, calls = loop.catch_up, []
+    real, calls = catchup.catch_up, []
 
     def flaky(*args: Any, **kw: Any) -> Any:
         calls.append(1)
@@ -172,7 +172,7 @@ def test_an_upgraded_decider_rebuilds_an_idle_tables_older_stats_at_once(
             raise OSError("catalog went away")
         return real(*args, **kw)
 
-    monkeypatch.setattr(loop, "catch_up", flaky)
+    monkeypatch.setattr(catchup, "catch_up", flaky)
     assert name in upgraded.step().failed and upgraded.stats.stale(name)
     report = upgraded.step()
     assert [r.full_scan for r in report.applied] == [True] and report.enqueued == 1
@@ -197,7 +197,7 @@ def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     def crash(*args: Any, **kwargs: Any) -> int:
         raise ConnectionError("decider killed here")
 
-    monkeypatch.setattr("service.decider.loop.enqueue_touched", crash)
+    monkeypatch.setattr("service.decider.catchup.enqueue_touched", crash)
     with pytest.raises(ConnectionError):
         decider.refresh(name, T0, decider.observe()[2])
     monkeypatch.undo()
@@ -345,3 +345,53 @@ def test_cli_request_notify_status_decide_and_actor(
     assert name in data["tables"] and data["queue"]["depth"]["inflight"] == 0
     code, out, err = run_cli(["--config", conf, "status"], capsys)
     assert code == 0 and "queue: pending" in out
+
+
+def test_a_poll_loads_only_the_tables_that_changed(
+    lake_home: Path, catalog: Any, redis_client: Any, namespace: str
+) -> None:
+    """#48: a poll reads every table's metadata location in one query (a SQL catalog) and
+    loads only the tables whose location moved; the others are refreshed from what the
+    decider holds -- a partition that waited ``max_wait_hours`` is still enqueued, snapshot
+    expiry still decided -- and loaded again in full every ``FULL_REFRESH_SECONDS``."""
+    from service.decider import light
+
+    policy = {"target_file_size_bytes": 1 << 20, "min_input_files": 4, "max_wait_hours": 0.1}
+    cfg = make_config(lake_home, managed={"namespaces": [namespace]}, defaults=policy)
+    assert 0.1 * 3600 < light.FULL_REFRESH_SECONDS
+    names = [f"{namespace}.t{i}" for i in range(4)]
+    tables = [catalog.create_table(n, schema=SCHEMA, partition_spec=SPEC) for n in names]
+    for t in tables:
+        t.append(batch("eu", 0))
+        t.append(batch("eu", 100))  # two small files: wait for min_input_files (4)
+    loads: list[str] = []
+    real = catalog.load_table
+
+    def counted(ident: Any) -> Any:
+        loads.append(".".join(ident) if not isinstance(ident, str) else ident)
+        return real(ident)
+
+    catalog.load_table = counted
+    clock = [T0]
+    decider = open_decider(cfg, catalog, redis_client, clock=lambda: clock[0])
+    first = decider.step()
+    assert first.enqueued == 0 and sorted(loads) == names and first.unchanged == 0
+    loads.clear()
+    clock[0] += cfg.decider.poll_seconds
+    second = decider.step()
+    assert loads == [] and second.unchanged == 4  # nothing moved: no table loaded
+    tables[2].append(batch("eu", 200))
+    loads.clear()  # the commit's own load (PyIceberg's SQL catalog reads before it writes)
+    clock[0] += cfg.decider.poll_seconds
+    third = decider.step()
+    assert loads == [names[2]] and third.unchanged == 3  # only the table that changed
+    loads.clear()
+    clock[0] += 0.1 * 3600  # every partition waited max_wait_hours: merged as they stand
+    overdue = decider.step()
+    assert loads == [] and overdue.enqueued == 4 and overdue.unchanged == 4
+    for name in names:
+        assert decider.queue.get(f"merge:{name}:{part(region='eu')}") is not None
+    clock[0] += light.FULL_REFRESH_SECONDS
+    decider.step()
+    assert sorted(loads) == names  # a full refresh every FULL_REFRESH_SECONDS
+    assert decider.light.catalog_requests == 5  # one location query a poll
