@@ -27,7 +27,7 @@ from service.base.errors import UsageError
 from service.base.layoutspec import LayoutSpec, decided_layout, key_sizes
 from service.base.tablestats import current_partitions
 from service.base.verdicts import layout_of
-from service.decider.needs import Ordered
+from service.decider.needs import Ordered, verdict_item
 from service.state.layout import LayoutStore, kept_and_missing, signature
 from service.state.layout.scan import rebuild
 from service.state.queue import ActionItem, PriorityQueue
@@ -75,21 +75,9 @@ def layout_items(
         verdict = layout_verdict(rules, layout)
         if verdict.action is None:
             continue
-        items.append(
-            ActionItem.new(
-                name,
-                key or None,
-                verdict.action,
-                priority,
-                verdict.cost,
-                verdict.benefit,
-                now,
-                reason=verdict.reason,
-                lane=spec.action,
-                # the same item as the partition's sorted merge: its floor too
-                min_input_files=rules.min_input_files,
-            )
-        )
+        # the same item as the partition's sorted merge: its floor too
+        floor = rules.min_input_files
+        items.append(verdict_item(name, key, verdict, priority, now, spec.action, floor))
     return items
 
 

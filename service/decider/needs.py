@@ -40,7 +40,7 @@ from jobs.maintenance.sharing import orphan_hold
 from optimizer import PartitionStats
 from optimizer.actions import TABLE_ACTIONS, table_needs
 from optimizer.maintenance_rules import MetadataHealth, Need
-from optimizer.verdict import Rules, partition_verdict
+from optimizer.verdict import Rules, Verdict, partition_verdict
 from service.base.config import TablePolicy
 from service.state.health import HealthStore, read_health, summary, to_fields
 from service.state.queue import ActionItem, PriorityQueue
@@ -101,21 +101,29 @@ def partition_items(
         if verdict.action is None:
             continue
         floor = verdict.min_input_files or 2  # a delete compaction: any two files
-        items.append(
-            ActionItem.new(
-                name,
-                key or None,
-                verdict.action,
-                priority,
-                verdict.cost,
-                verdict.benefit,
-                now,
-                reason=verdict.reason,
-                lane=rules.rewrite,
-                min_input_files=floor,
-            )
-        )
+        items.append(verdict_item(name, key, verdict, priority, now, rules.rewrite, floor))
     return items
+
+
+def verdict_item(
+    name: str, key: str, verdict: Verdict, priority: int, now: float, lane: str, floor: int
+) -> ActionItem:
+    """The queue item of a partition's verdict to act (``optimizer.verdict``), on ``lane``
+    (the table's rewrite: a merge, a delete compaction and a re-sort of one partition
+    coalesce) and planned with ``floor`` small files."""
+    assert verdict.action is not None
+    return ActionItem.new(
+        name,
+        key or None,
+        verdict.action,
+        priority,
+        verdict.cost,
+        verdict.benefit,
+        now,
+        reason=verdict.reason,
+        lane=lane,
+        min_input_files=floor,
+    )
 
 
 @dataclass
