@@ -9,6 +9,13 @@ as an exact string (so it is sent back exactly as received, quotes or not). It s
 the table's metadata to answer, so a 304 saves the transfer of the metadata JSON and its
 parsing here, not the server's own read. A 304 carries no ETag: the one sent is still good.
 
+These requests ask for an uncompressed answer (``Accept-Encoding: identity``): Jetty's
+``CompressionHandler`` in front of Iceberg's server (``RESTCatalogServer``; icefloe's
+``IcefloeRestServer`` too) turns the ETag of a gzipped answer into ``<etag>--gzip`` but does
+not strip that suffix off the ``If-None-Match`` the servlet then compares, so an ETag got
+with gzip never matches: every request would be a 200. Uncompressed, the ETag is the
+server's own and 304s work; the cost is a 200's body sent unzipped (a changed table only).
+
 :func:`conditional_load` makes that request with the RestCatalog's own session (its
 authentication, headers, SSL, SigV4 and timeouts), URL (prefix, namespace separator) and
 snapshot-loading mode, and builds a 200's Table exactly as ``RestCatalog.load_table`` does;
@@ -16,7 +23,7 @@ its errors are the ones ``load_table`` raises (``NoSuchTableError`` for a 404...
 on PyIceberg 0.12's private RestCatalog API; any other catalog, or a PyIceberg without that
 API, falls back to ``catalog.load_table`` with no ETag (None: always "changed").
 
-Stable names: :func:`conditional_load`, :class:`Probe` (request counters for benchmarks),
+Stable names: :func:`conditional_load`, :func:`is_rest`, :class:`Probe` (request counters),
 :data:`PROBE` (the one every call counts in unless given its own).
 """
 
@@ -30,6 +37,8 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 IF_NONE_MATCH = "If-None-Match"
+ACCEPT_ENCODING = "Accept-Encoding"
+IDENTITY = "identity"  # no compression: see the module
 ETAG = "ETag"
 NOT_MODIFIED = 304
 
@@ -82,6 +91,11 @@ def conditional_load(
     except expired:
         catalog._refresh_token()
         return _get(catalog, rest, name, etag, probe)
+
+
+def is_rest(catalog: Any) -> bool:
+    """Whether :func:`conditional_load` can make conditional requests to ``catalog``."""
+    return _rest_api(catalog) is not None
 
 
 def _rest_api(catalog: Any) -> dict[str, Any] | None:
@@ -138,7 +152,7 @@ def _get(
             raise ValueError(f"Invalid snapshot-loading-mode: {mode}")  # as load_table
         params["snapshots"] = mode
     url = catalog.url(rest["path"], prefixed=True, **catalog._split_identifier_for_path(name))
-    headers = {IF_NONE_MATCH: etag} if etag else {}
+    headers = {ACCEPT_ENCODING: IDENTITY, **({IF_NONE_MATCH: etag} if etag else {})}
     response = catalog._session.get(url, params=params, headers=headers)
     probe.add(requests=1, bytes=len(response.content))
     if response.status_code == NOT_MODIFIED:

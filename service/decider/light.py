@@ -1,10 +1,14 @@
 """Polls that skip the tables nothing changed: at 10,000 tables, a pass must not load every
 table's metadata from the catalog.
 
-At the start of each poll the decider asks the catalog, in one round trip, for every
-table's metadata location (:func:`sql_locations`: a SQL catalog's ``iceberg_tables`` rows;
-other catalogs: none, every table is loaded as before). A polled table whose metadata
-location is the one this process last refreshed it at, and that was refreshed in full
+At the start of each poll the decider asks the catalog for every table's version as cheaply
+as the catalog allows: a SQL catalog's metadata locations in one query
+(:func:`sql_locations`: its ``iceberg_tables`` rows); a REST catalog, for each table this
+process has refreshed, one conditional ``loadTable`` with the ETag it last got
+(:func:`service.base.rest_versions.conditional_load`, ``PROBE_THREADS`` at once): a 304 is
+"unchanged", a 200's table is kept for the refresh that follows (no second load); other
+catalogs: none, every table is loaded as before. A polled table whose version is the one
+this process last refreshed it at, and that was refreshed in full
 within ``FULL_REFRESH_SECONDS``, and whose kept stats are still at its snapshot (Redis
 may have restarted empty), is refreshed from what the decider holds (:class:`Seen`:
 its plan inputs, layout and health): its partitions that waited ``max_wait_hours`` are
@@ -16,21 +20,26 @@ refreshed in full; so is orphan removal decided (its hold lists the catalog).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from optimizer.verdict import Rules
-from service.base.config import PlanInputs
+from service.base.catalog import catalog_error, load_table
+from service.base.config import PlanInputs, parse_table_identifier
+from service.base.errors import TableNotFound
 from service.base.layoutspec import LayoutSpec
+from service.base.rest_versions import Probe, conditional_load, is_rest
 
 FULL_REFRESH_SECONDS = 600.0
+PROBE_THREADS = 8  # a REST catalog's conditional loads in flight at once
 
 
 @dataclass(frozen=True)
 class Seen:
     """A table as this process last refreshed it in full."""
 
-    version: str  # its metadata location
+    version: str  # its metadata location (SQL catalogs) or ETag (REST)
     snapshot: int | None  # its current snapshot then (the kept stats must still be at it)
     at: float  # when
     inputs: PlanInputs
@@ -61,17 +70,73 @@ class Light:
 
     def __init__(self, catalog: Any) -> None:
         self.catalog = catalog
+        self.rest = is_rest(catalog)
+        self.probe = Probe()  # a REST catalog's conditional loads (benchmarks)
         self._seen: dict[str, Seen] = {}
-        self._versions: dict[str, str] | None = None  # this poll's metadata locations
+        self._versions: dict[str, str] | None = None  # this poll's versions
+        self._loaded: dict[str, tuple[Any, str | None]] = {}  # changed: (table, ETag)
+        self._etags: dict[str, str | None] = {}  # the ETag of each table's last load
         self.catalog_requests = 0  # the round trips this made (benchmarks)
 
     def poll_started(self) -> None:
-        """Read every table's metadata location (one round trip on a SQL catalog)."""
+        """Read every table's version: one round trip on a SQL catalog, one conditional
+        request a known table on a REST catalog."""
+        self._loaded.clear()
         try:
             self._versions = sql_locations(self.catalog)
+            if self._versions is not None:
+                self.catalog_requests += 1
+            elif self.rest:
+                self._versions = self._rest_versions()
         except Exception:  # the catalog's own errors vary: every table is loaded instead
             self._versions = None
-        self.catalog_requests += self._versions is not None
+
+    def _rest_versions(self) -> dict[str, str]:
+        """Each known table's ETag now (a changed one's table kept for its refresh)."""
+        known = [(n, s.version) for n, s in self._seen.items()]
+
+        def ask(item: tuple[str, str]) -> tuple[str, str | None, Any]:
+            name, etag = item
+            try:
+                new, table = conditional_load(self.catalog, name, etag, self.probe)
+            except Exception:  # that table is loaded again, and fails there if it must
+                return name, None, None
+            return name, new, table
+
+        with ThreadPoolExecutor(PROBE_THREADS) as pool:
+            answers = list(pool.map(ask, known))
+        self.catalog_requests += len(known)
+        versions = {}
+        for name, etag, table in answers:
+            if table is not None:
+                self._loaded[name] = (table, etag)
+            elif etag is not None:
+                versions[name] = etag
+        return versions
+
+    def load(self, name: str) -> Any:
+        """``name`` loaded for a full refresh: the table a poll already loaded, else one
+        load (on a REST catalog, a conditional one without an ETag: it brings the ETag)."""
+        kept = self._loaded.pop(name, None)
+        if kept is not None:
+            self._etags[name] = kept[1]
+            return kept[0]
+        if not self.rest:
+            return load_table(self.catalog, name)
+        # pyiceberg: only when a REST catalog is used
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        parse_table_identifier(name)
+        try:
+            etag, table = conditional_load(self.catalog, name, None, self.probe)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            raise TableNotFound(
+                f"table {name!r} not found in catalog {self.catalog.name!r}"
+            ) from None
+        except Exception as e:
+            raise catalog_error(self.catalog.name, f"load table {name!r}", e) from e
+        self._etags[name] = etag
+        return table
 
     def unchanged(self, name: str, now: float) -> Seen | None:
         """What this process holds of ``name`` when its metadata is as it was last
@@ -93,7 +158,11 @@ class Light:
         """``name`` was just refreshed in full from ``table``."""
         snap = table.current_snapshot()
         snapshot = None if snap is None else snap.snapshot_id
-        self._seen[name] = Seen(str(table.metadata_location), snapshot, now, inputs, layout, rules)
+        version = self._etags.get(name) if self.rest else str(table.metadata_location)
+        if version is None:  # a REST server that sends no ETag: always loaded
+            self._seen.pop(name, None)
+            return
+        self._seen[name] = Seen(version, snapshot, now, inputs, layout, rules)
 
     def forget(self, name: str) -> None:
         self._seen.pop(name, None)

@@ -48,7 +48,7 @@ from typing import Any
 
 from jobs.history.flush import flush
 from optimizer.maintenance_rules import MetadataHealth
-from service.base.catalog import load_table, managed_tables
+from service.base.catalog import managed_tables
 from service.base.config import Config, DeciderSettings, parse_table_identifier
 from service.base.errors import IcefloeError, ServiceUnavailable, describe
 from service.base.keys import shard_of
@@ -254,7 +254,7 @@ class Decider:
         seen = self.light.unchanged(name, now) if polled else None
         if seen is not None and self.stats.last_applied(name) == seen.snapshot:
             return self._refresh_unchanged(name, seen, now, report)
-        table, before = load_table(self.catalog, name), report.enqueued
+        table, before = self.light.load(name), report.enqueued
         inputs = self.cfg.plan_inputs(name, table.properties)
         policy = inputs.policy
         self._weights[name] = policy.weight
