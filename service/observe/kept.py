@@ -24,6 +24,7 @@ from optimizer.layout import Depth
 from optimizer.maintenance_rules import MetadataHealth
 from optimizer.verdict import ACT, NONE, WAIT, Rules, Verdict, partition_verdict
 from service.base.config import TARGET_PROPERTY, Config, PlanInputs
+from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys
 from service.base.layoutspec import LayoutSpec, key_sizes
 from service.base.partition_key import display_key
@@ -170,11 +171,14 @@ def kept_row(cfg: Config, name: str, record: Mapping[str, Any], now: float) -> d
 def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]:
     """The ``tables`` rows of ``names`` from the records the decider keeps (one Redis round
     trip a thousand tables); a table with none is listed as not seen yet."""
-    client = connect(cfg)
     try:
-        records = RedisHealth(client, Keys.for_config(cfg)).records(names)
-    finally:
-        client.close()
+        client = connect(cfg)
+        try:
+            records = RedisHealth(client, Keys.for_config(cfg)).records(names)
+        finally:
+            client.close()
+    except ServiceUnavailable as e:  # say what works without Redis
+        raise ServiceUnavailable(f"{e} (--fresh reads each table from the catalog)") from e
     return [
         kept_row(cfg, n, records[n], now) if n in records else {"table": n, "seen": False}
         for n in names
