@@ -1,6 +1,6 @@
-"""Benchmark (issue #32): keeping a sorted (or z-ordered) layout, icefloe against Iceberg.
+"""Benchmark (issues #32, #47): keeping a sorted (or z-ordered) layout, icefloe against Iceberg.
 
-    .venv/bin/python bench/layout_bench.py [--cases sort,zorder] [--rounds 8]
+    .venv/bin/python bench/layout_bench.py [--cases sort,zorder|late] [--rounds 8]
                                            [--partitions 6] [--rows 40000]
                                            [--late 0.25] [--tolerance 1.25]
                                            [--target-kb 1024] [--icefloe loop|optimize]
@@ -35,6 +35,13 @@ queries' wall time in Spark (median of 3). Every round checks every copy's rows 
 the rows written (count and an order-free checksum). Issue #32's acceptance, over the
 rounds: files opened <= 1.1x Iceberg's sorted copy, bytes rewritten <= 0.5x Iceberg's,
 every row kept. The last line is a JSON summary.
+
+``late`` (issue #47; ``bench/layout_cases.py``): a table sorted by ``k``, each ``day`` first
+filled in key order (10 appends of ``--rows`` rows, about a target file each: depth 1); one
+day then gets 8 small late files with keys in the top fifth of its range, and the copies
+act once as above (``iceberg``'s ``where``: that day; ``--rounds``, ``--late`` unused), read
+by 20 ranges on ``k`` in that day. Acceptance at the default ``clustering_tolerance``
+(what runs without ``--tolerance``; printed): files opened <= 1.1x Iceberg's, bytes <= 0.5x.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import layout_cases  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -71,6 +79,8 @@ from service.base.config import Config, build_config  # noqa: E402
 from service.base.layoutspec import layout_spec  # noqa: E402
 
 COPIES = ("icefloe", "iceberg", "none")
+ACTIONS = {"sort": "sort", "zorder": "zorder", "late": "sort"}  # icefloe's layout action
+ORDERS = {"sort": "ts ASC NULLS FIRST", "zorder": "zorder(x, y)", "late": "k ASC NULLS FIRST"}
 SCHEMA = Schema(
     NestedField(1, "day", StringType(), required=False),
     NestedField(2, "ts", LongType(), required=False),
@@ -158,8 +168,26 @@ def queries(case: str, rounds: int, seed: int) -> list[tuple[str, Any]]:
     return out
 
 
-def checksum_sql(name: str) -> str:
-    h = "xxhash64(day, ts, x, y, kind, payload) % 1000000007"  # a sum that cannot overflow
+def case_data(case: str, args: Any) -> tuple[list[pa.Table], Any, list[tuple[str, Any]]]:
+    """The appends before the rounds, each round's (appends, days given late rows), the
+    queries."""
+    p, rows, seed = args.partitions, args.rows, args.seed
+    if case == "late":
+        lates = [(layout_cases.late(p, rows, seed), [layout_cases.late_day(p)])]
+        return layout_cases.fill(p, rows, seed), lates, layout_cases.queries(p, seed)
+    rounds = (
+        (
+            [round_rows(case, rnd, p, rows, args.late, seed)],
+            [f"d{d}" for d in range(p) if rnd > 0 and (d + rnd) % 2 == 0],
+        )
+        for rnd in range(args.rounds)
+    )
+    return [], rounds, queries(case, args.rounds, seed)
+
+
+def checksum_sql(name: str, schema: Schema) -> str:
+    cols = ", ".join(f.name for f in schema.fields)
+    h = f"xxhash64({cols}) % 1000000007"  # a sum that cannot overflow
     return f"SELECT count(*) AS n, sum({h}) AS h FROM {name}"
 
 
@@ -251,7 +279,7 @@ def run_icefloe(spark: Any, cfg: Config, catalog: Any, ident: str, mode: str, ac
 def run_iceberg(spark: Any, ident: str, case: str, days: list[str], target: int) -> None:
     if not days:
         return
-    order = "ts ASC NULLS FIRST" if case == "sort" else "zorder(x, y)"
+    order = ORDERS[case]
     where = " OR ".join(f'day = "{d}"' for d in days)
     spark.sql(
         f"CALL lake.system.rewrite_data_files(table => 'lake.{ident}', strategy => 'sort', "
@@ -267,10 +295,11 @@ def make_config(
     home: Path, redis_url: str, prefix: str, ident: str, args: Any, case: str
 ) -> Config:
     policy: dict[str, Any] = {
-        "actions": ["merge", case],
-        "clustering_tolerance": args.tolerance,
+        "actions": ["merge", ACTIONS[case]],
         "target_file_size_bytes": args.target_kb * 1024,  # not the appends' property
     }
+    if args.tolerance is not None:  # else the configuration's default
+        policy["clustering_tolerance"] = args.tolerance
     if case == "zorder":
         policy["zorder"] = ["x", "y"]
     raw = {
@@ -295,9 +324,10 @@ def make_config(
 def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str, Any]:
     catalog = load_catalog(cfg)
     names = {c: f"{ns}.{case}_{c}" for c in COPIES}
-    order = (
+    action, schema = ACTIONS[case], layout_cases.SCHEMA if case == "late" else SCHEMA
+    order = (  # field 2: ts, or k
         SortOrder(SortField(source_id=2, transform=IdentityTransform()))
-        if case == "sort"
+        if action == "sort"
         else SortOrder()
     )
     props = {
@@ -306,36 +336,41 @@ def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str
         "write.distribution-mode": "none",
     }
     for ident in names.values():
-        catalog.create_table(ident, SCHEMA, partition_spec=SPEC, sort_order=order, properties=props)
-    qs = queries(case, args.rounds, args.seed)
+        catalog.create_table(ident, schema, partition_spec=SPEC, sort_order=order, properties=props)
+    setup, plan, qs = case_data(case, args)
     seen: dict[str, set[int]] = {c: set() for c in COPIES}
+    for c in COPIES:  # the late case's fill: every copy the same, no arm runs
+        table = catalog.load_table(names[c])
+        for data in setup:
+            table.append(data)
+        rewritten_since(table, seen[c])
     totals = {
         c: {"bytes_rewritten": 0, "files_opened": 0, "query_s": 0.0, "seconds": 0.0} for c in COPIES
     }
     rounds = []
     written = None
-    for rnd in range(args.rounds):
-        data = round_rows(case, rnd, args.partitions, args.rows, args.late, args.seed)
-        late_days = [f"d{p}" for p in range(args.partitions) if rnd > 0 and (p + rnd) % 2 == 0]
+    for rnd, (batches, late_days) in enumerate(plan):
         for c in COPIES:
-            catalog.load_table(names[c]).append(data)
-            rewritten_since(catalog.load_table(names[c]), seen[c])  # the appends
+            table = catalog.load_table(names[c])
+            for data in batches:
+                table.append(data)
+            rewritten_since(table, seen[c])  # the appends
         row: dict[str, Any] = {"round": rnd}
         t = time.perf_counter()
-        run_icefloe(spark, cfg, catalog, names["icefloe"], args.icefloe, case)
+        run_icefloe(spark, cfg, catalog, names["icefloe"], args.icefloe, action)
         totals["icefloe"]["seconds"] += time.perf_counter() - t
         t = time.perf_counter()
         run_iceberg(spark, names["iceberg"], case, late_days, args.target_kb * 1024)
         totals["iceberg"]["seconds"] += time.perf_counter() - t
-        written = spark.sql(checksum_sql(f"lake.{names['none']}")).collect()[0]
+        written = spark.sql(checksum_sql(f"lake.{names['none']}", schema)).collect()[0]
         for c in COPIES:
             table = catalog.load_table(names[c])
-            got = spark.sql(checksum_sql(f"lake.{names[c]}")).collect()[0]
+            got = spark.sql(checksum_sql(f"lake.{names[c]}", schema)).collect()[0]
             opened, wall = reads(spark, table, f"lake.{names[c]}", qs)
             m = {
                 "bytes_rewritten": rewritten_since(table, seen[c]),
                 **dict(
-                    zip(("depth", "over"), depth(table, cfg, names["icefloe"], case), strict=True)
+                    zip(("depth", "over"), depth(table, cfg, names["icefloe"], action), strict=True)
                 ),
                 "files_opened": opened,
                 "query_s": round(wall, 3),
@@ -351,6 +386,7 @@ def run_case(spark: Any, cfg: Config, args: Any, case: str, ns: str) -> dict[str
     last = rounds[-1]
     result = {
         "case": case,
+        "tolerance": cfg.policy_for(names["icefloe"]).clustering_tolerance,
         "rounds": rounds,
         "totals": totals,
         "rows": int(written.n) if written is not None else 0,
@@ -386,7 +422,10 @@ def ratio(a: float, b: float) -> float | None:
 
 def print_totals(result: dict[str, Any]) -> None:
     t, case = result["totals"], result["case"]
-    print(f"[{case}] over {len(result['rounds'])} rounds ({result['rows']} rows)")
+    print(
+        f"[{case}] over {len(result['rounds'])} rounds ({result['rows']} rows), "
+        f"clustering_tolerance {result['tolerance']}"
+    )
     print(
         f"  {'copy':<8} {'MiB rewr':>9} {'opened':>7} {'query s':>8} {'arm s':>7} "
         f"{'files':>6} {'depth':>6} {'MiB':>7} {'snaps':>6} {'mfsts':>6}"
@@ -413,12 +452,12 @@ def print_totals(result: dict[str, Any]) -> None:
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="sort,zorder")
+    p.add_argument("--cases", default="sort,zorder", help="sort, zorder, late")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--rows", type=int, default=40000, help="new rows per partition per round")
     p.add_argument("--late", type=float, default=0.25, help="late rows, of a round's")
-    p.add_argument("--tolerance", type=float, default=1.25, help="clustering_tolerance")
+    p.add_argument("--tolerance", type=float, help="clustering_tolerance (the default's)")
     p.add_argument("--target-kb", type=int, default=1024)
     p.add_argument("--writer-kb", type=int, default=4096, help="the appends' roll size (in memory)")
     p.add_argument("--icefloe", choices=("loop", "optimize"), default="loop")
@@ -428,10 +467,11 @@ def parse_args() -> argparse.Namespace:
     args = p.parse_args()
     if args.quick:
         args.rounds, args.partitions, args.rows = 3, 4, 10000
-    args.case_list = [c for c in ("sort", "zorder") if c in args.cases.split(",")]
-    if not args.case_list or set(args.cases.split(",")) - {"sort", "zorder"}:
-        p.error(f"--cases: sort and/or zorder, got {args.cases!r}")
-    if args.rounds < 2 or args.partitions < 1 or args.rows < 1 or args.tolerance < 1:
+    args.case_list = [c for c in ACTIONS if c in args.cases.split(",")]
+    if not args.case_list or set(args.cases.split(",")) - set(ACTIONS):
+        p.error(f"--cases: sort, zorder and/or late, got {args.cases!r}")
+    tolerance = 1 if args.tolerance is None else args.tolerance
+    if args.rounds < 2 or args.partitions < 1 or args.rows < 1 or tolerance < 1:
         p.error("need --rounds >= 2, --partitions >= 1, --rows >= 1, --tolerance >= 1")
     return args
 
@@ -467,7 +507,7 @@ def main() -> None:
                 "bench": "layout",
                 "args": {k: v for k, v in vars(args).items() if k != "case_list"},
                 "cases": [
-                    {k: r[k] for k in ("case", "ratios", "rows", "rows_ok")}
+                    {k: r[k] for k in ("case", "tolerance", "ratios", "rows", "rows_ok")}
                     | {"totals": r["totals"]}
                     for r in results
                 ],
