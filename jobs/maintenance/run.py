@@ -199,6 +199,8 @@ def _run_calls(
     assert spec.calls is not None
     started = time.perf_counter()
     facts = statistics_facts(before)
+    if facts["snapshot"] is None:
+        raise UsageError(f"{spec.name} on {name}: the table has no snapshot yet (no data)")
     calls = spec.calls(facts)
     result: dict[str, Any] = {"calls": [c.procedure for c in calls]}
     if not dry_run:

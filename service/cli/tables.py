@@ -54,6 +54,12 @@ def _fresh_rows(cfg: Config, catalog: Any, names: list[str]) -> list[dict[str, A
     return rows
 
 
+def _worst_first(row: dict[str, Any]) -> tuple[int, float]:
+    if row.get("seen") is False:
+        return (2, 0.0)
+    return (0, -1.0) if row.get("error") else (1, float(row["health"]["score"]))
+
+
 def _seen(row: dict[str, Any]) -> str:
     """When the decider last saw the table (``now``: read fresh)."""
     return "now" if row.get("age_s") is None else f"{row['age_s']:g} s ago"
@@ -177,8 +183,8 @@ def tables(
     if namespaces:
         names = [n for n in names if n.rsplit(".", 1)[0] in namespaces]
     rows = _fresh_rows(ctx.cfg, catalog, names) if fresh else kept_rows(ctx.cfg, names, time.time())
-    if worst is not None:  # unreadable tables first: they are in the worst shape of all
-        rows.sort(key=lambda r: (r.get("health") or {}).get("score", -1.0))
+    if worst is not None:  # unreadable tables first, then by score; not seen yet: last
+        rows.sort(key=_worst_first)
         rows = rows[:worst]
     rows = rows[:limit]
 

@@ -105,7 +105,8 @@ def enqueue_layout(
     generation, kept = read
     files = kept if keys is None else {k: kept[k] for k in keys if k in kept}
     items = layout_items(name, rules, priority, spec, files, now, measured, settled)
-    layouts.save_depths(name, signature(spec), measured, generation)
+    kept_settled = settled & measured.keys()
+    layouts.save_depths(name, signature(spec), measured, generation, kept_settled)
     for item in items:
         log.info("%s: %s %s (%s)", name, item.action, item.partition, item.reason)
     return list(queue.enqueue_many(items, now)) if items else []

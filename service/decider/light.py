@@ -20,6 +20,7 @@ refreshed in full; so is orphan removal decided (its hold lists the catalog).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -78,10 +79,12 @@ class Light:
         self._etags: dict[str, str | None] = {}  # the ETag of each table's last load
         self.catalog_requests = 0  # the round trips this made (benchmarks)
 
-    def poll_started(self) -> None:
+    def poll_started(self, tables: Collection[str]) -> None:
         """Read every table's version: one round trip on a SQL catalog, one conditional
-        request a known table on a REST catalog."""
+        request a known table of ``tables`` (this decider's) on a REST catalog."""
         self._loaded.clear()
+        for name in [n for n in self._seen if n not in tables]:  # moved away, or dropped
+            del self._seen[name]
         try:
             self._versions = sql_locations(self.catalog)
             if self._versions is not None:
@@ -114,11 +117,12 @@ class Light:
                 versions[name] = etag
         return versions
 
-    def load(self, name: str) -> Any:
-        """``name`` loaded for a full refresh: the table a poll already loaded, else one
-        load (on a REST catalog, a conditional one without an ETag: it brings the ETag)."""
+    def load(self, name: str, polled: bool = False) -> Any:
+        """``name`` loaded for a full refresh: ``polled``, the table this poll already
+        loaded; else one load (on a REST catalog, a conditional one without an ETag: it
+        brings the ETag). A refresh for an event always loads the table as it is now."""
         kept = self._loaded.pop(name, None)
-        if kept is not None:
+        if kept is not None and polled:
             self._etags[name] = kept[1]
             return kept[0]
         if not self.rest:

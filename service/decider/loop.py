@@ -228,7 +228,7 @@ class Decider:
         if report.polled:
             self._polled = (owned, self.clock())
             self._to_poll = deque(sorted(mine))
-            self.light.poll_started()
+            self.light.poll_started(mine)
         return changed, events, report
 
     def _refresh_safely(
@@ -254,7 +254,7 @@ class Decider:
         seen = self.light.unchanged(name, now) if polled else None
         if seen is not None and self.stats.last_applied(name) == seen.snapshot:
             return self._refresh_unchanged(name, seen, now, report)
-        table, before = self.light.load(name), report.enqueued
+        table, before = self.light.load(name, polled), report.enqueued
         inputs = self.cfg.plan_inputs(name, table.properties)
         policy = inputs.policy
         self._weights[name] = policy.weight

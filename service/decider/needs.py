@@ -225,7 +225,10 @@ def current_health(
             "manifest_stats": cached.manifests,
             "metadata_bytes": cached.metadata_bytes,
         }
-        return read_health(table, target, m.retain_last, same)
+        current = read_health(table, target, m.retain_last, same)
+        if to_fields(current) != to_fields(cached):  # e.g. new statistics: no new snapshot
+            health.save(name, current)
+        return current
     known = health.load(name)
     current = read_health(table, target, m.retain_last, known)
     if known is None or summary(to_fields(current)) != known:

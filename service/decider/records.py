@@ -63,16 +63,22 @@ class Records:
         changed since this process last kept them; the records of tables gone are dropped."""
         now = sorted(names)
         if now != self._listed:
-            gone = [] if self._listed is None else sorted(set(self._listed) - set(now))
+            # first listing of this process: the records of tables unmanaged meanwhile too
+            before = set(self.health.records()) if self._listed is None else set(self._listed)
+            gone = sorted(before - set(now))
             self.health.save_managed(now)
             self.health.drop_records(gone)
+            for name in gone:
+                self._written.pop(name, None)
             self._listed = now
         return set(now)
 
     def failed(self, name: str, error: str, now: float) -> None:
         """Keep that ``name`` could not be refreshed, and why (best effort: Redis may be
-        what failed)."""
+        what failed); not for a table no longer listed (dropped during the pass)."""
         self._written.pop(name, None)
+        if self._listed is not None and name not in self._listed:
+            return
         try:
             self.health.save_record(name, {"v": 1, "at": now, "error": error})
         except ServiceUnavailable:

@@ -63,11 +63,12 @@ def kept_verdicts(
         return verdicts
     depths = kept_depths(layouts, name, spec.corner_columns)
     deep = {k for k, d in depths.items() if d.mean > rules.clustering_tolerance}
+    settled = layouts.saved_settled(name) if deep else set()  # the decider's: not queued
     keys = sorted(k for k in parts if k in deep or parts[k].needs_work(rules.tolerance))
     for key, files in layouts.files(name, keys).items():
         if key in parts and files:
             sizes = key_sizes(files, spec.corner_columns)
-            layout = layout_of(spec, files, rules.target)
+            layout = layout_of(spec, files, rules.target, settled=key in settled)
             verdicts[key] = partition_verdict(rules, parts[key], sizes, layout)
     return verdicts
 

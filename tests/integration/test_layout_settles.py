@@ -76,6 +76,10 @@ def test_icefloes_own_layout_rewrite_is_not_planned_again(
     assert report.applied[0].layout_settled and _drain(decider) == []
     depth = decider.layouts.saved_depths(name)
     assert depth and all(d.mean > 1 for d in depth.values())  # measured, still deep
+    # and what status and the kept record say agrees: nothing to do there (settled)
+    assert decider.layouts.saved_settled(name) == set(depth)
+    kept = decider.health.records([name])[name]
+    assert kept["verdicts"] == {} and kept["acting"] == 0
 
     catalog.load_table(name).append(skewed(7))  # new data: decided again
     decider.step(block_ms=None, dispatch_all=True)

@@ -45,11 +45,20 @@ def _summary_int(snap: Any, key: str) -> int:
     return int(raw) if str(raw).isdigit() else 0
 
 
+_CHANGED_ROWS = (  # a snapshot's summary: rows it added, removed, or deleted by delete files
+    "added-records",
+    "deleted-records",
+    "added-position-deletes",
+    "added-equality-deletes",
+)
+
+
 def statistics_facts(table: Table) -> dict[str, Any]:
     """What the table's Iceberg statistics describe (``compute_stats``): ``statistics`` and
     ``partition_statistics``, the snapshot the newest of each in the current ancestry was
     computed at (None: none), ``changed_rows`` since the table statistics' snapshot (rows
-    added plus rows deleted by each snapshot since: a compaction's replace counts twice;
+    added, removed or deleted by delete files in each snapshot since: a compaction's replace
+    counts twice;
     every row of the ancestry when there are none), ``partitioned`` (a partition spec with
     fields: Iceberg's partition statistics need one), the current ``snapshot`` and the
     count of ``snapshots``. Table metadata only (in memory once loaded)."""
@@ -67,7 +76,7 @@ def statistics_facts(table: Table) -> dict[str, Any]:
         if sid in table_stats:
             found["statistics"] = sid
             break
-        changed += _summary_int(node, "added-records") + _summary_int(node, "deleted-records")
+        changed += sum(_summary_int(node, key) for key in _CHANGED_ROWS)
         parent = node.parent_snapshot_id
         node = None if parent is None else by_id.get(parent)
     if found["partition_statistics"] is None and node is not None:  # at or past the table's

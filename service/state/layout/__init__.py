@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -104,14 +104,23 @@ def net(into: dict[str, LayoutDelta], later: Mapping[str, LayoutDelta]) -> None:
         acc.deleted = list(deleted)
 
 
-def encode_depth(depth: Depth) -> str:
-    """A stored depth: ``"files mean max"`` (the mean as Python's exact float repr)."""
-    return f"{depth.files} {depth.mean!r} {depth.max}"
+SETTLED = "settled"
+
+
+def encode_depth(depth: Depth, settled: bool = False) -> str:
+    """A stored depth: ``"files mean max"`` (the mean as Python's exact float repr), then
+    ``settled`` when the partition is."""
+    return f"{depth.files} {depth.mean!r} {depth.max}" + (f" {SETTLED}" if settled else "")
 
 
 def decode_depth(raw: str | bytes) -> Depth:
-    files, mean, deepest = (raw.decode() if isinstance(raw, bytes) else raw).split()
+    files, mean, deepest = (raw.decode() if isinstance(raw, bytes) else raw).split()[:3]
     return Depth(int(files), float(mean), int(deepest))
+
+
+def is_settled(raw: str | bytes) -> bool:
+    """Whether a stored depth (:func:`encode_depth`) is marked settled."""
+    return (raw.decode() if isinstance(raw, bytes) else raw).split()[3:4] == [SETTLED]
 
 
 def depths(
@@ -238,16 +247,27 @@ class LayoutStore(Protocol):
         ...
 
     def save_depths(
-        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+        self,
+        table: str,
+        signature: str,
+        measured: Mapping[str, Depth],
+        generation: int,
+        settled: Collection[str] = (),
     ) -> None:
         """Keep each partition's depth as measured from its stored files (for ``status``)
-        at ``generation``; nothing when the files changed since (another generation) or
-        the stored layout is not of ``signature`` any more."""
+        at ``generation``, marked ``settled`` for those of ``settled`` (only icefloe's own
+        rewrites changed them since they were decided: not queued again); nothing when the
+        files changed since (another generation) or the stored layout is not of
+        ``signature`` any more."""
         ...
 
     def saved_depths(self, table: str) -> dict[str, Depth]:
         """The depths :meth:`save_depths` kept whose partitions' files have not changed
         since (:meth:`update` drops a touched partition's, :meth:`replace` all)."""
+        ...
+
+    def saved_settled(self, table: str) -> set[str]:
+        """Of those, the partitions kept as settled."""
         ...
 
     def forget(self, table: str) -> None: ...

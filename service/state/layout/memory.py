@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from optimizer.layout import Depth, FileBounds
 from service.state.layout import LayoutDelta, LayoutMismatch
@@ -17,6 +17,7 @@ class MemoryLayouts:
         self._files: dict[str, dict[str, dict[str, FileBounds[str]]]] = {}
         self._signature: dict[str, str] = {}
         self._depths: dict[str, dict[str, Depth]] = {}
+        self._settled: dict[str, set[str]] = {}  # partitions kept as settled
         self._generation: dict[str, int] = {}
 
     def signature(self, table: str) -> str | None:
@@ -54,13 +55,25 @@ class MemoryLayouts:
         return self._generation.get(table, 0)
 
     def save_depths(
-        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+        self,
+        table: str,
+        signature: str,
+        measured: Mapping[str, Depth],
+        generation: int,
+        settled: Collection[str] = (),
     ) -> None:
         if self._signature.get(table) == signature and self.generation(table) == generation:
             self._depths.setdefault(table, {}).update(measured)
+            marks = self._settled.setdefault(table, set())
+            marks.difference_update(measured)
+            marks.update(k for k in measured if k in settled)
 
     def saved_depths(self, table: str) -> dict[str, Depth]:
         return dict(self._depths.get(table, {}))
+
+    def saved_settled(self, table: str) -> set[str]:
+        kept = self._depths.get(table, {})
+        return {k for k in self._settled.get(table, set()) if k in kept}
 
     def partitions(self, table: str) -> list[str]:
         return sorted(self._files.get(table, {}))

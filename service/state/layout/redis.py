@@ -12,7 +12,7 @@ an adapter boundary: Redis library errors leave it as
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from optimizer.layout import Depth, FileBounds
@@ -25,6 +25,7 @@ from service.state.layout import (
     decode_file,
     encode_depth,
     encode_file,
+    is_settled,
 )
 
 
@@ -155,7 +156,12 @@ class RedisLayouts:
 
     @translated("layout depths")
     def save_depths(
-        self, table: str, signature: str, measured: Mapping[str, Depth], generation: int
+        self,
+        table: str,
+        signature: str,
+        measured: Mapping[str, Depth],
+        generation: int,
+        settled: Collection[str] = (),
     ) -> None:
         import redis  # redis-py, slow to import: only when Redis is used
 
@@ -170,7 +176,7 @@ class RedisLayouts:
                     pipe.reset()
                     return
                 pipe.multi()
-                mapping = {k: encode_depth(d) for k, d in measured.items()}
+                mapping = {k: encode_depth(d, k in settled) for k, d in measured.items()}
                 pipe.hset(self.k.layout_depths(table), mapping=mapping)
                 pipe.execute()
             except redis.WatchError:
@@ -180,6 +186,11 @@ class RedisLayouts:
     def saved_depths(self, table: str) -> dict[str, Depth]:
         raw = self.r.hgetall(self.k.layout_depths(table))
         return {text(k): decode_depth(v) for k, v in raw.items()}
+
+    @translated("layout settled")
+    def saved_settled(self, table: str) -> set[str]:
+        raw = self.r.hgetall(self.k.layout_depths(table))
+        return {text(k) for k, v in raw.items() if is_settled(v)}
 
     @translated("layout forget")
     def forget(self, table: str) -> None:

@@ -94,6 +94,18 @@ class LayoutContract:
         store.update(T, SIG, {P1: LayoutDelta(), P2: LayoutDelta()})  # nothing to do
         assert store.files(T) == {P1: [fb("a", 1, 2)]} and store.partitions(T) == [P1]
 
+    def test_settled_marks_last_with_their_depth(self, store: LayoutStore) -> None:
+        d1, d2 = Depth(2, 1.5, 2), Depth(1, 1.0, 1)
+        store.replace(T, SIG, {P1: [fb("a", 1, 2), fb("b", 2, 3)], P2: [fb("c", 1, 2)]})
+        gen = store.generation(T)
+        store.save_depths(T, SIG, {P1: d1, P2: d2}, gen, settled={P1})
+        assert store.saved_settled(T) == {P1} and store.saved_depths(T) == {P1: d1, P2: d2}
+        store.save_depths(T, SIG, {P1: d1}, gen)  # measured again, not settled: unmarked
+        assert store.saved_settled(T) == set()
+        store.save_depths(T, SIG, {P1: d1}, gen, settled={P1})
+        store.update(T, SIG, {P1: LayoutDelta(deleted=["b"])})  # its files changed
+        assert store.saved_settled(T) == set() and P1 not in store.saved_depths(T)
+
     def test_kept_depths_last_until_their_partition_changes(self, store: LayoutStore) -> None:
         d1, d2 = Depth(2, 1.5, 2), Depth(1, 1.0, 1)
         store.save_depths(T, SIG, {P1: d1}, store.generation(T))  # no layout: nothing kept
