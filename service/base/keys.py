@@ -217,6 +217,12 @@ class Keys:
         return self._key(DECIDER_TAG, "records")
 
     @property
+    def table_verdicts(self) -> str:
+        """hash: table → its kept record's verdicts (JSON), apart from the record: the
+        dashboard's list reads the records without them."""
+        return self._key(DECIDER_TAG, "record-verdicts")
+
+    @property
     def managed_list(self) -> str:
         """string: the managed tables as the decider last listed them (a JSON list), so
         the dashboard lists them without a catalog call."""

@@ -160,7 +160,7 @@ def kept_row(cfg: Config, name: str, record: Mapping[str, Any], now: float) -> d
         "partitions": record["partitions"],
         "partitions_needing_work": record["acting"],
         "partitions_waiting": record["waiting"],
-        "verdicts": record["verdicts"],
+        "verdicts": record.get("verdicts"),  # None: read without them
         "held": record.get("held", {}),
         "target_file_size_bytes": inputs.target,
         "tolerance_bytes": inputs.tolerance,

@@ -145,7 +145,7 @@ class Dashboard:
             if names is None:  # no decider has listed them yet: the catalog, once a poll
                 names = managed_tables(self.cfg, self._cat())
             wanted = [n for n in names if query.lower() in n.lower()]
-            records = health.records(wanted)
+            records = health.records(wanted, verdicts=False)  # the list shows none
             now = self.now()
             rows = [self._row(n, records.get(n), now) for n in wanted]
             rows.sort(key=_worst_first)

@@ -230,9 +230,13 @@ class HealthStore(Protocol):
         """Keep the table's record (``service.observe.kept``), replacing the last."""
         ...
 
-    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    def records(
+        self, tables: Sequence[str] | None = None, verdicts: bool = True
+    ) -> dict[str, dict[str, Any]]:
         """The kept records of ``tables`` (None: every table's), those there are; one
-        round trip. A damaged record is left out (logged): the decider writes it again."""
+        round trip a thousand tables. A damaged record is left out (logged): the decider
+        writes it again. ``verdicts`` False: without their ``verdicts`` (kept apart: the
+        bulk of a big table's record), for a list that shows none."""
         ...
 
     def drop_records(self, tables: Sequence[str]) -> None:

@@ -48,9 +48,15 @@ class MemoryHealth:
     def save_record(self, table: str, record: Mapping[str, Any]) -> None:
         self.kept[table] = json.dumps(record, sort_keys=True)
 
-    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    def records(
+        self, tables: Sequence[str] | None = None, verdicts: bool = True
+    ) -> dict[str, dict[str, Any]]:
         names = sorted(self.kept) if tables is None else [t for t in tables if t in self.kept]
-        return {t: json.loads(self.kept[t]) for t in names}
+        out = {t: json.loads(self.kept[t]) for t in names}
+        if not verdicts:
+            for record in out.values():
+                record.pop("verdicts", None)
+        return out
 
     def drop_records(self, tables: Sequence[str]) -> None:
         for table in tables:

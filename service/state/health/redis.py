@@ -16,6 +16,7 @@ from service.state.health import summary, to_fields
 
 log = logging.getLogger("icefloe.health")
 RECORDS_A_CALL = 1000  # fields of one HMGET
+VERDICTS = "verdicts"  # a record's verdicts: kept apart, read only by who lists them
 
 
 class RedisHealth:
@@ -66,17 +67,38 @@ class RedisHealth:
 
     @translated("health save_record")
     def save_record(self, table: str, record: Mapping[str, Any]) -> None:
-        self.r.hset(self.k.table_records, table, json.dumps(record, sort_keys=True))
+        rest = {k: v for k, v in record.items() if k != VERDICTS}
+        with self.r.pipeline(transaction=True) as pipe:  # both or neither
+            pipe.hset(self.k.table_records, table, json.dumps(rest, sort_keys=True))
+            if VERDICTS in record:
+                verdicts = json.dumps(record[VERDICTS], sort_keys=True)
+                pipe.hset(self.k.table_verdicts, table, verdicts)
+            else:  # an error record
+                pipe.hdel(self.k.table_verdicts, table)
+            pipe.execute()
 
     @translated("health records")
-    def records(self, tables: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    def records(
+        self, tables: Sequence[str] | None = None, verdicts: bool = True
+    ) -> dict[str, dict[str, Any]]:
+        out = self._read(self.k.table_records, tables)
+        if verdicts and out:
+            found = self._read(self.k.table_verdicts, sorted(out))
+            for table, record in out.items():
+                if table in found:
+                    record[VERDICTS] = found[table]
+        return out
+
+    def _read(self, key: str, tables: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+        """The JSON objects kept in hash ``key`` for ``tables`` (None: every field),
+        ``RECORDS_A_CALL`` fields a call; damaged ones left out."""
         if tables is None:
-            raw = {text(k): v for k, v in self.r.hgetall(self.k.table_records).items()}
+            raw = {text(k): v for k, v in self.r.hgetall(key).items()}
         else:
             raw = {}
             for at in range(0, len(tables), RECORDS_A_CALL):
                 chunk = list(tables[at : at + RECORDS_A_CALL])
-                got = self.r.hmget(self.k.table_records, chunk)
+                got = self.r.hmget(key, chunk)
                 raw |= {t: v for t, v in zip(chunk, got, strict=True) if v is not None}
         out = {}
         for table, value in raw.items():
@@ -93,6 +115,7 @@ class RedisHealth:
     def drop_records(self, tables: Sequence[str]) -> None:
         if tables:
             self.r.hdel(self.k.table_records, *tables)
+            self.r.hdel(self.k.table_verdicts, *tables)
 
     @translated("health save_managed")
     def save_managed(self, tables: Sequence[str]) -> None:

@@ -71,6 +71,7 @@ class HealthContract:
             T: {"at": 3.0, "files": 4, "verdicts": {}},
             "db.u": {"at": 2.0, "error": "gone"},
         }
+        assert store.records([T], verdicts=False) == {T: {"at": 3.0, "files": 4}}
         many = [f"db.t{i}" for i in range(2500)]  # more than one call's worth
         for name in many[::500]:
             store.save_record(name, {"at": 0.0})
