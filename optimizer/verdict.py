@@ -192,15 +192,15 @@ def merge_verdict(
         return Verdict(None, "the policy rewrites no small files")
     floor = rules.min_input_files if floor is None else floor
     need = merge_need(stats, rules.target, rules.tolerance, floor)
+    few = f"{stats.small_files} small file(s), fewer than min_input_files ({floor})"
     if need is None:
         if not stats.needs_work(rules.tolerance):
             return Verdict(None, f"MSE {stats.mse:.4g} < tolerance² ({rules.tolerance}²)")
+        if stats.small_files < floor and not stats.fills_target(rules.target):
+            return Verdict(None, few)  # and no merge of them would lower the MSE anyway
         return Verdict(None, f"no merge of its {stats.small_files} small file(s) lowers the MSE")
     if need == "wait":
-        reason = (
-            f"{stats.small_files} small file(s), fewer than min_input_files ({floor}): waits "
-            f"up to {rules.max_wait_hours:g} h"
-        )
+        reason = f"{few}: waits up to {rules.max_wait_hours:g} h"
         return Verdict(None, reason, waiting=True, min_input_files=floor)
     if key_sizes is not None and not merges_in_order(key_sizes, rules.target, rules.tolerance):
         return Verdict(None, "no run of neighbours in key order merges")

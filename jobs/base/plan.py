@@ -163,8 +163,9 @@ def _plan_partition(
     groups = []
     rules = Rules(True, frozenset({MERGE}), target, tolerance, min_input_files)
     gate = merge_verdict(rules, stats)  # the one rule (``optimizer.verdict``), ad hoc
-    if gate.action is None and (gate.waiting or not stats.needs_work(tolerance)) and not must:
-        reason = gate.reason
+    enough = stats.small_files >= min_input_files or stats.fills_target(target)
+    if gate.action is None and not (stats.needs_work(tolerance) and enough) and not must:
+        reason = gate.reason  # else the plan itself says whether a group lowers it
     else:
         ordered = layout is not None
         weights = None if rate is None else merged  # no rate: the planner's size-only path

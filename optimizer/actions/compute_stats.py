@@ -86,4 +86,5 @@ SPEC = ActionSpec(
     calls=calls,
     verify=verify,
     history=("statistics_file", "partition_statistics_file"),
+    maintain_when_due=False,  # a Spark job over every row: when enabled, or named
 )

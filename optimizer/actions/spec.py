@@ -69,3 +69,6 @@ class ActionSpec:
     calls: Calls | None = None  # Iceberg procedures a generic runner CALLs (None: own runner)
     verify: Verify | None = None  # the generic runner's check of the calls' result
     history: tuple[str, ...] = ()  # result fields the action history keeps
+    # ``icefloe maintain`` without ``--action`` runs it when due even if the policy does
+    # not enable it (else only when enabled, or named)
+    maintain_when_due: bool = True

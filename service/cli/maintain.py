@@ -21,7 +21,7 @@ import click
 
 from jobs.maintenance.due import assess
 from jobs.maintenance.sharing import orphan_hold
-from optimizer.actions import TABLE_ACTIONS
+from optimizer.actions import BY_NAME, TABLE_ACTIONS
 from optimizer.maintenance_rules import MetadataHealth
 from service.base.catalog import load_catalog, load_table
 from service.base.config import Config, parse_table_identifier
@@ -112,7 +112,10 @@ def render_health(d: dict[str, Any]) -> None:
         f"statistics {statistics_text(h['statistics'])}"
     )
     for n in d["due"]:
-        state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it)"
+        state = "" if n["enabled"] else " (not in the policy's actions: the decider skips it"
+        if not n["enabled"]:
+            by_default = BY_NAME[n["action"]].maintain_when_due
+            state += ")" if by_default else "; run it here with --action)"
         console.print(f"  due: {n['action']}: {n['reason']}{state}")
     for n in d.get("held", []):
         console.print(f"  held: {n['action']}: {n['reason']}", soft_wrap=True)
@@ -191,7 +194,9 @@ def maintain(
     runs, store = stored_runs(cfg, table)
     now = time.time()
     data = {"table": table, **maintenance_plan(cfg, table, pt, now, runs, allow_shared)}
-    todo = list(dict.fromkeys(actions)) or [n["action"] for n in data["due"]]
+    todo = list(dict.fromkeys(actions)) or [
+        n["action"] for n in data["due"] if n["enabled"] or BY_NAME[n["action"]].maintain_when_due
+    ]
     for held in data["held"]:
         if held["action"] in todo:  # named by --action: refused before Spark starts
             raise OperationFailed(f"{held['action']} on {table} refused: {held['reason']}")

@@ -172,6 +172,8 @@ def kept_row(cfg: Config, name: str, record: Mapping[str, Any], now: float) -> d
 def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]:
     """The ``tables`` rows of ``names`` from the records the decider keeps (one Redis round
     trip a thousand tables); a table with none is listed as not seen yet."""
+    if not names:
+        return []
     try:
         client = connect(cfg)
         try:

@@ -348,7 +348,11 @@ def test_cli_request_notify_status_decide_and_actor(
 
 
 def test_a_poll_loads_only_the_tables_that_changed(
-    lake_home: Path, catalog: Any, redis_client: Any, namespace: str
+    lake_home: Path,
+    catalog: Any,
+    redis_client: Any,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """#48: a poll reads every table's metadata location in one query (a SQL catalog) and
     loads only the tables whose location moved; the others are refreshed from what the
@@ -367,11 +371,11 @@ def test_a_poll_loads_only_the_tables_that_changed(
     loads: list[str] = []
     real = catalog.load_table
 
-    def counted(ident: Any) -> Any:
-        loads.append(".".join(ident) if not isinstance(ident, str) else ident)
-        return real(ident)
+    def counted(identifier: Any) -> Any:
+        loads.append(".".join(identifier) if not isinstance(identifier, str) else identifier)
+        return real(identifier)
 
-    catalog.load_table = counted
+    monkeypatch.setattr(catalog, "load_table", counted)  # the run's catalog: put back after
     clock = [T0]
     decider = open_decider(cfg, catalog, redis_client, clock=lambda: clock[0])
     first = decider.step()

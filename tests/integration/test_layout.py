@@ -238,7 +238,7 @@ def test_plan_and_tables_show_clustering_depth_from_a_users_config(
     assert by_day["day=d2"]["relayout"] and by_day["day=d2"]["predicted_depth_after"]["mean"] == 1
     assert [d for d, p in by_day.items() if p["relayout"]] == ["day=d2"]  # the rest merge
     # the run's shared history table is managed too, once an earlier test's actor made it
-    (row,) = [r for r in invoke(conf, "tables", "--json") if r["table"] == ident]
+    (row,) = [r for r in invoke(conf, "tables", "--fresh", "--json") if r["table"] == ident]
     assert row["clustering"]["partitions_over"] == 1 and row["clustering"]["max_depth"] == 2
     assert row["clustering"]["columns"] == ["id"] and row["clustering"]["action"] == "sort"
     with pytest.raises(SystemExit) as bad:

@@ -62,7 +62,7 @@ class Runner:
             return result
 
         decider.shards.claim = timed_claim  # type: ignore[method-assign]
-        decider.refresh = lambda name, now, report: self.seen.add(name)  # type: ignore[method-assign]
+        decider.refresh = lambda name, now, report, polled=False: self.seen.add(name)  # type: ignore[method-assign]
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.last_end = 0.0
 
