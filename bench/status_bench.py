@@ -41,7 +41,8 @@ from jobs.history.flush import Kept, flush, read_all  # noqa: E402
 from optimizer.layout import FileBounds  # noqa: E402
 from service.base.catalog import load_catalog, managed_tables  # noqa: E402
 from service.base.keys import Keys  # noqa: E402
-from service.observe.status import _depths  # noqa: E402
+from service.decider.wiring import open_decider  # noqa: E402
+from service.observe.kept import kept_depths  # noqa: E402
 from service.observe.tables import table_summary  # noqa: E402
 from service.state.layout import depths  # noqa: E402
 from service.state.layout.redis import RedisLayouts  # noqa: E402
@@ -83,7 +84,7 @@ def clustering(args: argparse.Namespace) -> None:
     generation = store.generation(TABLE)
     before_s, measured = median_s(lambda: depths(store.files(TABLE)))
     store.save_depths(TABLE, SIG, measured, generation)  # as the decider keeps them
-    now_s, kept = median_s(lambda: _depths(store, TABLE, 0))
+    now_s, kept = median_s(lambda: kept_depths(store, TABLE, 0))
     assert kept == measured, "the kept depths differ from the files' depths"
     n = args.partitions * args.files
     line(f"status clustering, {n:,} files", now_s, before_s)
@@ -91,7 +92,8 @@ def clustering(args: argparse.Namespace) -> None:
 
 
 def dashboard(args: argparse.Namespace) -> None:
-    cfg = make_config(Path(tempfile.mkdtemp(prefix="icefloe-status-bench-")))
+    home = Path(tempfile.mkdtemp(prefix="icefloe-status-bench-"))
+    cfg = make_config(home, redis={"url": args.redis, "key_prefix": "icefloe-status-bench"})
     catalog = load_catalog(cfg)
     catalog.create_namespace("db")
     days = pa.array([d for d in range(200) for _ in range(5)], pa.int32())
@@ -104,11 +106,14 @@ def dashboard(args: argparse.Namespace) -> None:
             table.append(rows)
     names = managed_tables(cfg, catalog)
     before_s, before = median_s(lambda: [table_summary(cfg, catalog, n) for n in names], 3)
+    open_decider(cfg, catalog).step()  # the kept records the list reads (#48)
     board = Dashboard(cfg)
     board.tables()
-    now_s, now = median_s(board.tables, 3)
+    now_s, page = median_s(board.tables, 3)
+    now = sorted(page["rows"], key=lambda r: r["table"])
     assert [r["files"] for r in now] == [s["files"] for s in before]
     line(f"/api/tables, {args.tables} tables of 1,200 files", now_s, before_s)
+    redis.Redis.from_url(args.redis).flushdb()
     ledger = MemoryLedger()
     for i in range(args.records):
         entry = {"id": f"merge:db.t0:p{i}", "table": "db.t0", "action": "merge", "ok": True}

@@ -100,9 +100,10 @@ def gather(
     queue: PriorityQueue,
     now: float,
     detail: bool | Collection[str] = False,
+    tables_too: bool = True,
 ) -> dict[str, Any]:
     """:func:`collect` from the Redis adapters on ``client``."""
-    return collect(cfg, redis_sources(cfg, client, queue), now, detail)
+    return collect(cfg, redis_sources(cfg, client, queue), now, detail, tables_too)
 
 
 def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
@@ -166,16 +167,22 @@ def _merge_state(verdict: Verdict | None) -> str | None:
 
 
 def collect(
-    cfg: Config, src: Sources, now: float, detail: bool | Collection[str] = False
+    cfg: Config,
+    src: Sources,
+    now: float,
+    detail: bool | Collection[str] = False,
+    tables_too: bool = True,
 ) -> dict[str, Any]:
     """The ``status`` data: every table the decider keeps a record of (one read:
     :mod:`service.observe.kept`), the leader, the deciders' shards, the queue, the recent
     actions, the actors' heartbeats and the counters, each through its adapter (so a Redis
     failure arrives as :class:`~service.base.errors.ServiceUnavailable`). ``detail``: the
     tables (True: every table with stats) whose partitions over tolerance and clustering
-    are listed too, worked out from their kept stats."""
+    are listed too, worked out from their kept stats. ``tables_too`` False: no table rows
+    (the dashboard's overview: its list pages them itself)."""
     queue = src.queue
-    tables = {n: kept_row(cfg, n, r, now) for n, r in sorted(src.health.records().items())}
+    kept = src.health.records() if tables_too else {}
+    tables = {n: kept_row(cfg, n, r, now) for n, r in sorted(kept.items())}
     wanted = src.stats.known_tables() if detail is True else detail or ()
     for name in wanted:
         tables[name] = tables.get(name, {}) | _table(cfg, src, name, now)

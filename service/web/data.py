@@ -15,6 +15,7 @@ import json
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -124,11 +125,13 @@ class Dashboard:
             return fn()
 
     def overview(self) -> dict[str, Any]:
-        """``icefloe status --json``: queue, leases, deciders, actors, recent actions."""
+        """``icefloe status --json`` without its table rows (the list pages them: see
+        :meth:`tables`): queue, leases, deciders, actors, recent actions."""
 
         def run() -> dict[str, Any]:
             client = self._redis()
-            return gather(self.cfg, client, open_queue(self.cfg, client), self.now())
+            queue, now = open_queue(self.cfg, client), self.now()
+            return gather(self.cfg, client, queue, now, tables_too=False)
 
         return dict(self._locked(run))
 
@@ -160,7 +163,10 @@ class Dashboard:
         if record is None:
             return {"table": name, "seen": False}
         kept = self._rows.get(name)
-        if kept is not None and kept[0] == record["at"] and now - kept[1] < ROW_MAX_AGE_S:
+        # each row's own age limit, between 0.5 and 1.5 of ROW_MAX_AGE_S: a poll scores a
+        # few rows again, not every row at once
+        limit = ROW_MAX_AGE_S * (0.5 + zlib.crc32(name.encode()) / 0xFFFFFFFF)
+        if kept is not None and kept[0] == record["at"] and now - kept[1] < limit:
             return kept[2]
         row = kept_row(self.cfg, name, record, now)
         self._rows[name] = (record["at"], now, row)
