@@ -1,0 +1,200 @@
+package dev.icefloe.spark;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.Divide;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Average;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Complete$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.NumericType;
+
+/**
+ * A {@code GROUP BY} over a reported hot key in two stages: partial aggregates grouped by
+ * (keys, salt), then combined grouped by the keys. Only functions whose partials combine
+ * exactly: count (summed), sum, min, max (of themselves), avg of a non-decimal number
+ * (as Spark computes it: a double sum over the count). DISTINCT aggregates, and any other
+ * function, leave the aggregation as written. FILTER clauses stay on the partials.
+ */
+final class SaltedAggregate {
+  private SaltedAggregate() {}
+
+  static Optional<SaltedJoin.Rewrite> rewrite(Aggregate agg, SkewRule.Settings settings) {
+    List<Expression> grouping = Scala.list(agg.groupingExpressions());
+    if (grouping.isEmpty()) {
+      return Optional.empty();
+    }
+    Salts best = null;
+    AttributeReference bestKey = null;
+    for (Expression g : grouping) {
+      if (!(g instanceof AttributeReference key) || Salts.isOurs(key)) {
+        return Optional.empty(); // salted already, or grouped by an expression
+      }
+      Optional<Lineage.Source> source = Lineage.trace(agg.child(), key.exprId());
+      if (source.isEmpty()) {
+        continue;
+      }
+      Optional<HotKeyReport> report =
+          HotKeyReport.of(
+              source.get().relation().table().properties(),
+              source.get().column().name(),
+              key.dataType(),
+              settings.nowMs());
+      if (report.isPresent()) {
+        Salts s = new Salts(source.get(), report.get(), settings.partitions(), settings.maxSalts());
+        if (s.useful() && (best == null || s.hotRows > best.hotRows)) {
+          best = s;
+          bestKey = key;
+        }
+      }
+    }
+    if (best == null) {
+      return Optional.empty();
+    }
+    List<AggregateExpression> found = new ArrayList<>();
+    for (NamedExpression ne : Scala.list(agg.aggregateExpressions())) {
+      if (!collect((Expression) ne, found)) {
+        return Optional.empty();
+      }
+    }
+    if (found.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(build(agg, best, bestKey, grouping, found));
+  }
+
+  /** Gathers the aggregates of {@code e}; false when one cannot be split. */
+  private static boolean collect(Expression e, List<AggregateExpression> out) {
+    if (e instanceof AggregateExpression ae) {
+      if (ae.isDistinct() || ae.mode() != Complete$.MODULE$ || !splittable(ae.aggregateFunction())) {
+        return false;
+      }
+      out.add(ae);
+      return true;
+    }
+    for (Expression c : Scala.list(e.children())) {
+      if (!collect(c, out)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean splittable(AggregateFunction f) {
+    if (f instanceof Average avg) {
+      DataType t = avg.child().dataType();
+      return t instanceof NumericType && !(t instanceof DecimalType);
+    }
+    return f instanceof Sum || f instanceof Count || f instanceof Min || f instanceof Max;
+  }
+
+  private static SaltedJoin.Rewrite build(
+      Aggregate agg,
+      Salts salts,
+      AttributeReference key,
+      List<Expression> grouping,
+      List<AggregateExpression> found) {
+    List<Attribute> row = Scala.list(agg.child().output());
+    Alias salt = alias(salts.saltOf(key, row), salts.label());
+    List<NamedExpression> projected = new ArrayList<>(row);
+    projected.add(salt);
+    LogicalPlan child = new Project(Scala.seq(projected), agg.child());
+
+    List<NamedExpression> partials = new ArrayList<>();
+    for (Expression g : grouping) {
+      partials.add((NamedExpression) g);
+    }
+    Map<AggregateExpression, Expression> finals = new IdentityHashMap<>();
+    for (AggregateExpression ae : found) {
+      finals.put(ae, split(ae, partials));
+    }
+    List<Expression> innerGrouping = new ArrayList<>(grouping);
+    innerGrouping.add(salt.toAttribute());
+    Aggregate inner =
+        new Aggregate(Scala.seq(innerGrouping), Scala.seq(partials), child, Scala.none());
+    List<NamedExpression> results = new ArrayList<>();
+    for (NamedExpression ne : Scala.list(agg.aggregateExpressions())) {
+      results.add((NamedExpression) replace((Expression) ne, finals));
+    }
+    Aggregate outer = new Aggregate(agg.groupingExpressions(), Scala.seq(results), inner, agg.hint());
+    String message =
+        "icefloe: salted GROUP BY on "
+            + salts.source.tableName()
+            + "."
+            + salts.source.column().name()
+            + " ("
+            + salts.keys.size()
+            + " hot keys, up to "
+            + salts.maxSalts()
+            + " salts)";
+    return new SaltedJoin.Rewrite(outer, message);
+  }
+
+  /** Adds {@code ae}'s partial aggregates to {@code partials}; returns what combines them. */
+  private static Expression split(AggregateExpression ae, List<NamedExpression> partials) {
+    AggregateFunction f = ae.aggregateFunction();
+    if (f instanceof Average avg) {
+      Attribute sum = partial(new Sum(Scala.cast(avg.child(), DataTypes.DoubleType)), ae, partials);
+      Attribute count = partial(new Count(Scala.seq(avg.child())), ae, partials);
+      Expression sums = combine(new Sum(sum));
+      Expression counts = combine(new Sum(count));
+      return new If(
+          new EqualTo(counts, Literal.create(0L, DataTypes.LongType)),
+          Literal.create(null, DataTypes.DoubleType),
+          new Divide(sums, Scala.cast(counts, DataTypes.DoubleType)));
+    }
+    Attribute p = partial(f, ae, partials);
+    AggregateFunction merge =
+        f instanceof Count
+            ? new Sum(p)
+            : (AggregateFunction) f.withNewChildren(Scala.seq(List.<Expression>of(p)));
+    Expression out = combine(merge);
+    return out.dataType().equals(ae.dataType()) ? out : Scala.cast(out, ae.dataType());
+  }
+
+  private static Attribute partial(
+      AggregateFunction f, AggregateExpression like, List<NamedExpression> partials) {
+    AggregateExpression e =
+        new AggregateExpression(f, Complete$.MODULE$, false, like.filter(), Scala.newId());
+    Alias a = alias(e, "icefloe_partial_" + f.prettyName());
+    partials.add(a);
+    return a.toAttribute();
+  }
+
+  private static Expression combine(AggregateFunction f) {
+    return new AggregateExpression(f, Complete$.MODULE$, false, Scala.none(), Scala.newId());
+  }
+
+  private static Alias alias(Expression e, String name) {
+    return new Alias(e, name, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+  }
+
+  private static Expression replace(Expression e, Map<AggregateExpression, Expression> finals) {
+    if (e instanceof AggregateExpression ae && finals.containsKey(ae)) {
+      return finals.get(ae);
+    }
+    return (Expression) e.mapChildren(c -> replace(c, finals));
+  }
+}

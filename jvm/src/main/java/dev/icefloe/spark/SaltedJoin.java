@@ -1,0 +1,267 @@
+package dev.icefloe.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Explode;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.plans.FullOuter$;
+import org.apache.spark.sql.catalyst.plans.Inner$;
+import org.apache.spark.sql.catalyst.plans.JoinType;
+import org.apache.spark.sql.catalyst.plans.LeftAnti$;
+import org.apache.spark.sql.catalyst.plans.LeftOuter$;
+import org.apache.spark.sql.catalyst.plans.LeftSemi$;
+import org.apache.spark.sql.catalyst.plans.RightOuter$;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Generate;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+
+/**
+ * A join over a reported hot key, salted: the salted side's rows of a hot key spread over
+ * {@code n} salts, the other side's rows of that key copied once per salt, the condition
+ * extended by {@code salt = salt}. Every matching pair meets in exactly one salt, so the
+ * inner result is the plain one. When the copied side keeps its unmatched rows (FULL; LEFT
+ * whose right side is salted; RIGHT whose left side is), its unmatched copies are dropped
+ * but one, at salt 0, and only when the salted side holds no row of that key: a DISTINCT of
+ * the salted side's hot keys (a fresh copy of its projections and filters, so it sees the
+ * same rows), broadcast to the copied side, says which keys it holds. That needs the key
+ * to be the whole condition: a further condition could leave a row unmatched in every salt.
+ */
+final class SaltedJoin {
+  private SaltedJoin() {}
+
+  static final String MATCHED = "icefloe_matched";
+  static final String PRESENT = "icefloe_present";
+
+  /** The rewritten join and what to log, or empty when the rule does not apply. */
+  static Optional<Rewrite> rewrite(Join join, SkewRule.Settings settings) {
+    if (join.condition().isEmpty()) {
+      return Optional.empty();
+    }
+    JoinType type = join.joinType();
+    boolean semi = type == LeftSemi$.MODULE$ || type == LeftAnti$.MODULE$;
+    boolean known =
+        semi
+            || type == Inner$.MODULE$
+            || type == LeftOuter$.MODULE$
+            || type == RightOuter$.MODULE$
+            || type == FullOuter$.MODULE$;
+    Expression condition = join.condition().get();
+    for (Attribute a : Scala.list(condition.references().toSeq())) {
+      if (Salts.isOurs(a)) {
+        return Optional.empty(); // salted already
+      }
+    }
+    if (!known) {
+      return Optional.empty();
+    }
+    List<Expression> terms = Scala.conjuncts(condition);
+    Candidate best = null;
+    for (Expression term : terms) {
+      if (!(term instanceof EqualTo eq)
+          || !(eq.left() instanceof AttributeReference a)
+          || !(eq.right() instanceof AttributeReference b)) {
+        continue;
+      }
+      AttributeReference lk = join.left().outputSet().contains(a) ? a : b;
+      AttributeReference rk = lk == a ? b : a;
+      if (!join.left().outputSet().contains(lk) || !join.right().outputSet().contains(rk)) {
+        continue;
+      }
+      for (boolean saltLeft : new boolean[] {true, false}) {
+        if (semi && !saltLeft) {
+          continue; // the right side of a semi/anti join is never output: only the left salts
+        }
+        Candidate c = candidate(join, saltLeft, lk, rk, terms.size(), settings);
+        if (c != null && (best == null || c.salts.hotRows > best.salts.hotRows)) {
+          best = c;
+        }
+      }
+    }
+    return best == null ? Optional.empty() : Optional.of(build(join, best));
+  }
+
+  record Rewrite(LogicalPlan plan, String message) {}
+
+  private record Candidate(
+      boolean saltLeft,
+      AttributeReference saltedKey,
+      AttributeReference copiedKey,
+      Salts salts,
+      boolean keepsCopies,
+      LogicalPlan presence) {}
+
+  private static Candidate candidate(
+      Join join,
+      boolean saltLeft,
+      AttributeReference lk,
+      AttributeReference rk,
+      int terms,
+      SkewRule.Settings settings) {
+    LogicalPlan salted = saltLeft ? join.left() : join.right();
+    AttributeReference key = saltLeft ? lk : rk;
+    Optional<Lineage.Source> source = Lineage.trace(salted, key.exprId());
+    if (source.isEmpty()) {
+      return null;
+    }
+    Optional<HotKeyReport> report =
+        HotKeyReport.of(
+            source.get().relation().table().properties(),
+            source.get().column().name(),
+            key.dataType(),
+            settings.nowMs());
+    if (report.isEmpty()) {
+      return null;
+    }
+    Salts salts = new Salts(source.get(), report.get(), settings.partitions(), settings.maxSalts());
+    if (!salts.useful()) {
+      return null;
+    }
+    JoinType type = join.joinType();
+    boolean keepsCopies =
+        type == FullOuter$.MODULE$
+            || type == LeftOuter$.MODULE$ && !saltLeft
+            || type == RightOuter$.MODULE$ && saltLeft;
+    LogicalPlan presence = null;
+    if (keepsCopies && !salts.keys.isEmpty()) {
+      if (terms != 1) {
+        return null; // see the class comment
+      }
+      presence = presence(salted, key, salts);
+      if (presence == null) {
+        return null;
+      }
+    }
+    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, presence);
+  }
+
+  /** {@code SELECT DISTINCT key AS icefloe_present FROM <fresh copy> WHERE key IN (hot)}. */
+  private static LogicalPlan presence(LogicalPlan salted, AttributeReference key, Salts salts) {
+    Map<ExprId, Attribute> ids = new HashMap<>();
+    Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
+    Attribute k = ids.get(key.exprId());
+    if (copy.isEmpty() || k == null) {
+      return null;
+    }
+    List<Expression> hot = new ArrayList<>(salts.keys);
+    Filter filter = new Filter(new In(k, Scala.seq(hot)), copy.get());
+    Alias present =
+        new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+    return new Aggregate(
+        Scala.seq(List.<Expression>of(k)),
+        Scala.seq(List.<NamedExpression>of(present)),
+        filter,
+        Scala.none());
+  }
+
+  private static Rewrite build(Join join, Candidate c) {
+    LogicalPlan salted = c.saltLeft ? join.left() : join.right();
+    LogicalPlan copied = c.saltLeft ? join.right() : join.left();
+    List<Attribute> saltedRow = Scala.list(salted.output());
+
+    List<NamedExpression> saltedList = new ArrayList<>(saltedRow);
+    Alias salt =
+        new Alias(
+            c.salts.saltOf(c.saltedKey, saltedRow),
+            c.salts.label(),
+            Scala.newId(),
+            Scala.seq(),
+            Scala.none(),
+            Scala.seq());
+    saltedList.add(salt);
+    Alias matched = null;
+    if (c.keepsCopies) {
+      matched =
+          new Alias(Literal.TrueLiteral(), MATCHED, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+      saltedList.add(matched);
+    }
+    LogicalPlan saltedSide = new Project(Scala.seq(saltedList), salted);
+
+    LogicalPlan copiedBase = copied;
+    Attribute present = null;
+    if (c.presence != null) {
+      present = c.presence.output().head();
+      HintInfo broadcast = HintInfo.apply(Scala.<JoinStrategyHint>some(BROADCAST$.MODULE$));
+      copiedBase =
+          new Join(
+              copied,
+              c.presence,
+              LeftOuter$.MODULE$,
+              Scala.some(new EqualTo(c.copiedKey, present)),
+              JoinHint.apply(Scala.none(), Scala.some(broadcast)));
+    }
+    AttributeReference copySalt = Salts.saltAttribute(Salts.SALT);
+    LogicalPlan copiedSide =
+        new Generate(
+            new Explode(c.salts.copiesOf(c.copiedKey)),
+            Scala.seq(),
+            false,
+            Scala.none(),
+            Scala.seq(List.<Attribute>of(copySalt)),
+            copiedBase);
+
+    Expression cond = new And(join.condition().get(), new EqualTo(salt.toAttribute(), copySalt));
+    LogicalPlan left = c.saltLeft ? saltedSide : copiedSide;
+    LogicalPlan right = c.saltLeft ? copiedSide : saltedSide;
+    LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), join.hint());
+    if (c.keepsCopies) {
+      out = new Filter(keep(out, matched, copySalt, present), out);
+    }
+    List<NamedExpression> output = new ArrayList<>(Scala.list(join.output()));
+    String message =
+        "icefloe: salted "
+            + join.joinType().sql()
+            + " join on "
+            + c.salts.source.tableName()
+            + "."
+            + c.salts.source.column().name()
+            + " ("
+            + c.salts.keys.size()
+            + " hot keys, up to "
+            + c.salts.maxSalts()
+            + " salts, "
+            + (c.saltLeft ? "left" : "right")
+            + " side salted)";
+    return new Rewrite(new Project(Scala.seq(output), out), message);
+  }
+
+  /**
+   * Rows kept after a join whose copied side keeps unmatched rows: every matched row and
+   * every unmatched row of the salted side; of an unmatched copy, only the one at salt 0 of
+   * a key the salted side does not hold (a cold or NULL key has only that copy).
+   */
+  private static Expression keep(
+      LogicalPlan join, Alias matched, AttributeReference copySalt, Attribute present) {
+    Map<ExprId, Attribute> out = new HashMap<>();
+    for (Attribute a : Scala.list(join.output())) {
+      out.put(a.exprId(), a);
+    }
+    Attribute m = out.get(matched.exprId());
+    Attribute s = out.get(copySalt.exprId());
+    Expression absent = present == null ? Literal.TrueLiteral() : new IsNull(out.get(present.exprId()));
+    return new Or(
+        new IsNotNull(m),
+        new Or(new IsNull(s), new And(new EqualTo(s, Scala.intLit(0)), absent)));
+  }
+}

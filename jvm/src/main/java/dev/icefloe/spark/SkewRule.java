@@ -1,0 +1,64 @@
+package dev.icefloe.spark;
+
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Salts joins and {@code GROUP BY}s over the hot keys {@code icefloe skew detect} stored in
+ * an Iceberg table's properties ({@link HotKeyReport}); see {@link SaltedJoin} and {@link
+ * SaltedAggregate}. The result is always the plain plan's: the report only chooses which
+ * keys are spread. Off with {@code SET spark.icefloe.skew.enabled=false}.
+ */
+public final class SkewRule extends Rule<LogicalPlan> {
+  static final String ENABLED = "spark.icefloe.skew.enabled";
+  static final String MAX_SALTS = "spark.icefloe.skew.maxSalts";
+  static final String AGGREGATES = "spark.icefloe.skew.aggregates";
+  private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
+  private static final AtomicLong REWRITES = new AtomicLong();
+
+  public SkewRule(SparkSession session) {}
+
+  /** Joins and aggregations this JVM rewrote so far (tests and benchmarks read it). */
+  public static long rewrites() {
+    return REWRITES.get();
+  }
+
+  record Settings(int partitions, int maxSalts, long nowMs, boolean aggregates) {}
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    if (!Boolean.parseBoolean(conf().getConfString(ENABLED, "true").trim())) {
+      return plan;
+    }
+    Settings settings =
+        new Settings(
+            conf().numShufflePartitions(),
+            Math.max(2, Integer.parseInt(conf().getConfString(MAX_SALTS, "32").trim())),
+            System.currentTimeMillis(),
+            Boolean.parseBoolean(conf().getConfString(AGGREGATES, "true").trim()));
+    return rewrite(plan, settings);
+  }
+
+  private LogicalPlan rewrite(LogicalPlan plan, Settings settings) {
+    LogicalPlan p = (LogicalPlan) plan.mapChildren(c -> rewrite(c, settings));
+    Optional<SaltedJoin.Rewrite> done = Optional.empty();
+    if (p instanceof Join join) {
+      done = SaltedJoin.rewrite(join, settings);
+    } else if (p instanceof Aggregate agg && settings.aggregates()) {
+      done = SaltedAggregate.rewrite(agg, settings);
+    }
+    if (done.isEmpty()) {
+      return p;
+    }
+    REWRITES.incrementAndGet();
+    LOG.info(done.get().message());
+    return done.get().plan();
+  }
+}
