@@ -10,7 +10,7 @@ current snapshot's manifest list and the table metadata alone, never from data f
 The entropy math is the data files' unchanged: manifests are scored against a manifest
 target size (Iceberg's ``commit.manifest.target-size-bytes``, 8 MiB by default). When each
 action pays is its own module's rule (``optimizer.actions``: ``rewrite_manifests``,
-``expire_snapshots``, ``remove_orphan_files``, ``compute_stats``; a partition's
+``expire_snapshots``, ``remove_orphan_files``, ``compute_stats``, ``skew_report``; a partition's
 ``compact_deletes``: ``optimizer.verdict``); this module holds what they read.
 
 Pure: no clocks (``now_ms`` is passed in), no I/O.
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from optimizer.entropy import PartitionStats, stats_from_sizes
+from optimizer.skew_report import ReportAge
 
 DEFAULT_MANIFEST_TARGET = 8 << 20  # Iceberg's commit.manifest.target-size-bytes
 
@@ -48,6 +49,8 @@ class MetadataHealth:
     stats_snapshot_id: int | None = None
     stats_changed_rows: int = 0
     data_bytes: int = 0
+    # hot-key reports in the table's properties (``skew_report``), one per column
+    skew_reports: tuple[ReportAge, ...] = ()
 
     @property
     def delete_ratio(self) -> float:
@@ -64,10 +67,12 @@ class MetadataHealth:
         retain_last: int,
         deletes: tuple[int, int, int] = (0, 0, 0),
         statistics: tuple[int | None, int, int] = (None, 0, 0),
+        skew_reports: tuple[ReportAge, ...] = (),
     ) -> MetadataHealth:
         """From the current snapshot's manifest sizes and every snapshot's timestamp;
         ``deletes``: (data rows, delete files, deleted rows) of the current snapshot;
-        ``statistics``: (the statistics' snapshot, rows changed since, data bytes)."""
+        ``statistics``: (the statistics' snapshot, rows changed since, data bytes);
+        ``skew_reports``: the hot-key reports' ages."""
         times = sorted(snapshot_times_ms)
         return cls(
             snapshot_id,
@@ -79,6 +84,7 @@ class MetadataHealth:
             metadata_bytes,
             *deletes,
             *statistics,
+            skew_reports,
         )
 
 
@@ -94,11 +100,16 @@ class MaintenanceRules:
     orphan_interval_ms: int
     delete_ratio: float
     settings: Mapping[str, float] = field(default_factory=dict)  # registered actions' keys
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # ... of column names
 
     def setting(self, key: str, default: float) -> float:
         """A registered action's setting (``optimizer.actions``): the policy's, else
         ``default`` (the action's own)."""
         return self.settings.get(key, default)
+
+    def names(self, key: str) -> tuple[str, ...]:
+        """A registered action's setting of column names: the policy's, else none."""
+        return tuple(self.columns.get(key, ()))
 
 
 @dataclass(frozen=True)

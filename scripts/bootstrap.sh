@@ -87,6 +87,36 @@ if [ "$(cat "$REST/classes/.sha256" 2>/dev/null)" != "$src_sum" ]; then
 fi
 say "rest catalog server: ready ($(find "$REST" -maxdepth 1 -name '*.jar' | wc -l) jars)"
 
+# --- icefloe's Spark SQL extension (jvm/: the skew rule), on Spark's classpath -------------
+# Built when jvm/pom.xml or jvm/src/ changed (a sha256 over them, kept beside the jar), in a
+# copy of jvm/ under a temporary folder (jvm/target/ is left to whoever works on it); then
+# moved into place in one rename, replacing any other version's jar.
+build_extension() {  # build_extension JVM_DIR: .jars/icefloe-spark-extensions-<pom version>.jar
+  local src=$1 name sum stamp=.jars/.icefloe-spark-extensions.sha256 tmp log old
+  name=$(.venv/bin/python -m service.base.versions extensions-jar "$src/pom.xml")
+  sum=$( (cd "$src" && find pom.xml src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
+         sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$sum $name" ] || [ ! -s ".jars/$name" ]; then
+    need_pkg javac openjdk-17-jdk-headless
+    need_pkg mvn maven
+    say "building $name with Maven (first run: about a minute)"
+    tmp=$(mktemp -d); log=$tmp/mvn.log
+    cp -r "$src/pom.xml" "$src/src" "$tmp/"
+    if ! mvn -q -B --strict-checksums -f "$tmp/pom.xml" package -DskipTests >"$log" 2>&1; then
+      tail -40 "$log"; rm -rf "$tmp"; say "mvn failed for $src/pom.xml"; exit 1
+    fi
+    cp "$tmp/target/$name" ".jars/$name.part"
+    mv -f ".jars/$name.part" ".jars/$name"
+    rm -rf "$tmp"
+    echo "$sum $name" > "$stamp"
+  fi
+  for old in .jars/icefloe-spark-extensions-*.jar; do
+    if [ -e "$old" ] && [ "$old" != ".jars/$name" ]; then say "removing $old"; rm -f "$old"; fi
+  done
+  say "spark sql extension: up to date (.jars/$name)"
+}
+build_extension jvm
+
 # --- PostgreSQL 15 (icefloe dev --profile postgres) --------------------------------------
 need_pkg /usr/lib/postgresql/15/bin/initdb postgresql-15
 say "postgresql 15: installed"

@@ -25,17 +25,26 @@ nacked and its error kept, as for a merge whose checksum differs.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobs.maintenance import procedures as maintenance
 from jobs.maintenance.manifests import driver_rewrite
+from jobs.maintenance.skew_report import refresh_reports
 from optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
+from optimizer.actions.skew_report import NAME as SKEW_REPORT
 from service.base.catalog import load_catalog, load_table, spark_table_name
 from service.base.config import Config
 from service.base.errors import OperationFailed, UsageError
 from service.state.health import statistics_facts
+
+Runner = Callable[[Any, Config, Any, str, Any, bool], tuple[dict[str, Any], dict[str, Any]]]
+"""A registered action with neither Iceberg procedures nor a case below, run in Python:
+(spark, cfg, catalog, table name, the table before, dry_run) → (its result, what it
+verified); a failed check raises ``OperationFailed``."""
+
+RUNNERS: Mapping[str, Runner] = {SKEW_REPORT: refresh_reports}
 
 
 def live_files(table: Any, snapshot_id: int) -> dict[str, tuple[int, int]]:
@@ -149,6 +158,8 @@ def run_table_action(
     spec = BY_NAME[action]
     if spec.calls is not None:  # a registered action run by its procedures alone
         return _run_calls(spark, cfg, catalog, name, spec, before, dry_run)
+    if action in RUNNERS:  # a registered action run in Python, verified by itself
+        return _run_own(spark, cfg, catalog, name, action, before, dry_run)
     m = cfg.policy_for(name, before.properties).maintenance
     start = before.current_snapshot()
     started = time.perf_counter()
@@ -220,5 +231,27 @@ def _run_calls(
         "dry_run": dry_run,
         "result": result,
         "verified": {} if dry_run else {"checked": True, "referenced_files_present": True},
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _run_own(
+    spark: Any, cfg: Config, catalog: Any, name: str, action: str, before: Any, dry_run: bool
+) -> dict[str, Any]:
+    """A registered action run in Python (:data:`RUNNERS`), then that the table's metadata
+    file exists (it commits metadata only)."""
+    started = time.perf_counter()
+    result, verified = RUNNERS[action](spark, cfg, catalog, name, before, dry_run)
+    if not dry_run:
+        missing = missing_files(load_table(catalog, name), set())
+        if missing:
+            raise OperationFailed(f"{action} on {name}: metadata file missing: {missing[0]}")
+        verified = verified | {"referenced_files_present": True}
+    return {
+        "table": name,
+        "action": action,
+        "dry_run": dry_run,
+        "result": result,
+        "verified": verified,
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -4,7 +4,8 @@ Storage skew per partition comes from Iceberg metadata only (``inspect.partition
 data file is opened); key skew is counted with Spark by :mod:`jobs.skew.hot_keys` (exact or
 sample-then-verify). The report is persisted per table snapshot in
 ``<namespace>.skew_reports`` so later jobs (and :func:`salted_join`) reuse it instead of
-recounting.
+recounting, and each single-column key's hot keys are published as the table property
+``icefloe.skew.hot-keys.<column>`` the JVM's ``SkewRule`` salts by (:mod:`jobs.skew.publish`).
 
 Run as ``icefloe skew detect TABLE --key COL [--key COL] [--join-with T2 --on COL] [--json]``,
 or under ``spark-submit jobs/scripts/skew_detect.py`` with the same arguments.
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
+from jobs.skew.publish import publish_report, unpublished
+from optimizer.actions.skew_report import HOUR_MS, MAX_AGE
 from optimizer.skew_stats import HotKeyRules, SkewMetrics, sigma_outliers, skew_metrics
 from service.base.catalog import load_table, spark_table_name
 from service.base.config import parse_table_identifier
@@ -63,6 +67,27 @@ def storage_skew(table: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return parts, skewed, skew_metrics(p["bytes"] for p in parts)
 
 
+def _key_sets(
+    tbl: Any, table: str, keys: Sequence[str], other: Any, join_with: str | None, on: str | None
+) -> list[list[str]]:
+    """The key sets to analyse (``keys``, then ``on``), each column checked (UsageError)."""
+    key_sets = [[k] for k in dict.fromkeys(keys)]
+    if on and [on] not in key_sets:
+        key_sets.append([on])
+    if not key_sets:
+        raise UsageError("give at least one --key column")
+    columns = {f.name for f in tbl.schema().fields}
+    for ks in key_sets:
+        for c in ks:
+            if c not in columns:
+                raise UsageError(f"column {c!r} not found in table {table!r}")
+    if join_with and not on:
+        raise UsageError("--join-with needs --on COL")
+    if other is not None and on not in {f.name for f in other.schema().fields}:
+        raise UsageError(f"column {on!r} not found in table {join_with!r}")
+    return key_sets
+
+
 def detect_table(
     spark: Any,
     cfg: Config,
@@ -76,34 +101,31 @@ def detect_table(
     reports_namespace: str = REPORTS_NAMESPACE,
     refresh: bool = False,
 ) -> dict[str, Any]:
-    """The skew report of ``table`` at its current snapshot (reused when already stored)."""
+    """The skew report of ``table`` at its current snapshot (reused when already stored),
+    its single-column keys published as table properties (``published``: the properties
+    written; a reused report's only where they are missing or of another snapshot)."""
     tbl = load_table(catalog, table)
     snap = tbl.current_snapshot()
     snapshot_id = None if snap is None else snap.snapshot_id
-    key_sets = [[k] for k in dict.fromkeys(keys)]
-    if on and [on] not in key_sets:
-        key_sets.append([on])
-    if not key_sets:
-        raise UsageError("give at least one --key column")
-    columns = {f.name for f in tbl.schema().fields}
-    for ks in key_sets:
-        for c in ks:
-            if c not in columns:
-                raise UsageError(f"column {c!r} not found in table {table!r}")
     other = load_table(catalog, join_with) if join_with else None
-    if join_with and not on:
-        raise UsageError("--join-with needs --on COL")
-    if other is not None and on not in {f.name for f in other.schema().fields}:
-        raise UsageError(f"column {on!r} not found in table {join_with!r}")
+    key_sets = _key_sets(tbl, table, keys, other, join_with, on)
     tag = ",".join(keys) + (f"|{join_with}.{on}" if join_with else "") + f"|{rules}"
+    df = _rows_at(spark, spark_table_name(cfg, table), snapshot_id)
+    max_age_h = cfg.policy_for(table, tbl.properties).maintenance.settings()[MAX_AGE]
+    max_age_ms = int(max_age_h * HOUR_MS)
     if not refresh and snapshot_id is not None:
         cached = load_report(catalog, table, snapshot_id, tag, reports_namespace)
         if cached is not None:
-            cached["cached"] = True
+            cached["cached"], cached["published"] = True, []
+            single = [ks[0] for ks in key_sets if len(ks) == 1]
+            if unpublished(tbl.properties, single, snapshot_id):
+                now_ms = int(time.time() * 1000)
+                cached["published"] = publish_report(
+                    spark, df, catalog, table, cached, now_ms, max_age_ms
+                )
             return cached
     parts, skewed, part_metrics = storage_skew(tbl)
     total = int(snap.summary.get("total-records") or 0) if snap and snap.summary else 0
-    df = spark.table(spark_table_name(cfg, table))
     report: dict[str, Any] = {
         "table": table,
         "snapshot_id": snapshot_id,
@@ -124,7 +146,15 @@ def detect_table(
         report["keys"][",".join(ks)] = entry
     if snapshot_id is not None:
         save_report(catalog, report, tag, reports_namespace)
+    now_ms = int(time.time() * 1000)  # published after it is stored: the stored one says none
+    report["published"] = publish_report(spark, df, catalog, table, report, now_ms, max_age_ms)
     return report
+
+
+def _rows_at(spark: Any, name: str, snapshot_id: int | None) -> Any:
+    """The table's rows at ``snapshot_id`` (the snapshot its report names), else as now."""
+    reader = spark.read if snapshot_id is None else spark.read.option("versionAsOf", snapshot_id)
+    return reader.table(name)
 
 
 def _join_estimate(spark: Any, cfg: Config, other: str, on: str, kr: KeyReport) -> dict[str, Any]:
@@ -281,4 +311,6 @@ def render_text(report: dict[str, Any]) -> str:
         )
     if not report["skewed_partitions"]:
         lines.append("  no skewed partitions")
+    if report.get("published"):
+        lines.append(f"  published {', '.join(report['published'])}")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from optimizer.actions import (
     merge,
     remove_orphan_files,
     rewrite_manifests,
+    skew_report,
     sort,
     zorder,
 )
@@ -33,6 +34,7 @@ REGISTRY: tuple[ActionSpec, ...] = (
     expire_snapshots.SPEC,
     remove_orphan_files.SPEC,
     compute_stats.SPEC,
+    skew_report.SPEC,
 )
 
 BY_NAME: Mapping[str, ActionSpec] = {a.name: a for a in REGISTRY}

@@ -42,13 +42,16 @@ The facts: ``snapshot`` (current snapshot id), ``snapshots`` (count), ``statisti
 ``partitioned``, ``changed_rows``."""
 
 
+COLUMNS = "columns"  # a Setting's kind: column names, read with ``MaintenanceRules.names``
+
+
 @dataclass(frozen=True)
 class Setting:
     """A config key of an action, under ``maintenance:`` (``kind``: ``fraction`` (0, 1],
-    ``hours`` > 0, or ``count`` >= 1)."""
+    ``hours`` > 0, ``count`` >= 1, or :data:`COLUMNS`: a list of column names)."""
 
     key: str
-    default: float
+    default: float | tuple[str, ...]
     kind: str
     doc: str
 

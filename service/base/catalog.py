@@ -21,12 +21,13 @@ from service.base.errors import (
     TableNotFound,
     describe,
 )
+from service.base.versions import ICEBERG_EXTENSIONS_CLASS
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-SPARK_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+SPARK_EXTENSIONS = ICEBERG_EXTENSIONS_CLASS  # a session's whole list: versions.sql_extensions
 
 
 def pyiceberg_properties(cat: CatalogConfig) -> dict[str, str]:

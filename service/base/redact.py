@@ -17,11 +17,14 @@ MASK = "***"
 MIN_SECRET = 3  # shorter values would mask ordinary text
 _secrets: set[str] = set()
 SECRET_NAME = re.compile(r"password|passwd|secret|token|credential|key", re.IGNORECASE)
+NOT_SECRET = re.compile(
+    r"^skew_keys$|^icefloe\.skew\.hot-keys\.", re.IGNORECASE
+)  # columns, not keys
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a property or parameter name names a secret (``s3.secret-access-key``, ...)."""
-    return SECRET_NAME.search(name) is not None
+    return SECRET_NAME.search(name) is not None and NOT_SECRET.search(name) is None
 
 
 def display_url(url: str) -> str:

@@ -2,6 +2,8 @@
 
 Local runs get ``spark.master`` and the Iceberg jars from the config and ``.jars/``; under
 ``spark-submit`` the master and jars come from the command line and are left alone.
+``spark.sql.extensions`` names Iceberg's extensions, and icefloe's (the skew rule) whenever
+its jar is among the jars the session gets (:func:`service.base.versions.sql_extensions`).
 
 A driver JVM icefloe starts itself logs through :data:`LOG4J2_CONF`: nothing on the console,
 errors to :func:`spark_log_file`, so a command's stderr holds its own lines only
@@ -15,15 +17,15 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from service.base.catalog import SPARK_EXTENSIONS, spark_catalog_conf
+from service.base.catalog import spark_catalog_conf
 from service.base.config import Config
 from service.base.errors import ConfigError
 from service.base.redact import is_secret_name
-from service.base.versions import JARS_DIR, jar_settings, local_jars
+from service.base.versions import JARS_DIR, JarSettings, jar_settings, local_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,9 +47,11 @@ __all__ = [
     "executor_deps_conf",
     "in_process_master",
     "local_jars",
+    "public_conf",
     "python_workers_env",
     "quiet_driver_conf",
     "register_catalog",
+    "secret_conf",
     "session_conf",
     "spark_conf",
     "spark_log_file",
@@ -77,34 +81,54 @@ def executor_deps_conf(deps: str, conf: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def spark_conf(cfg: Config, under_submit: bool = False) -> dict[str, str]:
-    """Every Spark setting icefloe applies, as a plain dict (tested without a JVM)."""
+def spark_conf(
+    cfg: Config, under_submit: bool = False, jars: JarSettings | None = None
+) -> dict[str, str]:
+    """Every Spark setting icefloe applies, as a plain dict (tested without a JVM).
+
+    ``jars``: what the session's classpath gets (default: :func:`jar_settings`, ``.jars/``);
+    a local session gets them as ``spark.jars``, under ``spark-submit`` the command line
+    carries them. Either way they decide ``spark.sql.extensions``."""
+    jars = jar_settings() if jars is None else jars
     conf = {
-        "spark.sql.extensions": SPARK_EXTENSIONS,
+        "spark.sql.extensions": jars.sql_extensions,
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
     }
     conf.update(spark_catalog_conf(cfg.catalog))
     if not under_submit:
         conf["spark.master"] = cfg.spark.master
-        conf.update(jar_settings().spark_conf())
+        conf.update(jars.spark_conf())
     conf.update(cfg.spark.conf)
     if cfg.spark.executor_deps and not in_process_master(cfg.spark.master):
         conf.update(executor_deps_conf(cfg.spark.executor_deps, conf))
     return conf
 
 
-def submit_conf(cfg: Config) -> dict[str, str]:
-    """:func:`spark_conf` for a ``spark-submit`` command line: without the entries that hold
-    a secret (S3 keys, a JDBC password, any secret-named catalog property). A command line
+def submit_conf(cfg: Config, jars: JarSettings | None = None) -> dict[str, str]:
+    """:func:`spark_conf` for a ``spark-submit`` command line that carries ``jars`` (default:
+    :func:`jar_settings`) as ``--jars``/``--packages``: without the entries that hold a
+    secret (S3 keys, a JDBC password, any secret-named catalog property). A command line
     is seen by ``ps`` and logged by schedulers; the job's driver loads the config itself
     and adds them to its session (:func:`build_spark`)."""
+    return public_conf(cfg, spark_conf(cfg, under_submit=True, jars=jars))
+
+
+def public_conf(cfg: Config, conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` without the entries that hold one of ``cfg``'s secrets (or a secret-named
+    key): what may go on a command line; :func:`secret_conf` is the rest."""
     secrets = cfg.secret_values()
     return {
         key: value
-        for key, value in spark_conf(cfg, under_submit=True).items()
+        for key, value in conf.items()
         if not is_secret_name(key.rsplit(".", 1)[-1]) and not any(s in value for s in secrets)
     }
+
+
+def secret_conf(cfg: Config, conf: Mapping[str, str]) -> dict[str, str]:
+    """The entries of ``conf`` that :func:`public_conf` leaves out."""
+    public = public_conf(cfg, conf)
+    return {key: value for key, value in conf.items() if key not in public}
 
 
 def under_spark_submit(env: Mapping[str, str] = os.environ) -> bool:
@@ -170,11 +194,15 @@ def session_conf(
     extra: Mapping[str, str] | None = None,
     env: Mapping[str, str] = os.environ,
     log_file: Path | None = None,
+    submitted_jars: Sequence[str] = (),
 ) -> dict[str, str]:
     """What :func:`build_spark` configures: :func:`spark_conf`, then ``extra``, then (for a
-    driver JVM icefloe starts, unless ``ICEFLOE_DEBUG`` is set) :func:`quiet_driver_conf`."""
+    driver JVM icefloe starts, unless ``ICEFLOE_DEBUG`` is set) :func:`quiet_driver_conf`.
+    Under ``spark-submit``, ``submitted_jars`` are the jars its command line gave the
+    driver (``spark.jars``): they, not ``.jars/``, decide ``spark.sql.extensions``."""
     under_submit = under_spark_submit(env)
-    conf = {**spark_conf(cfg, under_submit), **(extra or {})}
+    jars = JarSettings(tuple(submitted_jars), ()) if under_submit else None
+    conf = {**spark_conf(cfg, under_submit, jars), **(extra or {})}
     if not under_submit and not env.get("ICEFLOE_DEBUG"):
         conf.update(quiet_driver_conf(conf, log_file or spark_log_file()))
     return conf
@@ -188,7 +216,8 @@ def build_spark(
 
     if cfg.spark.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    conf = session_conf(cfg, extra)
+    submitted = _submitted_jars() if under_spark_submit() else []
+    conf = session_conf(cfg, extra, submitted_jars=submitted)
     os.environ.update(python_workers_env(cfg.spark.master, conf, os.environ))
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
@@ -196,6 +225,19 @@ def build_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _submitted_jars() -> list[str]:
+    """The ``spark.jars`` that ``spark-submit`` gave this driver (a system property of the
+    JVM it launched this Python from): read before the session's own conf replaces it."""
+    # pyspark: only where Spark runs (the module loads without it)
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, starts no context
+    jvm = SparkContext._jvm
+    assert jvm is not None
+    jars = str(jvm.java.lang.System.getProperty("spark.jars", ""))
+    return [j for j in jars.split(",") if j]
 
 
 def register_catalog(spark: SparkSession, cfg: Config) -> None:

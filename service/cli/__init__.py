@@ -47,6 +47,7 @@ def _register() -> None:
         optimize,
         pack,
         skew,
+        sql_server,
         status,
         submit,
         tables,
@@ -68,6 +69,7 @@ def _register() -> None:
         dev,
         maintain,
         ui,
+        sql_server,
     )
     for module in modules:
         for command in module.COMMANDS:

@@ -3,19 +3,23 @@
 
 Storage skew comes from Iceberg metadata; key skew is counted with Spark (exact below
 2M rows, sample-then-verify above). The report is stored per table snapshot in
-``<namespace>.skew_reports`` (default ``icefloe``) and reused until the table changes.
+``<namespace>.skew_reports`` (default ``icefloe``) and reused until the table changes; each
+column's hot keys are published as the table property ``icefloe.skew.hot-keys.<column>``
+that the JVM's ``SkewRule`` salts by.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from jobs.skew.salting import JOIN_TYPES  # no Spark import: the join types are plain data
+from optimizer.actions.skew_report import KEYS as SKEW_KEYS
 from optimizer.skew_stats import HotKeyRules
 from service.base.catalog import load_catalog, load_table
-from service.base.config import parse_table_identifier
+from service.base.config import Config, parse_table_identifier
 from service.base.errors import UsageError
 from service.base.spark import build_spark
 from service.cli.common import Context, FiniteFloat, emit, pass_ctx
@@ -55,15 +59,22 @@ def _detect_rules(
         raise UsageError(str(e)) from None
 
 
+def _policy_keys(cfg: Config, table: str, properties: Mapping[str, str]) -> tuple[str, ...]:
+    """The policy's ``maintenance.skew_keys`` of ``table`` (UsageError: none)."""
+    keys = cfg.policy_for(table, properties).maintenance.column_settings()[SKEW_KEYS]
+    if not keys:
+        raise UsageError("give --key COL, or set the policy's maintenance.skew_keys")
+    return keys
+
+
 @skew.command()
 @click.argument("table")
 @click.option(
     "--key",
     "keys",
     multiple=True,
-    required=True,
     metavar="COL",
-    help="Key column to check (repeatable).",
+    help="Key column to check (repeatable; default: the policy's maintenance.skew_keys).",
 )
 @click.option("--join-with", metavar="TABLE2", help="Estimate join output with this table.")
 @click.option("--on", "on", metavar="COL", help="Join column (present in both tables).")
@@ -105,16 +116,18 @@ def detect(
     refresh: bool,
     as_json: bool,
 ) -> None:
-    """Hot keys of TABLE's --key columns and its skewed partitions."""
+    """Hot keys of TABLE's --key columns and its skewed partitions; each column's hot keys
+    published as TABLE's property icefloe.skew.hot-keys.<column> (the SkewRule's)."""
     rules = _detect_rules(table, join_with, on, reports_namespace, min_share, median_multiple)
     # start-up: the skew jobs only when one runs
     from jobs.skew.detect import detect_table, render_text
 
     cfg = ctx.cfg
     catalog = load_catalog(cfg)
-    load_table(catalog, table)  # fail fast, before starting Spark
+    pt = load_table(catalog, table)  # fail fast, before starting Spark
     if join_with:
         load_table(catalog, join_with)
+    keys = keys or _policy_keys(cfg, table, pt.properties)
     spark = build_spark(cfg, app_name="icefloe-skew-detect")
     report = detect_table(
         spark,

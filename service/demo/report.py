@@ -122,7 +122,12 @@ def render_tables(console: Console, result: dict[str, Any]) -> None:
 def render_skew(console: Console, skew: dict[str, Any]) -> None:
     hot = ", ".join(f"{h['key']} ({h['rows']:,} rows, {h['share']:.0%})" for h in skew["hot_keys"])
     console.print(f"skew report for {skew['table']} ({skew['rows']:,} rows): hot user_id {hot}")
-    out = RichTable(title="LEFT join, skewed right side: plain (AQE on) vs salted")
+    console.print(f"SQL: {skew['sql']}")
+    fired = skew.get("rewrite")
+    console.print(
+        f"icefloe's SQL extension rewrote it: {fired}" if fired else "[red]the rule did not fire[/]"
+    )
+    out = RichTable(title="LEFT join in SQL, skewed right side: plain (AQE on) vs the extension")
     for col in ("", "join-stage max/median task", "max shuffle read MiB", "tasks", "wall s"):
         out.add_column(col, justify="left" if not col else "right")
     for label in ("plain", "salted"):
@@ -136,4 +141,4 @@ def render_skew(console: Console, skew: dict[str, Any]) -> None:
         )
     console.print(out)
     same = "[green]identical rows[/]" if skew["identical"] else "[red]RESULTS DIFFER[/]"
-    console.print(f"salted join vs plain join: {same}")
+    console.print(f"with the extension vs plain: {same}")

@@ -1,18 +1,27 @@
-"""The demo's skew section: plant a hot key, detect it, and run the salted LEFT join
-against the plain one (identical rows, stage max/median task time)."""
+"""The demo's skew section: plant a hot key, detect it (``skew detect`` stores the report in
+the table's properties), and run a LEFT join written as plain SQL twice: as Spark plans it
+(AQE on) and with icefloe's SQL extension salting it (``jvm/``, the skew rule), compared by
+rows and checksum, with each run's join-stage max/median task time."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from jobs.skew.detect import detect_table
-from jobs.skew.salting import salted_join
 from jobs.skew.stage_metrics import Meter
 from service.base.catalog import spark_table_name
 from service.base.config import Config
 
 Say = Callable[[str], None]
+
+RULE = "spark.icefloe.skew.enabled"
+JOIN_SQL = (
+    "SELECT u.user_id, u.name, p.amount, p.receipt "
+    "FROM {users} u LEFT JOIN {purchases} p ON u.user_id = p.user_id"
+)
+SALT_LABEL = re.compile(r"icefloe_salt\([^)]*\)")
 
 
 SKEW_CONF = {
@@ -54,20 +63,17 @@ def skew_section(
     report = detect_table(spark, cfg, catalog, purchases, ["user_id"], refresh=True)
     hot = report["keys"]["user_id"]["hot_keys"]
     say("skew: hot keys found: " + ", ".join(f"{h['key']} ({h['share']:.0%})" for h in hot))
-    left = spark.table(spark_table_name(cfg, users))
-    right = spark.table(spark_table_name(cfg, purchases))
+    query = JOIN_SQL.format(
+        users=spark_table_name(cfg, users), purchases=spark_table_name(cfg, purchases)
+    )
+    say(f"skew: {query}")
     meter = Meter(spark)
-    plain_df = left.join(right, "user_id", "left")
-    salted_df = salted_join(
-        left, right, "user_id", "left", hot_keys=[h["key"] for h in hot], skewed_side="right"
-    )
-    plain = meter.run("plain left join (AQE on)", plain_df, SKEW_CONF)
-    salted = meter.run("salted left join", salted_df, SKEW_CONF)
-    identical = (
-        plain_df.count() == salted_df.count()
-        and plain_df.exceptAll(salted_df).isEmpty()
-        and salted_df.exceptAll(plain_df).isEmpty()
-    )
+    plain_df, salted_df = spark.sql(query), spark.sql(query)
+    plain = meter.run("plain left join (AQE on)", plain_df, {**SKEW_CONF, RULE: "false"})
+    salted = meter.run("left join, icefloe SQL extension", salted_df, {**SKEW_CONF, RULE: "true"})
+    rewrite = SALT_LABEL.search(salted_df._jdf.queryExecution().optimizedPlan().toString())
+    checks = {on: _checksum(spark, query, on) for on in (False, True)}
+    spark.conf.set(RULE, "true")
     return {
         "table": purchases,
         "rows": report["rows"],
@@ -75,5 +81,15 @@ def skew_section(
         "skewed_partitions": report.get("skewed_partitions", []),
         "plain": {k: plain[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
         "salted": {k: salted[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
-        "identical": identical,
+        "identical": checks[False] == checks[True],
+        "sql": query,
+        "rewrite": rewrite.group(0) if rewrite else None,
     }
+
+
+def _checksum(spark: Any, query: str, rule_on: bool) -> tuple[int, int]:
+    """Rows and the sum of their hashes, planned with the rule on or off (one plan holding
+    both sides of a comparison would be planned one way for both)."""
+    spark.conf.set(RULE, "true" if rule_on else "false")
+    row = spark.sql(f"SELECT count(*) AS n, sum(hash(*)) AS h FROM ({query})").collect()[0]
+    return int(row["n"]), int(row["h"] or 0)

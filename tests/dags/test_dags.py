@@ -16,6 +16,7 @@ import pytest
 from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT, AirflowSettings, load_config
 from service.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
 from service.base.errors import UsageError
+from service.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, extensions_jar
 from service.dags import support as ds
 from tests.dags.conftest import DAGS, airflow_env
 
@@ -26,6 +27,7 @@ JARS = ",".join(
     for j in (
         "iceberg-aws-bundle-1.12.0.jar",
         "iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
+        extensions_jar(),  # icefloe's, built by scripts/bootstrap.sh
         "postgresql-42.7.8.jar",
         "sqlite-jdbc-3.50.3.0.jar",
     )
@@ -159,10 +161,7 @@ def expected_conf() -> list[str]:
 
     lake = load_config(DEFAULT_CONFIG).catalog
     pairs = [
-        (
-            "spark.sql.extensions",
-            "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        ),
+        ("spark.sql.extensions", f"{ICEBERG_EXTENSIONS_CLASS},{EXTENSIONS_CLASS}"),
         ("spark.sql.session.timeZone", "UTC"),
         ("spark.ui.showConsoleProgress", "false"),
         ("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog"),

@@ -81,6 +81,9 @@ def test_demo_converges_keeps_every_row_and_beats_nothing_it_hides(demo_env: dic
     skew = result["skew"]
     assert skew["identical"] is True
     assert [h["key"] for h in skew["hot_keys"]] in (["42"], [42])
+    # the join ran as SQL, salted by the extension from the report skew detect stored
+    assert "LEFT JOIN" in skew["sql"]
+    assert skew["rewrite"] and ".purchases.user_id: 1 hot keys" in skew["rewrite"]
     for chart in (Path(result["chart"]), Path(result["rounds_chart"])):
         assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

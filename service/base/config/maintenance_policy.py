@@ -20,9 +20,11 @@ from pydantic import model_validator
 from pydantic.dataclasses import dataclass
 
 from optimizer.actions import SETTINGS
+from optimizer.actions.spec import COLUMNS
 from optimizer.maintenance_rules import DEFAULT_MANIFEST_TARGET, MaintenanceRules
 from service.base.config.fields import (
     STRICT,
+    Columns,
     Fraction,
     NonNegativeInt,
     PositiveFloat,
@@ -98,14 +100,24 @@ class _Thresholds:
             orphan_interval_ms=int(self.orphan_interval_hours * HOUR_MS),
             delete_ratio=self.delete_ratio,
             settings=self.settings(),
+            columns=self.column_settings(),
         )
 
     def settings(self) -> dict[str, float]:
-        """The registered actions' settings (``optimizer.actions.SETTINGS``), as set."""
-        return {s.key: float(getattr(self, s.key)) for s in SETTINGS}
+        """The registered actions' numeric settings (``optimizer.actions.SETTINGS``), as set."""
+        return {s.key: float(getattr(self, s.key)) for s in SETTINGS if s.kind != COLUMNS}
+
+    def column_settings(self) -> dict[str, tuple[str, ...]]:
+        """The registered actions' settings of column names, as set."""
+        return {s.key: tuple(getattr(self, s.key)) for s in SETTINGS if s.kind == COLUMNS}
 
 
-_KINDS: dict[str, Any] = {"fraction": Fraction, "hours": PositiveFloat, "count": PositiveInt}
+_KINDS: dict[str, Any] = {
+    "fraction": Fraction,
+    "hours": PositiveFloat,
+    "count": PositiveInt,
+    COLUMNS: Columns,
+}
 
 
 def _with_settings(base: type) -> type:

@@ -2,9 +2,10 @@
 
 :func:`read_health` builds :class:`optimizer.maintenance_rules.MetadataHealth` from the current
 snapshot's manifest list (each manifest's length: one small Avro read, no manifest and no
-data file opened), the snapshot log in the table metadata, and the size of the metadata
-JSON. It depends only on the snapshot it describes, so reading it again after any sequence
-of commits equals reading it once: the incremental form *is* the full recompute.
+data file opened), the snapshot log and properties (hot-key reports) in the table metadata,
+and the size of the metadata JSON. It depends only on the snapshot (and properties) it
+describes, so reading it again after any sequence of commits equals reading it once: the
+incremental form *is* the full recompute.
 
 The store (:class:`HealthStore`: :class:`service.state.health.redis.RedisHealth`, in the
 table's own ``{t:<table>}`` slot; and :class:`service.state.health.memory.MemoryHealth`
@@ -16,11 +17,12 @@ shares: ``jobs.maintenance.sharing``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from optimizer import PartitionStats
 from optimizer.maintenance_rules import MetadataHealth
+from optimizer.skew_report import ReportAge, reports_in
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -93,6 +95,35 @@ def statistics_facts(table: Table) -> dict[str, Any]:
     }
 
 
+def changed_rows_since(table: Table, snapshot_ids: Collection[int]) -> dict[int, int]:
+    """snapshot → the rows added, removed or deleted by delete files in the snapshots of
+    the current ancestry after it (one walk for all); every row of the ancestry for one
+    that is not in it (expired, or of another branch). Table metadata only."""
+    meta, wanted = table.metadata, set(snapshot_ids)
+    by_id = {s.snapshot_id: s for s in meta.snapshots}
+    out: dict[int, int] = {}
+    changed, node = 0, table.current_snapshot()
+    while node is not None and len(out) < len(wanted):
+        if node.snapshot_id in wanted:
+            out[node.snapshot_id] = changed
+        changed += sum(_summary_int(node, key) for key in _CHANGED_ROWS)
+        parent = node.parent_snapshot_id
+        node = None if parent is None else by_id.get(parent)
+    return {sid: out.get(sid, changed) for sid in wanted}
+
+
+def skew_report_ages(table: Table) -> tuple[ReportAge, ...]:
+    """The hot-key reports in the table's properties (``skew_report``), by column: each
+    one's snapshot, age and the rows changed since (:func:`changed_rows_since`); a property
+    that does not decode is left out (as if missing)."""
+    reports = reports_in(table.properties)
+    since = changed_rows_since(table, {r.snapshot_id for r in reports.values()})
+    return tuple(
+        ReportAge(c, r.snapshot_id, r.computed_at_ms, r.max_age_ms, since[r.snapshot_id])
+        for c, r in sorted(reports.items())
+    )
+
+
 def read_health(
     table: Table,
     manifest_target: int,
@@ -124,6 +155,7 @@ def read_health(
             known["metadata_bytes"],
             *deletes,
             *statistics,
+            skew_report_ages(table),
         )
     sizes = [int(m.manifest_length) for m in snap.manifests(table.io)] if snap else []
     try:
@@ -131,7 +163,15 @@ def read_health(
     except (OSError, ValueError):  # a catalog without a reachable metadata file
         metadata_bytes = 0
     return MetadataHealth.of(
-        snapshot_id, sizes, manifest_target, times, metadata_bytes, retain_last, deletes, statistics
+        snapshot_id,
+        sizes,
+        manifest_target,
+        times,
+        metadata_bytes,
+        retain_last,
+        deletes,
+        statistics,
+        skew_report_ages(table),
     )
 
 

@@ -139,6 +139,9 @@ final class SaltedJoin {
       return null;
     }
     JoinType type = join.joinType();
+    if (broadcastAnyway(join, saltLeft, settings)) {
+      return null; // Spark broadcasts the other side: no shuffle, no skew to spread
+    }
     boolean keepsCopies =
         type == FullOuter$.MODULE$
             || type == LeftOuter$.MODULE$ && !saltLeft
@@ -154,6 +157,29 @@ final class SaltedJoin {
       }
     }
     return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, presence);
+  }
+
+  /**
+   * Whether Spark will broadcast the side that would be copied: small enough for
+   * {@code spark.sql.autoBroadcastJoinThreshold}, and a side a broadcast hash join can build
+   * on for this join type (the right of inner, left outer, semi and anti joins; the left
+   * of inner and right outer ones).
+   */
+  private static boolean broadcastAnyway(Join join, boolean saltLeft, SkewRule.Settings s) {
+    if (s.broadcastBytes() < 0) {
+      return false;
+    }
+    JoinType type = join.joinType();
+    boolean buildable =
+        type == Inner$.MODULE$
+            || (saltLeft
+                ? type == LeftOuter$.MODULE$ || type == LeftSemi$.MODULE$ || type == LeftAnti$.MODULE$
+                : type == RightOuter$.MODULE$);
+    if (!buildable) {
+      return false;
+    }
+    LogicalPlan copied = saltLeft ? join.right() : join.left();
+    return copied.stats().sizeInBytes().compare(scala.math.BigInt.apply(s.broadcastBytes())) <= 0;
   }
 
   /** {@code SELECT DISTINCT key AS icefloe_present FROM <fresh copy> WHERE key IN (hot)}. */

@@ -30,11 +30,14 @@ public final class SkewRule extends Rule<LogicalPlan> {
     return REWRITES.get();
   }
 
-  record Settings(int partitions, int maxSalts, long nowMs, boolean aggregates) {}
+  record Settings(
+      int partitions, int maxSalts, long nowMs, boolean aggregates, long broadcastBytes) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    if (!Boolean.parseBoolean(conf().getConfString(ENABLED, "true").trim())) {
+    if (!Boolean.parseBoolean(conf().getConfString(ENABLED, "true").trim())
+        || plan.isStreaming()
+        || rowLevelWrite(plan)) {
       return plan;
     }
     Settings settings =
@@ -42,8 +45,32 @@ public final class SkewRule extends Rule<LogicalPlan> {
             conf().numShufflePartitions(),
             Math.max(2, Integer.parseInt(conf().getConfString(MAX_SALTS, "32").trim())),
             System.currentTimeMillis(),
-            Boolean.parseBoolean(conf().getConfString(AGGREGATES, "true").trim()));
+            Boolean.parseBoolean(conf().getConfString(AGGREGATES, "true").trim()),
+            conf().autoBroadcastJoinThreshold());
     return rewrite(plan, settings);
+  }
+
+  /**
+   * Whether {@code plan} is (or holds) a row-level write: Iceberg's MERGE, UPDATE and
+   * DELETE read their target through one shared scan that also decides which files the
+   * commit replaces; a second read of it (the presence query) must never exist. Left as
+   * written.
+   */
+  static boolean rowLevelWrite(LogicalPlan plan) {
+    String name = plan.getClass().getSimpleName();
+    if (name.equals("ReplaceData") || name.equals("WriteDelta") || name.startsWith("MergeRows")) {
+      return true;
+    }
+    if (plan instanceof org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation r
+        && r.table().getClass().getSimpleName().equals("RowLevelOperationTable")) {
+      return true;
+    }
+    for (LogicalPlan child : Scala.list(plan.children())) {
+      if (rowLevelWrite(child)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private LogicalPlan rewrite(LogicalPlan plan, Settings settings) {
