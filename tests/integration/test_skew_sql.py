@@ -27,6 +27,7 @@ from service.base.config import Config
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 ENABLED = "spark.icefloe.skew.enabled"
+AGGREGATES = "spark.icefloe.skew.aggregates"
 FACT_ROWS = 6000
 # key -> share of the fact's rows: 1 and 2 are hot, 3 is hot and missing from the dimension
 HOT = {1: 0.30, 2: 0.15, 3: 0.10}
@@ -117,6 +118,8 @@ def tables(spark: Any, cfg: Config, catalog: Any) -> dict[str, str]:
     # the small dimension (the rule leaves a join Spark broadcasts alone: it has no skew)
     confs = {"spark.sql.shuffle.partitions": "8", "spark.sql.autoBroadcastJoinThreshold": "-1"}
     before = {k: spark.conf.get(k) for k in confs}
+    before[AGGREGATES] = spark.conf.get(AGGREGATES, "false")
+    confs[AGGREGATES] = "true"  # off by default: partial aggregation already spreads a hot key
     for k, v in confs.items():
         spark.conf.set(k, v)
     yield names
@@ -219,6 +222,11 @@ def test_group_by_equals_the_plain_aggregation(spark: Any, tables: dict[str, str
     _same_answer(spark, two)  # grouped by an expression: left alone or salted, same rows
     by_sk = f"SELECT sk, count(*), avg(v) FROM {f} GROUP BY sk"
     assert "icefloe_salt(" in _same_answer(spark, by_sk)
+    spark.conf.set(AGGREGATES, "false")  # the default
+    try:
+        _unchanged(spark, query)
+    finally:
+        spark.conf.set(AGGREGATES, "true")
 
 
 def test_aggregates_that_do_not_split_are_left_alone(spark: Any, tables: dict[str, str]) -> None:

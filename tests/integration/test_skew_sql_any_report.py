@@ -23,6 +23,7 @@ from service.base.config import Config
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 ENABLED = "spark.icefloe.skew.enabled"
+AGGREGATES = "spark.icefloe.skew.aggregates"
 JOINS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"]
 FILTERS = ["", "WHERE id % 4 = 0", "WHERE k IS NULL OR k > 2", "WHERE k = 1"]
 
@@ -44,6 +45,8 @@ def pair(spark: Any, cfg: Config, catalog: Any) -> Any:
     confs = ("spark.sql.shuffle.partitions", "spark.sql.autoBroadcastJoinThreshold")
     before = {k: spark.conf.get(k) for k in confs}
     before[ENABLED] = spark.conf.get(ENABLED, "true")  # the rule's switch: on unless set
+    before[AGGREGATES] = spark.conf.get(AGGREGATES, "false")
+    spark.conf.set(AGGREGATES, "true")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     yield fact, dim, snap
     for k, v in before.items():

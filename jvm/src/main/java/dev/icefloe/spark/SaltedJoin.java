@@ -34,6 +34,8 @@ import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
 import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
+import org.apache.spark.sql.catalyst.plans.logical.Limit$;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 
@@ -182,8 +184,33 @@ final class SaltedJoin {
     return copied.stats().sizeInBytes().compare(scala.math.BigInt.apply(s.broadcastBytes())) <= 0;
   }
 
-  /** {@code SELECT DISTINCT key AS icefloe_present FROM <fresh copy> WHERE key IN (hot)}. */
+  /** Most hot keys asked one by one whether the salted side holds them. */
+  static final int PROBED_KEYS = 16;
+
+  /**
+   * The hot keys the salted side holds, as one column {@code icefloe_present}. Up to {@link
+   * #PROBED_KEYS} keys: one {@code LIMIT 1} probe a key, {@code UNION ALL}: every scan task
+   * stops at the key's first row, which a hot key has near the start of every file. More
+   * keys: {@code SELECT DISTINCT key ... WHERE key IN (hot)}, one full read of the column.
+   */
   private static LogicalPlan presence(LogicalPlan salted, AttributeReference key, Salts salts) {
+    if (salts.keys.size() <= PROBED_KEYS) {
+      List<LogicalPlan> probes = new ArrayList<>();
+      for (Literal hot : salts.keys) {
+        Map<ExprId, Attribute> ids = new HashMap<>();
+        Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
+        Attribute k = ids.get(key.exprId());
+        if (copy.isEmpty() || k == null) {
+          return null;
+        }
+        LogicalPlan first =
+            (LogicalPlan) Limit$.MODULE$.apply(Scala.intLit(1), new Filter(new EqualTo(k, hot), copy.get()));
+        Alias present =
+            new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+        probes.add(new Project(Scala.seq(List.<NamedExpression>of(present)), first));
+      }
+      return probes.size() == 1 ? probes.get(0) : new Union(Scala.seq(probes), false, false);
+    }
     Map<ExprId, Attribute> ids = new HashMap<>();
     Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
     Attribute k = ids.get(key.exprId());
@@ -252,7 +279,7 @@ final class SaltedJoin {
     LogicalPlan right = c.saltLeft ? copiedSide : saltedSide;
     LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), join.hint());
     if (c.keepsCopies) {
-      out = new Filter(keep(out, matched, copySalt, present), out);
+      out = new Filter(keep(out, c, matched, copySalt, present), out);
     }
     List<NamedExpression> output = new ArrayList<>(Scala.list(join.output()));
     String message =
@@ -278,16 +305,15 @@ final class SaltedJoin {
    * a key the salted side does not hold (a cold or NULL key has only that copy).
    */
   private static Expression keep(
-      LogicalPlan join, Alias matched, AttributeReference copySalt, Attribute present) {
+      LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt, Attribute present) {
     Map<ExprId, Attribute> out = new HashMap<>();
     for (Attribute a : Scala.list(join.output())) {
       out.put(a.exprId(), a);
     }
     Attribute m = out.get(matched.exprId());
     Attribute s = out.get(copySalt.exprId());
+    Expression first = c.salts.firstCopyOf(out.get(c.copiedKey.exprId()));
     Expression absent = present == null ? Literal.TrueLiteral() : new IsNull(out.get(present.exprId()));
-    return new Or(
-        new IsNotNull(m),
-        new Or(new IsNull(s), new And(new EqualTo(s, Scala.intLit(0)), absent)));
+    return new Or(new IsNotNull(m), new Or(new IsNull(s), new And(new EqualTo(s, first), absent)));
   }
 }

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.CaseWhen;
 import org.apache.spark.sql.catalyst.expressions.CreateArray;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.GetArrayItem;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -28,7 +29,10 @@ final class Salts {
   final HotKeyReport report;
   final List<Literal> keys = new ArrayList<>();
   final List<Integer> counts = new ArrayList<>();
+  /** The salt values of each key (and of NULL): chosen so that (key, salt) hash to distinct shuffle partitions. */
+  final List<int[]> values = new ArrayList<>();
   final int nullSalts;
+  final int[] nullValues;
   final long hotRows;
 
   Salts(Lineage.Source source, HotKeyReport report, int partitions, int maxSalts) {
@@ -36,14 +40,19 @@ final class Salts {
     this.report = report;
     int[] n = report.salts(partitions, maxSalts);
     long rows = 0;
+    int[] load = new int[Math.max(partitions, 1)];
     for (int i = 0; i < n.length; i++) {
       if (n[i] > 1) {
         keys.add(report.keys().get(i));
         counts.add(n[i]);
+        values.add(SaltValues.spread(report.keys().get(i), n[i], load));
         rows += report.keyRows().get(i);
       }
     }
     this.nullSalts = report.nullSalts(partitions, maxSalts);
+    Literal nullKey = Literal.create(null, report.keys().isEmpty()
+        ? DataTypes.NullType : report.keys().get(0).dataType());
+    this.nullValues = nullSalts > 1 ? SaltValues.spread(nullKey, nullSalts, load) : new int[] {0};
     this.hotRows = rows;
   }
 
@@ -83,11 +92,10 @@ final class Salts {
     Expression hash = new Murmur3Hash(Scala.seq(hashable(row)), 42);
     List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
-      branches.add(
-          new Tuple2<>(new EqualTo(key, keys.get(i)), new Pmod(hash, Scala.intLit(counts.get(i)))));
+      branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), pick(values.get(i), hash)));
     }
     if (nullSalts > 1) {
-      branches.add(new Tuple2<>(new IsNull(key), new Pmod(hash, Scala.intLit(nullSalts))));
+      branches.add(new Tuple2<>(new IsNull(key), pick(nullValues, hash)));
     }
     if (branches.isEmpty()) {
       return Scala.intLit(0);
@@ -99,14 +107,32 @@ final class Salts {
   Expression copiesOf(Expression key) {
     List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
-      List<Expression> salts = new ArrayList<>();
-      for (int s = 0; s < counts.get(i); s++) {
-        salts.add(Scala.intLit(s));
-      }
-      branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), new CreateArray(Scala.seq(salts))));
+      branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), array(values.get(i))));
     }
-    Expression zero = new CreateArray(Scala.seq(List.<Expression>of(Scala.intLit(0))));
+    Expression zero = array(new int[] {0});
     return branches.isEmpty() ? zero : new CaseWhen(Scala.seq(branches), Scala.some(zero));
+  }
+
+  /** The one copy of a row of the other side that may come out unmatched: its key's first salt. */
+  Expression firstCopyOf(Expression key) {
+    List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
+    for (int i = 0; i < keys.size(); i++) {
+      branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), Scala.intLit(values.get(i)[0])));
+    }
+    Expression zero = Scala.intLit(0);
+    return branches.isEmpty() ? zero : new CaseWhen(Scala.seq(branches), Scala.some(zero));
+  }
+
+  private static Expression pick(int[] salts, Expression hash) {
+    return new GetArrayItem(array(salts), new Pmod(hash, Scala.intLit(salts.length)), false);
+  }
+
+  private static Expression array(int[] salts) {
+    List<Expression> items = new ArrayList<>();
+    for (int s : salts) {
+      items.add(Scala.intLit(s));
+    }
+    return new CreateArray(Scala.seq(items));
   }
 
   static AttributeReference saltAttribute(String name) {

@@ -45,7 +45,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
             conf().numShufflePartitions(),
             Math.max(2, Integer.parseInt(conf().getConfString(MAX_SALTS, "32").trim())),
             System.currentTimeMillis(),
-            Boolean.parseBoolean(conf().getConfString(AGGREGATES, "true").trim()),
+            Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
             conf().autoBroadcastJoinThreshold());
     return rewrite(plan, settings);
   }
