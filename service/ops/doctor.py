@@ -19,6 +19,7 @@ from service.base.catalog import load_catalog, pyiceberg_properties, sqlite_path
 from service.base.config import CatalogConfig, Config
 from service.base.redact import display_url, register_secrets, scrub
 from service.base.spark import JARS_DIR, local_jars
+from service.base.versions import EXTENSIONS_ARTIFACT
 from service.ops import probes
 
 BOOTSTRAP = "run scripts/bootstrap.sh (or `make bootstrap`)"
@@ -71,8 +72,9 @@ def uses_s3(cat: CatalogConfig) -> bool:
 
 
 def required_jars(cat: CatalogConfig) -> list[str]:
-    """The name prefixes of the jars Spark needs in ``.jars/`` for this catalog."""
-    need = ["iceberg-spark-runtime-4.1_2.13"]
+    """The name prefixes of the jars Spark needs in ``.jars/`` for this catalog (and icefloe's
+    SQL extension, the skew rule, which every session names when its jar is there)."""
+    need = ["iceberg-spark-runtime-4.1_2.13", EXTENSIONS_ARTIFACT]
     if cat.type == "sql":
         need.append("postgresql" if _is_postgres(cat.uri) else "sqlite-jdbc")
     if uses_s3(cat):

@@ -28,6 +28,9 @@ S3_PROPERTIES = {
 }
 
 
+EXT = "icefloe-spark-extensions"
+
+
 def config(home: Path, **sections: Any) -> Config:
     return build_config(sections, source="<test>", home=home)
 
@@ -35,18 +38,18 @@ def config(home: Path, **sections: Any) -> Config:
 @pytest.mark.parametrize(
     ("catalog", "jars"),
     [
-        ({}, [RUNTIME, "sqlite-jdbc"]),
-        ({"uri": "postgresql+psycopg://u:pw@127.0.0.1:5433/db"}, [RUNTIME, "postgresql"]),
+        ({}, [RUNTIME, EXT, "sqlite-jdbc"]),
+        ({"uri": "postgresql+psycopg://u:pw@127.0.0.1:5433/db"}, [RUNTIME, EXT, "postgresql"]),
         (
             {"type": "rest", "uri": "http://127.0.0.1:8181", "warehouse": "s3://warehouse/"},
-            [RUNTIME, "iceberg-aws-bundle"],
+            [RUNTIME, EXT, "iceberg-aws-bundle"],
         ),
-        ({"warehouse": "s3a://lake/wh"}, [RUNTIME, "sqlite-jdbc", "iceberg-aws-bundle"]),
+        ({"warehouse": "s3a://lake/wh"}, [RUNTIME, EXT, "sqlite-jdbc", "iceberg-aws-bundle"]),
         (
             {"type": "rest", "uri": "http://c", "warehouse": "lake", "properties": S3_PROPERTIES},
-            [RUNTIME, "iceberg-aws-bundle"],
+            [RUNTIME, EXT, "iceberg-aws-bundle"],
         ),
-        ({"type": "rest", "uri": "http://c", "warehouse": "lake"}, [RUNTIME]),
+        ({"type": "rest", "uri": "http://c", "warehouse": "lake"}, [RUNTIME, EXT]),
     ],
 )
 def test_required_jars(tmp_path: Path, catalog: dict[str, Any], jars: list[str]) -> None:
