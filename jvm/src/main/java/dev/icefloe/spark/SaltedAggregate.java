@@ -52,22 +52,10 @@ final class SaltedAggregate {
       if (!(g instanceof AttributeReference key) || Salts.isOurs(key)) {
         return Optional.empty(); // salted already, or grouped by an expression
       }
-      Optional<Lineage.Source> source = Lineage.trace(agg.child(), key.exprId());
-      if (source.isEmpty()) {
-        continue;
-      }
-      Optional<HotKeyReport> report =
-          HotKeyReport.of(
-              source.get().relation().table().properties(),
-              source.get().column().name(),
-              key.dataType(),
-              settings.nowMs());
-      if (report.isPresent()) {
-        Salts s = new Salts(source.get(), report.get(), settings.partitions(), settings.maxSalts());
-        if (s.useful() && (best == null || s.hotRows > best.hotRows)) {
-          best = s;
-          bestKey = key;
-        }
+      Optional<Salts> salts = Salts.of(agg.child(), key, settings);
+      if (salts.isPresent() && (best == null || salts.get().hotRows > best.hotRows)) {
+        best = salts.get();
+        bestKey = key;
       }
     }
     if (best == null) {

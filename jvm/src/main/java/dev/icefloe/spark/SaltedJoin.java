@@ -123,23 +123,11 @@ final class SaltedJoin {
       SkewRule.Settings settings) {
     LogicalPlan salted = saltLeft ? join.left() : join.right();
     AttributeReference key = saltLeft ? lk : rk;
-    Optional<Lineage.Source> source = Lineage.trace(salted, key.exprId());
-    if (source.isEmpty()) {
+    Optional<Salts> found = Salts.of(salted, key, settings);
+    if (found.isEmpty()) {
       return null;
     }
-    Optional<HotKeyReport> report =
-        HotKeyReport.of(
-            source.get().relation().table().properties(),
-            source.get().column().name(),
-            key.dataType(),
-            settings.nowMs());
-    if (report.isEmpty()) {
-      return null;
-    }
-    Salts salts = new Salts(source.get(), report.get(), settings.partitions(), settings.maxSalts());
-    if (!salts.useful()) {
-      return null;
-    }
+    Salts salts = found.get();
     JoinType type = join.joinType();
     if (broadcastAnyway(join, saltLeft, settings)) {
       return null; // Spark broadcasts the other side: no shuffle, no skew to spread

@@ -56,6 +56,26 @@ final class Salts {
     this.hotRows = rows;
   }
 
+  /**
+   * The salts of {@code key}, a column of {@code plan}: when it is a table's column (see
+   * {@link Lineage#trace}) with a current report that has something to spread.
+   */
+  static java.util.Optional<Salts> of(
+      org.apache.spark.sql.catalyst.plans.logical.LogicalPlan plan,
+      AttributeReference key,
+      SkewRule.Settings settings) {
+    return Lineage.trace(plan, key.exprId())
+        .flatMap(
+            source ->
+                HotKeyReport.of(
+                        source.relation().table().properties(),
+                        source.column().name(),
+                        key.dataType(),
+                        settings.nowMs())
+                    .map(r -> new Salts(source, r, settings.partitions(), settings.maxSalts())))
+        .filter(Salts::useful);
+  }
+
   /** Whether there is anything to spread: a hot key with salts, or a pile of NULLs. */
   boolean useful() {
     return !keys.isEmpty() || nullSalts > 1;
