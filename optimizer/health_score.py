@@ -54,6 +54,7 @@ __all__ = [
     "ramp",
     "rank_worst",
     "removable_mse",
+    "steady_ages",
 ]
 
 WEIGHTS: Mapping[str, float] = {
@@ -213,6 +214,22 @@ _PARTS = {
     "manifests": _manifests,
     "snapshots": _snapshots,
 }
+
+
+def steady_ages(inputs: HealthInputs) -> tuple[int | None, int | None]:
+    """The oldest snapshot's ages (ms, both ends included; None: unbounded) over which
+    :func:`health_score` of ``inputs`` stays the same as the snapshot ages: nothing else in
+    it ages, and the snapshot part is flat up to its healthy age and from its full one.
+    ``(None, None)``: the score does not age at all; ``(age, age)``: it changes with every
+    millisecond (the snapshot part is on its ramp)."""
+    age = inputs.oldest_snapshot_age_ms
+    if age is None or inputs.snapshots <= inputs.retain_last:
+        return (None, None)
+    healthy = inputs.snapshot_max_age_ms + inputs.expire_interval_ms
+    full = healthy + inputs.snapshot_max_age_ms
+    if age <= healthy:
+        return (None, healthy)
+    return (full, None) if age >= full else (age, age)
 
 
 def health_score(inputs: HealthInputs) -> Score:

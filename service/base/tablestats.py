@@ -179,8 +179,14 @@ def table_score(policy: TablePolicy, data_mse: float, health: MetadataHealth, no
     ``data_mse`` what merging could remove from its data files' MSE
     (``optimizer.health_score.removable_mse`` of its partitions' stats), ``health`` its
     metadata health, ``now`` in seconds."""
+    return health_score(score_inputs(policy, data_mse, health, now))
+
+
+def score_inputs(
+    policy: TablePolicy, data_mse: float, health: MetadataHealth, now: float
+) -> HealthInputs:
+    """What :func:`table_score` scores (``optimizer.health_score.HealthInputs``)."""
     rules = policy.maintenance.rules(health.manifest_target)
-    inputs = HealthInputs.of(
+    return HealthInputs.of(
         data_mse, policy.target, policy.tolerance_bytes, health, rules, int(now * 1000)
     )
-    return health_score(inputs)

@@ -5,7 +5,9 @@ A record is built again from the kept state (the partitions' rolling stats, the 
 bounds and depths, the holds; no catalog call) only when the table's snapshot or metadata
 health changed since this process last wrote it, the pass enqueued something for it, or
 the record is ``RECORD_MAX_AGE_S`` old: a table nobody writes to costs nothing most passes.
-A table whose refresh failed gets a record of its error.
+Each record carries its health score and the times it holds over
+(:func:`~service.observe.kept.kept_score`), so its readers need not score it again. A table
+whose refresh failed gets a record of its error.
 """
 
 from __future__ import annotations

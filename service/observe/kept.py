@@ -7,29 +7,36 @@ the holds -- whenever the table's snapshot or health changed, it enqueued someth
 or the record is ``RECORD_MAX_AGE_S`` old, and stores it in one Redis hash
 (``HealthStore.save_record``). A reader gets every table's record in one round trip and
 turns it into the row ``tables --fresh`` reads from the catalog (:func:`kept_row`): the same
-health score (computed at the reader's ``now`` from the kept inputs, with the table's
-policy resolved against the target the decider resolved), files, bytes, partitions, the
-verdicts (``optimizer.verdict``; at most ``VERDICTS_KEPT`` a table, the count beside), the
-clustering and the statistics' age, with when the decider last saw it (``seen_at``).
+health score, files, bytes, partitions, the verdicts (``optimizer.verdict``; at most
+``VERDICTS_KEPT`` a table, the count beside), the clustering and the statistics' age, with
+when the decider last saw it (``seen_at``).
+
+The score is the one the reader would work out at its own ``now`` from the kept inputs,
+with the table's policy resolved against the target the decider resolved (once a distinct
+policy: :class:`Policies`). The decider scores each record as it writes it and keeps the
+times that score holds over (:func:`kept_score`: only the oldest snapshot's age moves a
+score, and only on its ramp); a reader whose policy is the decider's and whose ``now`` is
+within them takes it as is, any other works it out again (:func:`row_score`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 from optimizer import PartitionStats
-from optimizer.health_score import removable_mse
+from optimizer.health_score import health_score, removable_mse, steady_ages
 from optimizer.layout import Depth
 from optimizer.maintenance_rules import MetadataHealth
 from optimizer.verdict import ACT, NONE, WAIT, Rules, Verdict, partition_verdict
-from service.base.config import TARGET_PROPERTY, Config, PlanInputs
+from service.base.config import TARGET_PROPERTY, Config, PlanInputs, TablePolicy
 from service.base.errors import ServiceUnavailable
 from service.base.keys import Keys
 from service.base.layoutspec import LayoutSpec, key_sizes
 from service.base.partition_key import display_key
 from service.base.redis_client import connect
-from service.base.tablestats import table_score
+from service.base.tablestats import score_inputs, table_score
 from service.base.verdicts import layout_of
 from service.state.health import from_summary, statistics_age, summary, to_fields
 from service.state.health.redis import RedisHealth
@@ -37,7 +44,7 @@ from service.state.layout import LayoutStore, kept_and_missing, zorder_columns
 
 RECORD_MAX_AGE_S = 300.0  # a record is built again at least this often (ages, waits)
 VERDICTS_KEPT = 100  # verdicts kept a table (the rest counted): a record stays small
-RECORD_VERSION = 1
+RECORD_VERSION = 1  # a record without "score" (an older decider's) is scored by its reader
 
 
 def inputs_of(cfg: Config, name: str, target: int | None) -> PlanInputs:
@@ -46,6 +53,30 @@ def inputs_of(cfg: Config, name: str, target: int | None) -> PlanInputs:
     tolerance and the rest follow without a catalog round trip."""
     props = {} if target is None else {TARGET_PROPERTY: str(target)}
     return cfg.plan_inputs(name, props)
+
+
+def policy_key(policy: TablePolicy) -> str:
+    """A short fingerprint of the whole policy: a kept score is reused only by a reader
+    whose policy of the table is the one the decider scored it with."""
+    return hashlib.blake2b(repr(policy).encode(), digest_size=8).hexdigest()
+
+
+class Policies:
+    """:func:`inputs_of` and :func:`policy_key` of each table, resolved once a distinct
+    policy: the tables without an override of their own that keep the same target share one
+    (resolving a policy copies a dataclass; at 10,000 tables that was a quarter of a row)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self._known: dict[tuple[str | None, int | None], tuple[PlanInputs, str]] = {}
+
+    def of(self, name: str, target: int | None) -> tuple[PlanInputs, str]:
+        key = (name if name in self.cfg.tables else None, target)
+        known = self._known.get(key)
+        if known is None:
+            inputs = inputs_of(self.cfg, name, target)
+            known = self._known[key] = (inputs, policy_key(inputs.policy))
+        return known
 
 
 def kept_verdicts(
@@ -120,6 +151,7 @@ def build_record(
 ) -> dict[str, Any]:
     """One table's kept record (JSON-able): what :func:`kept_row` needs and nothing more."""
     shown = sorted((k, v) for k, v in verdicts.items() if v.state != NONE)
+    data_mse = removable_mse(parts.values(), inputs.target)
     return {
         "v": RECORD_VERSION,
         "at": now,
@@ -127,7 +159,8 @@ def build_record(
         "files": sum(s.n for s in parts.values()),
         "bytes": sum(s.total_bytes for s in parts.values()),
         "partitions": len(parts),
-        "data_mse": removable_mse(parts.values(), inputs.target),
+        "data_mse": data_mse,
+        **kept_score(inputs.policy, data_mse, health, now),
         "acting": sum(v.state == ACT for _, v in shown),
         "waiting": sum(v.state == WAIT for _, v in shown),
         "verdicts": {k: v.to_dict() for k, v in shown[:VERDICTS_KEPT]},
@@ -137,17 +170,70 @@ def build_record(
     }
 
 
-def kept_row(cfg: Config, name: str, record: Mapping[str, Any], now: float) -> dict[str, Any]:
+def kept_score(
+    policy: TablePolicy, data_mse: float, health: MetadataHealth, now: float
+) -> dict[str, Any]:
+    """The table's health score at ``now`` as a record keeps it: the score, the times (ms,
+    both included; None: unbounded) between which it stays that score
+    (:func:`optimizer.health_score.steady_ages`: only the oldest snapshot's age moves it),
+    and the policy it was scored against (:func:`policy_key`)."""
+    inputs = score_inputs(policy, data_mse, health, now)
+    low, high = steady_ages(inputs)
+    oldest = health.oldest_snapshot_ms or 0  # None: the score does not age (both None)
+    return {
+        "score": health_score(inputs).to_dict(),
+        "score_ms": [None if a is None else oldest + a for a in (low, high)],
+        "policy": policy_key(policy),
+    }
+
+
+def held_score(
+    policies: Policies, name: str, record: Mapping[str, Any], now: float
+) -> dict[str, Any] | None:
+    """The score ``record`` keeps (as kept: not a copy) when it holds at ``now`` for this
+    reader: scored against the same policy, ``now`` within its span; else None."""
+    kept: dict[str, Any] | None = record.get("score")
+    span = record.get("score_ms")
+    if kept is None or span is None:
+        return None  # an older decider's record
+    if record.get("policy") != policies.of(name, record["target"])[1]:
+        return None
+    now_ms = int(now * 1000)
+    if (span[0] is None or now_ms >= span[0]) and (span[1] is None or now_ms <= span[1]):
+        return kept
+    return None
+
+
+def row_score(
+    policies: Policies, name: str, record: Mapping[str, Any], now: float
+) -> dict[str, Any]:
+    """The table's health score at ``now`` from its kept record: the record's own while it
+    holds (:func:`held_score`), else worked out again from the record's inputs."""
+    held = held_score(policies, name, record, now)
+    if held is not None:
+        return dict(held)
+    health = from_summary(summary(record["health"]))
+    policy = policies.of(name, record["target"])[0].policy
+    return table_score(policy, record["data_mse"], health, now).to_dict()
+
+
+def kept_row(
+    policies: Policies,
+    name: str,
+    record: Mapping[str, Any],
+    now: float,
+    score: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``tables`` row of a kept record, as :func:`service.observe.tables.table_summary`
-    gives it fresh (its partitions counted, not listed), with ``seen_at`` and ``age_s``."""
+    gives it fresh (its partitions counted, not listed), with ``seen_at`` and ``age_s``.
+    ``score``: its :func:`row_score` as the caller has it (None: worked out here)."""
     if record.get("error"):
         return {"table": name, "error": record["error"], "seen_at": record.get("at")}
-    inputs = inputs_of(cfg, name, record["target"])
+    inputs, _ = policies.of(name, record["target"])
     health = from_summary(summary(record["health"]))
-    score = table_score(inputs.policy, record["data_mse"], health, now)
     return {
         "table": name,
-        "health": score.to_dict(),
+        "health": row_score(policies, name, record, now) if score is None else score,
         "files": record["files"],
         "bytes": record["bytes"],
         "snapshot_id": health.snapshot_id,
@@ -169,6 +255,31 @@ def kept_row(cfg: Config, name: str, record: Mapping[str, Any], now: float) -> d
     }
 
 
+def kept_names(cfg: Config) -> list[str] | None:
+    """The tables ``cfg`` manages as the decider last listed them (one Redis read, no
+    catalog call), when that list covers what ``cfg`` manages: every table it names and a
+    table of each namespace it manages. None when it does not (no decider has listed them,
+    the config manages more since, a namespace has no table) or Redis is away: then list
+    them from the catalog."""
+    try:
+        client = connect(cfg)
+        try:
+            listed = RedisHealth(client, Keys.for_config(cfg)).managed()
+        finally:
+            client.close()
+    except ServiceUnavailable:
+        return None  # the catalog lists them; reading their records says what is wrong
+    if listed is None:
+        return None
+    history = cfg.history.table if cfg.history.enabled else None
+    names = [n for n in listed if cfg.is_managed(n) or n == history]
+    spaces = {n.rsplit(".", 1)[0] for n in names}
+    named = set(cfg.managed.tables) | set(cfg.tables)
+    if not named <= set(names) or not set(cfg.managed.namespaces) <= spaces:
+        return None
+    return names
+
+
 def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]:
     """The ``tables`` rows of ``names`` from the records the decider keeps (one Redis round
     trip a thousand tables); a table with none is listed as not seen yet."""
@@ -182,7 +293,8 @@ def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]
             client.close()
     except ServiceUnavailable as e:  # say what works without Redis
         raise ServiceUnavailable(f"{e} (--fresh reads each table from the catalog)") from e
+    policies = Policies(cfg)
     return [
-        kept_row(cfg, n, records[n], now) if n in records else {"table": n, "seen": False}
+        kept_row(policies, n, records[n], now) if n in records else {"table": n, "seen": False}
         for n in names
     ]

@@ -27,7 +27,7 @@ from service.base.partition_key import display_key
 from service.base.redis_client import connect
 from service.base.tablestats import table_score
 from service.base.verdicts import rules_of
-from service.observe.kept import clustering_of, inputs_of, kept_row, kept_verdicts
+from service.observe.kept import Policies, clustering_of, inputs_of, kept_row, kept_verdicts
 from service.state.health import HealthStore, from_summary, statistics_age, statistics_text
 from service.state.health.redis import RedisHealth
 from service.state.layout import LayoutStore, spec_of
@@ -182,7 +182,8 @@ def collect(
     (the dashboard's overview: its list pages them itself)."""
     queue = src.queue
     kept = src.health.records() if tables_too else {}
-    tables = {n: kept_row(cfg, n, r, now) for n, r in sorted(kept.items())}
+    policies = Policies(cfg)
+    tables = {n: kept_row(policies, n, r, now) for n, r in sorted(kept.items())}
     wanted = src.stats.known_tables() if detail is True else detail or ()
     for name in wanted:
         tables[name] = tables.get(name, {}) | _table(cfg, src, name, now)

@@ -29,7 +29,7 @@ from service.base.errors import ServiceUnavailable, describe
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
-from service.observe.kept import kept_row
+from service.observe.kept import Policies, held_score, kept_row, row_score
 from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
 from service.state.health.redis import RedisHealth
@@ -44,7 +44,7 @@ SUMMARY_MAX_AGE_S = 60.0
 wide table's manifests takes longer than that). A new metadata version is read at once;
 the health score, which ages with the table's snapshots, at most this late."""
 PAGE_ROWS = 50  # tables a page of the list shows
-ROW_MAX_AGE_S = 30.0  # a kept table row's score is worked out again this often
+ROW_MAX_AGE_S = 30.0  # a kept table's score is worked out again this often
 PLANNED = 10  # the newest actions whose planning time before and after is measured
 BINS = 10  # file-size histogram: tenths of the target, then one bin at or above it
 
@@ -61,15 +61,6 @@ def histogram(sizes: list[int], target: int) -> list[dict[str, Any]]:
         for i in range(BINS)
     ]
     return [*bins, {"lo": target, "hi": None, "files": counts[BINS]}]
-
-
-def _worst_first(row: dict[str, Any]) -> tuple[int, float, str]:
-    """Unreadable tables first, then by health score, tables not seen yet last."""
-    if row.get("error"):
-        return (0, 0.0, row["table"])
-    if row.get("seen") is False:
-        return (2, 0.0, row["table"])
-    return (1, float(row["health"]["score"]), row["table"])
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
@@ -96,13 +87,14 @@ class Dashboard:
     def __init__(self, cfg: Config, now: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
         self.now = now
+        self._policies = Policies(cfg)  # each distinct policy resolved once
         self._lock = threading.Lock()
         self._catalog: Any = None
         self._client: Any = None
         # (table, first snapshot, last snapshot) → planning ms before and after, or None
         self._plans: dict[tuple[str, int, int], tuple[float, float] | None] = {}
         self._summaries: dict[str, _Summary] = {}  # see SUMMARY_MAX_AGE_S
-        self._rows: dict[str, tuple[float, float, dict[str, Any]]] = {}  # see ROW_MAX_AGE_S
+        self._scores: dict[str, tuple[float, float, dict[str, Any]]] = {}  # ROW_MAX_AGE_S
         self._history: Kept = {}  # the history table's rows, read again when it changes
         self._reports: tuple[str | None, list[dict[str, Any]]] | None = None  # by version
 
@@ -140,7 +132,8 @@ class Dashboard:
         first of all, one the decider has not seen yet last), whose names contain
         ``query``: ``{"total", "offset", "limit", "rows"}``. From the records the decider
         keeps and the tables it last listed (:mod:`service.observe.kept`): no catalog call
-        once a decider has listed them."""
+        once a decider has listed them. Every table is ranked by its score; only the
+        page's rows are built."""
 
         def run() -> dict[str, Any]:
             health = RedisHealth(self._redis(), Keys.for_config(self.cfg))
@@ -150,27 +143,47 @@ class Dashboard:
             wanted = [n for n in names if query.lower() in n.lower()]
             records = health.records(wanted, verdicts=False)  # the list shows none
             now = self.now()
-            rows = [self._row(n, records.get(n), now) for n in wanted]
-            rows.sort(key=_worst_first)
-            page = [copy.deepcopy(r) for r in rows[offset : offset + limit]]
-            return {"total": len(rows), "offset": offset, "limit": limit, "rows": page}
+            ranked = sorted(wanted, key=lambda n: self._rank(n, records.get(n), now))
+            page = [self._row(n, records.get(n), now) for n in ranked[offset : offset + limit]]
+            return {"total": len(ranked), "offset": offset, "limit": limit, "rows": page}
 
         return dict(self._locked(run))
 
-    def _row(self, name: str, record: dict[str, Any] | None, now: float) -> dict[str, Any]:
-        """The table's row from its kept record (:func:`~service.observe.kept.kept_row`),
-        reused while the record is the same and its score at most ``ROW_MAX_AGE_S`` old."""
+    def _rank(self, name: str, record: dict[str, Any] | None, now: float) -> tuple[int, float, str]:
+        """Unreadable tables first, then by health score, tables not seen yet last."""
         if record is None:
-            return {"table": name, "seen": False}
-        kept = self._rows.get(name)
+            return (2, 0.0, name)
+        if record.get("error"):
+            return (0, 0.0, name)
+        return (1, float(self._score(name, record, now)["score"]), name)
+
+    def _score(self, name: str, record: dict[str, Any], now: float) -> dict[str, Any]:
+        """The table's score: the record's own while it holds
+        (:func:`~service.observe.kept.held_score`), else worked out from the record
+        (:func:`~service.observe.kept.row_score`) and reused while the record is the same
+        and the score at most ``ROW_MAX_AGE_S`` old."""
+        held = held_score(self._policies, name, record, now)
+        if held is not None:
+            return held
+        kept = self._scores.get(name)
         # each row's own age limit, between 0.5 and 1.5 of ROW_MAX_AGE_S: a poll scores a
         # few rows again, not every row at once
         limit = ROW_MAX_AGE_S * (0.5 + zlib.crc32(name.encode()) / 0xFFFFFFFF)
         if kept is not None and kept[0] == record["at"] and now - kept[1] < limit:
             return kept[2]
-        row = kept_row(self.cfg, name, record, now)
-        self._rows[name] = (record["at"], now, row)
-        return row
+        score = row_score(self._policies, name, record, now)
+        self._scores[name] = (record["at"], now, score)
+        return score
+
+    def _row(self, name: str, record: dict[str, Any] | None, now: float) -> dict[str, Any]:
+        """The table's row from its kept record (:func:`~service.observe.kept.kept_row`)
+        with the score it was ranked by."""
+        if record is None:
+            return {"table": name, "seen": False}
+        if record.get("error"):
+            return kept_row(self._policies, name, record, now)
+        score = copy.deepcopy(self._score(name, record, now))
+        return kept_row(self._policies, name, record, now, score)
 
     def table(self, name: str) -> dict[str, Any]:
         """One table: its partitions by entropy (worst first), its files' size histogram

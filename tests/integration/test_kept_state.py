@@ -21,6 +21,7 @@ from service.base.catalog import load_catalog
 from service.base.config import load_config
 from service.base.errors import UsageError
 from service.cli import cli
+from service.cli import tables as tables_cli
 from service.web.data import Dashboard
 from tests.support.config import config_raw
 
@@ -138,3 +139,46 @@ def test_the_dashboard_lists_pages_and_filters_without_the_catalog(
         assert found["total"] == 1 and found["rows"][0]["table"] == "db.two"
     finally:
         board.close()
+
+
+def test_tables_lists_from_the_decider_s_list_while_it_covers_the_config(
+    tmp_path: Path, redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a decider has listed the managed tables, ``tables`` opens no catalog (its
+    listing is the decider's); a config that manages more than that list (a namespace
+    with no table listed, a table it names) lists from the catalog again, as does
+    ``--fresh``."""
+    conf, catalog = _lake(tmp_path)
+    _run(conf, "decide", "--once", "--json")
+    opened: list[str] = []
+    real = tables_cli.load_catalog
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.append("catalog")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tables_cli, "load_catalog", counted)
+    kept = _run(conf, "tables", "--json")
+    assert [r["table"] for r in kept] == ["db.five", "db.one", "db.two", "other.x"]
+    assert opened == []
+    assert [r["table"] for r in _run(conf, "tables", "--namespace", "other", "--json")] == [
+        "other.x"
+    ]
+    assert opened == []
+    _run(conf, "tables", "--fresh", "--json")
+    assert opened == ["catalog"]
+
+    raw = yaml.safe_load(conf.read_text())
+    catalog.create_namespace("more")
+    catalog.create_table("more.t", schema=pa.schema([("k", pa.int64())]))
+    raw["managed"]["namespaces"].append("more")
+    conf.write_text(yaml.safe_dump(raw))
+    wider = {r["table"]: r for r in _run(conf, "tables", "--json")}
+    assert opened == ["catalog", "catalog"] and wider["more.t"] == {
+        "table": "more.t",
+        "seen": False,
+    }
+    raw["managed"] = {"namespaces": ["other"], "tables": ["db.one"]}
+    conf.write_text(yaml.safe_dump(raw))
+    assert [r["table"] for r in _run(conf, "tables", "--json")] == ["db.one", "other.x"]
+    assert len(opened) == 2  # a config that manages less: the decider's list, cut

@@ -20,6 +20,7 @@ from optimizer.health_score import (
     ramp,
     rank_worst,
     removable_mse,
+    steady_ages,
 )
 from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
@@ -253,3 +254,32 @@ def test_a_worse_table_never_scores_higher(inputs: HealthInputs, data: st.DataOb
     assert after.total <= before.total
     for name in WEIGHTS:
         assert after.components[name] >= before.components[name]
+
+
+@given(tables, st.integers(0, 600 * HOUR))
+def test_a_score_holds_over_its_steady_ages(inputs: HealthInputs, age: int) -> None:
+    """Within :func:`steady_ages` the score is the one at ``inputs``' own age (what a kept
+    record reuses); only a score whose snapshot part ages has bounds. (No snapshot stays
+    no snapshot: the age of none does not move.)"""
+    low, high = steady_ages(inputs)
+    if inputs.oldest_snapshot_age_ms is not None:
+        then = health_score(dataclasses.replace(inputs, oldest_snapshot_age_ms=age))
+        if (low is None or age >= low) and (high is None or age <= high):
+            assert then == health_score(inputs)
+    aged = inputs.oldest_snapshot_age_ms is not None and inputs.snapshots > inputs.retain_last
+    assert aged or (low, high) == (None, None)
+
+
+def test_steady_ages_by_hand() -> None:
+    aged = dataclasses.replace(PERFECT, snapshots=9)  # over retain_last: its age counts
+    healthy, full = 101 * HOUR, 201 * HOUR  # max age + the expire interval; + max age
+    assert steady_ages(PERFECT) == (None, None)  # within retain_last: never ages
+    assert steady_ages(dataclasses.replace(aged, oldest_snapshot_age_ms=None)) == (None, None)
+    assert steady_ages(aged) == (None, healthy)
+    assert steady_ages(dataclasses.replace(aged, oldest_snapshot_age_ms=healthy)) == (
+        None,
+        healthy,
+    )
+    on_ramp = dataclasses.replace(aged, oldest_snapshot_age_ms=150 * HOUR)
+    assert steady_ages(on_ramp) == (150 * HOUR, 150 * HOUR)
+    assert steady_ages(dataclasses.replace(aged, oldest_snapshot_age_ms=full)) == (full, None)

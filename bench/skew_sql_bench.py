@@ -1,0 +1,485 @@
+"""Benchmark: the skew rule of icefloe's Spark SQL extension vs plain Spark (issue #49).
+
+Not a test: a script that builds its OWN SparkSession (local[2], UI on for the REST API,
+icefloe's extension jar on ``spark.jars``), writes a skewed fact table and a dimension as
+Iceberg tables, stores the fact table's hot-key report in its table property
+``icefloe.skew.hot-keys.k`` (``optimizer.skew_report``) and runs plain SQL:
+
+* ``left_dim_fact``: dimension LEFT JOIN fact, the skewed side on the right (AQE cannot
+  split the preserved side; the rule adds its presence probes),
+* ``left_fact_dim``: fact LEFT JOIN dimension (the salted side is the preserved one),
+* ``full_outer``: fact FULL OUTER JOIN dimension (presence probes),
+* ``group_by``: count, sum, avg by the hot key.
+
+Each with the rule on and off (``SET spark.icefloe.skew.enabled``) in the same session;
+for ``group_by`` "on" also sets ``spark.icefloe.skew.aggregates=true`` (the rule leaves
+GROUP BY alone by default). AQE on with its skew join on (Spark's thresholds), broadcast
+joins off (a dimension this small would be broadcast, and there would be no skew to
+handle), partition coalescing off (as in ``bench/skew_bench.py``: else AQE merges the
+small partitions into one or two tasks). Reps interleave on and off; figures are medians
+over the reps. Per query the "stage" is the one that read the most shuffle bytes
+(``jobs.skew.stage_metrics``): its max and median task time; ``task-s`` sums every task
+of the query; ``mk16`` is the makespan its task times would have on 16 slots (LPT, stages
+one after another, as in ``bench/skew_bench.py``). What is timed is ``SELECT count(*),
+sum(xxhash64(*)) FROM (<query>)``: every run checks its result (row count, order-free
+checksum) against every other run of the query, rule on or off, and that the rule fired
+or not (``SkewRule.rewrites()``).
+
+Fact data of ``demo`` (the demo's skew section: 1 M rows, 20,000 keys) and ``large``
+(4 M rows, 200,000 keys): 30% of rows on key 0, 10% on key 1 (absent from the
+dimension), 5% on key 2, 8% NULL, the rest spread over the dimension's keys. ``heavy``
+(4 M rows, 200,000 keys): 70% on key 0, the rest spread: the one size where the hot key's
+task dominates its stage on 2 slots (a stage takes at least half its task time there).
+The dimension has 1,000 keys more that the fact table never holds; 16 shuffle
+partitions; the fact table is 8 data files, one scan task each. Per size it also prints
+the partitions of the join's shuffle (Spark's ``pmod(hash(k, salt), n)``) the hot keys'
+salts land on, the max/median partition rows that predicts, and times the presence
+probes (``LIMIT 1`` per salted key) on their own.
+
+    .venv/bin/python bench/skew_sql_bench.py [--sizes demo,large,heavy]
+        [--large-rows 4000000] [--reps 3] [--partitions 16] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.skew.stage_metrics import Meter  # noqa: E402
+from optimizer import skew_report  # noqa: E402
+from optimizer.skew_stats import makespan  # noqa: E402
+from service.base.versions import (  # noqa: E402
+    PROJECT_ROOT,
+    extensions_jar,
+    is_extensions_jar,
+    local_jars,
+    sql_extensions,
+)
+
+NS = "skewsql"
+ENABLED = "spark.icefloe.skew.enabled"
+AGGREGATES = "spark.icefloe.skew.aggregates"  # off by default: the bench's group_by sets it
+# Spark's own AQE settings (skew join on, factor 5, 256 MB); coalescing off, see the doc
+AQE = {
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.sql.adaptive.skewJoin.enabled": "true",
+}
+QUERIES = {
+    "left_dim_fact": (
+        "SELECT d.k AS dk, d.name, f.id, f.v, f.note "
+        f"FROM lake.{NS}.dim d LEFT JOIN lake.{NS}.fact f ON d.k = f.k"
+    ),
+    "left_fact_dim": (
+        "SELECT f.id, f.k AS fk, f.v, f.note, d.name "
+        f"FROM lake.{NS}.fact f LEFT JOIN lake.{NS}.dim d ON f.k = d.k"
+    ),
+    "full_outer": (
+        "SELECT f.id, f.k AS fk, f.v, d.k AS dk, d.name "
+        f"FROM lake.{NS}.fact f FULL OUTER JOIN lake.{NS}.dim d ON f.k = d.k"
+    ),
+    "group_by": (
+        "SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a, max(id) AS m "
+        f"FROM lake.{NS}.fact GROUP BY k"
+    ),
+}
+# per size: fact rows, dimension keys, percent of the fact rows per hot key (None: NULL)
+Hot = tuple[tuple[int | None, int], ...]
+MIXED: Hot = ((0, 30), (1, 10), (2, 5), (None, 8))
+SIZES: dict[str, tuple[int, int, Hot]] = {
+    "demo": (1_000_000, 20_000, MIXED),
+    "large": (4_000_000, 200_000, MIXED),
+    "heavy": (4_000_000, 200_000, ((0, 70),)),
+}
+SLOTS = 16  # the simulated cluster
+FILES = 8  # the fact table's data files, one scan task each
+GOALS = (
+    "max/median <= 2.0x where AQE leaves >= 3x; wall < 1.0x where the skewed task "
+    "dominates (heavy), <= 1.1x (demo)"
+)
+
+
+class StageMeter(Meter):
+    """:class:`Meter`'s job group and REST reading, for a query whose one-row result is
+    collected; reports the main stage's max and median task time, every task's time and
+    the simulated makespan on :data:`SLOTS` slots (stages one after another)."""
+
+    def collect(self, name: str, df: Any, conf: dict[str, str]) -> dict[str, Any]:
+        for k, v in conf.items():
+            self.spark.conf.set(k, v)
+        self.n += 1
+        group = f"bench-{self.n}"
+        self.sc.setJobGroup(group, name)
+        start = time.perf_counter()
+        (row,) = df.collect()
+        wall = time.perf_counter() - start
+        return {"wall": wall, "rows": int(row[0]), "checksum": str(row[1]), **self.stages(group)}
+
+    def stages(self, group: str) -> dict[str, Any]:
+        time.sleep(1.0)  # let the listener bus deliver the last task-end events
+        tracker = self.sc.statusTracker()
+        ids = {
+            s
+            for j in tracker.getJobIdsForGroup(group)
+            if (info := tracker.getJobInfo(j)) is not None
+            for s in info.stageIds
+        }
+        stages = []
+        for sid in sorted(ids):
+            try:
+                attempts = self._get(f"/stages/{sid}")
+            except Exception:
+                continue  # skipped stages (a reused shuffle) have no attempt
+            for att in attempts:
+                if att.get("status") != "COMPLETE":
+                    continue
+                tasks = self._get(f"/stages/{sid}/{att['attemptId']}/taskList?length=1000000")
+                durs = [t["duration"] / 1000 for t in tasks if "duration" in t]
+                if durs:
+                    stages.append((sum(_shuffle_read(t) for t in tasks), durs))
+        if not stages:
+            return {"max": 0.0, "median": 0.0, "ratio": 0.0, "tasks": 0, "task_s": 0.0}
+        _, durs = max(stages, key=lambda s: (s[0], sum(s[1])))
+        med = statistics.median(durs)
+        return {
+            "max": max(durs),
+            "median": med,
+            "ratio": max(durs) / med if med > 0 else float("inf"),
+            "tasks": len(durs),
+            "task_s": sum(sum(d) for _, d in stages),
+            "stages": len(stages),
+            "makespan": sum(makespan(d, SLOTS) for _, d in stages),
+        }
+
+
+def _shuffle_read(task: dict[str, Any]) -> int:
+    m = task.get("taskMetrics", {}).get("shuffleReadMetrics", {})
+    return int(m.get("remoteBytesRead", 0)) + int(m.get("localBytesRead", 0))
+
+
+def session_jars() -> list[str]:
+    """``.jars/``, with the extension jar from ``jvm/target`` when ``.jars/`` has none."""
+    jars = local_jars()
+    if not any(is_extensions_jar(j) for j in jars):
+        built = PROJECT_ROOT / "jvm" / "target" / extensions_jar()
+        if not built.is_file():
+            sys.exit(f"no extension jar in .jars/ nor {built}: cd jvm && mvn -q -B package")
+        jars.append(str(built))
+    return jars
+
+
+def build_session(partitions: int) -> Any:
+    from service.base.config import build_config
+    from service.base.spark import build_spark
+
+    home = Path(tempfile.mkdtemp(prefix="icefloe-skew-sql-bench-"))
+    cfg = build_config(
+        {
+            "catalog": {
+                "uri": f"sqlite:///{home}/catalog.db",
+                "warehouse": f"file://{home}/warehouse",
+            },
+            "redis": {"url": "redis://127.0.0.1:6379/15"},
+            "spark": {"master": "local[2]"},
+        },
+        source="<bench>",
+        home=home,
+    )
+    jars = session_jars()
+    return build_spark(
+        cfg,
+        "icefloe-skew-sql-bench",
+        {
+            "spark.jars": ",".join(jars),
+            "spark.sql.extensions": sql_extensions(jars),
+            "spark.ui.enabled": "true",
+            "spark.ui.port": "0",
+            "spark.driver.memory": "3g",
+            "spark.sql.shuffle.partitions": str(partitions),
+            "spark.sql.autoBroadcastJoinThreshold": "-1",  # measure shuffle joins
+            "spark.ui.retainedTasks": "1000000",
+            "spark.ui.retainedStages": "10000",
+        },
+    )
+
+
+def make_tables(spark: Any, rows: int, dim_keys: int, hot: Hot) -> None:
+    """The skewed fact table (``hot``: percent of rows per key) and the dimension."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.{NS}")
+    branches, upto = [], 0
+    for key, percent in hot:
+        upto += percent
+        value = "NULL" if key is None else key
+        branches.append(f"WHEN b < {upto} THEN CAST({value} AS BIGINT)")
+    spark.sql(
+        f"""CREATE OR REPLACE TABLE lake.{NS}.fact USING iceberg
+        TBLPROPERTIES ('read.split.target-size' = '{4 << 20}') AS
+        SELECT CASE {" ".join(branches)}
+                    ELSE pmod(xxhash64(id), {dim_keys - 3}) + 3 END AS k,
+               id, id % 1000 AS v, concat('receipt-', id) AS note
+        FROM (SELECT id, id % 100 AS b FROM range(0, {rows}, 1, {FILES}))"""
+    )
+    spark.sql(
+        f"""CREATE OR REPLACE TABLE lake.{NS}.dim USING iceberg AS
+        SELECT id AS k, concat('user-', id) AS name FROM range({dim_keys + 1000}) WHERE id != 1"""
+    )
+
+
+def store_report(spark: Any, salt_factor: float) -> skew_report.HotKeyReport:
+    """The fact table's exact hot-key report of ``k`` (keys of >= 1% of the rows), stored
+    in its table property as ``icefloe skew detect`` would. ``salt_factor`` != 1 is an
+    experiment: the stored ``rows`` divided by it, so the rule gives each key that many
+    times more salts (``ceil(key rows / (rows / partitions))``: a key of under one
+    partition's share, left alone at 1, is salted at 2); returned as stored."""
+    fact = f"lake.{NS}.fact"
+    snapshot = spark.sql(
+        f"SELECT snapshot_id FROM {fact}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).first()[0]
+    total, nulls = spark.sql(f"SELECT count(*), count_if(k IS NULL) FROM {fact}").first()
+    counts = spark.sql(
+        f"SELECT k, count(*) AS n FROM {fact} WHERE k IS NOT NULL GROUP BY k "
+        f"HAVING count(*) >= {total} / 100 ORDER BY n DESC"
+    ).collect()
+    report = skew_report.build(
+        "k",
+        "bigint",
+        snapshot,
+        int(time.time() * 1000),
+        86_400_000,
+        total,
+        nulls,
+        [(r["k"], r["n"]) for r in counts],
+    )
+    report = dataclasses.replace(report, rows=round(total / salt_factor))
+    spark.sql(
+        f"ALTER TABLE {fact} SET TBLPROPERTIES ('{report.name}' = '{skew_report.encode(report)}')"
+    )
+    return report
+
+
+def salts_for(key_rows: int, rows: int, partitions: int, max_salts: int = 32) -> int:
+    """The rule's salts of a key (``HotKeyReport.saltsFor`` in ``jvm/``)."""
+    n = math.ceil(key_rows / max(1.0, max(rows, 1) / max(partitions, 1)))
+    return 1 if n < 2 else min(max_salts, n)
+
+
+def rule_salt_values(partition_of: list[int], n: int, load: list[int]) -> list[int]:
+    """``n`` salt values of one key as the rule picks them (``SaltValues.spread`` in
+    ``jvm/``): candidates in order, each time the first untaken one on the least loaded
+    partition; ``partition_of[s]`` is salt ``s``'s partition, ``load`` counts chunks per
+    partition over the report's keys so far (updated)."""
+    taken: set[int] = set()
+    out = []
+    for _ in range(n):
+        best = min(
+            (s for s in range(len(partition_of)) if s not in taken),
+            key=lambda s: (load[partition_of[s]], s),
+        )
+        taken.add(best)
+        load[partition_of[best]] += 1
+        out.append(best)
+    return out
+
+
+def predicted_spread(spark: Any, report: skew_report.HotKeyReport, total: int, parts: int) -> dict:
+    """The join's shuffle partitions as the report predicts them: the reported keys' (and
+    NULL's) rows where Spark's ``hashpartitioning`` puts them (``pmod(hash(k[, salt]), n)``),
+    every other row spread evenly; max/median partition rows plain, salted with salts
+    ``0..n-1`` (the rule before it picked them), and salted as the rule now salts
+    (:func:`rule_salt_values`, keys in the report's order, then NULL)."""
+    chunks = {v: n for v, n in report.keys} | {"NULL": report.null_rows}
+    salts = {v: salts_for(n, report.rows, parts) for v, n in chunks.items()}
+    even = (total - sum(chunks.values())) / parts
+    loads = {name: [even] * parts for name in ("plain", "0..n-1", "rule")}
+    chunk_load = [0] * parts
+    where = {}
+    for value, n in chunks.items():
+        candidates = max(64, min(4096, 4 * parts + salts[value]))
+        p, ps = spark.sql(
+            f"SELECT pmod(hash(CAST({value} AS BIGINT)), {parts}), "
+            f"transform(sequence(0, {candidates - 1}), "
+            f"s -> pmod(hash(CAST({value} AS BIGINT), s), {parts}))"
+        ).first()
+        loads["plain"][p] += n
+        if salts[value] < 2:  # left alone: salt 0, in the salted join as in any other
+            loads["0..n-1"][ps[0]] += n
+            loads["rule"][ps[0]] += n
+            continue
+        for q in ps[: salts[value]]:
+            loads["0..n-1"][q] += n / salts[value]
+        values = rule_salt_values(list(ps), salts[value], chunk_load)
+        where[value] = [ps[v] for v in values]
+        for q in where[value]:
+            loads["rule"][q] += n / salts[value]
+    out: dict[str, Any] = {k: max(v) / statistics.median(v) for k, v in loads.items()}
+    return {**out, "partitions": where}
+
+
+def rewrites(spark: Any) -> int:
+    return int(spark._jvm.dev.icefloe.spark.SkewRule.rewrites())
+
+
+def checked(sql: str) -> str:
+    """``sql``'s row count and order-free checksum (the sum of each row's hash): the query
+    that is timed, so every run is checked."""
+    return f"SELECT count(*), sum(CAST(xxhash64(*) AS DECIMAL(38, 0))) FROM ({sql}) AS {NS}_result"
+
+
+def presence_probes(keys: list[str]) -> str:
+    """What the rule asks of the salted side when the copied side keeps unmatched rows (up
+    to 16 hot keys): one ``LIMIT 1`` probe a key, ``UNION ALL``."""
+    return " UNION ALL ".join(
+        f"(SELECT k FROM lake.{NS}.fact WHERE k = {key} LIMIT 1)" for key in keys
+    )
+
+
+def conf_of(case: str, variant: str) -> dict[str, str]:
+    """AQE as in the module doc; the rule on or off; GROUP BY salting only for its "on"."""
+    on = variant == "on"
+    return {
+        **AQE,
+        ENABLED: str(on).lower(),
+        AGGREGATES: str(on and case == "group_by").lower(),
+    }
+
+
+def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace) -> dict:
+    rows, dim_keys, hot = SIZES[size]
+    if size == "large":
+        rows, dim_keys = args.large_rows, args.large_dim_keys
+    t = time.perf_counter()
+    make_tables(spark, rows, dim_keys, hot)
+    report = store_report(spark, args.salt_factor)
+    spread = predicted_spread(spark, report, rows, args.partitions)
+    salted_keys = [v for v, n in report.keys if salts_for(n, report.rows, args.partitions) > 1]
+    print(
+        f"\n== {size}: fact {rows:,} rows ({FILES} files), dimension {dim_keys + 999:,} keys, "
+        f"{args.partitions} shuffle partitions, local[2] (tables written in "
+        f"{time.perf_counter() - t:.0f}s)\n   report: "
+        + ", ".join(
+            f"{k} {n / rows:.0%} ({salts_for(n, report.rows, args.partitions)} salts)"
+            for k, n in [*report.keys, ("NULL", report.null_rows)]
+            if n > 0
+        )
+        + (f"; salt factor {args.salt_factor}" if args.salt_factor != 1 else "")
+        + "\n   join partitions of the rule's salts: "
+        + ", ".join(f"{k} → {ps}" for k, ps in spread["partitions"].items())
+        + f"\n   predicted max/median partition rows: plain {spread['plain']:.2f}x, "
+        f"salts 0..n-1 {spread['0..n-1']:.2f}x, the rule's salts {spread['rule']:.2f}x"
+    )
+    cases = [c for c in QUERIES if c in args.cases]
+    presence = checked(presence_probes(salted_keys))
+    scans: list[dict[str, Any]] = []
+    for variant in ("off", "on"):  # warm-up: JIT, class loading, Iceberg metadata
+        warm = spark.sql(checked(QUERIES["group_by"]))
+        meter.collect("warm-up", warm, conf_of("group_by", variant))
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {"off": [], "on": []} for c in cases}
+    for rep in range(args.reps):
+        for case in cases:
+            for variant in ("off", "on") if rep % 2 == 0 else ("on", "off"):
+                before = rewrites(spark)
+                df = spark.sql(checked(QUERIES[case]))
+                r = meter.collect(f"{size} {case} {variant}", df, conf_of(case, variant))
+                r["fired"] = rewrites(spark) > before
+                runs[case][variant].append(r)
+        # what the presence probes of the FULL and LEFT dim⟕fact rewrites cost on their own
+        scans.append(meter.collect("presence probes", spark.sql(presence), {ENABLED: "false"}))
+    scan = {k: statistics.median(r[k] for r in scans) for k in ("wall", "task_s")}
+    print(
+        f"   presence probes alone (LIMIT 1 per salted key, rule off): wall "
+        f"{scan['wall']:.2f}s, {scan['task_s']:.1f} task-s"
+    )
+    print(
+        f"   {'query':<14} {'rule':<4} {'wall s':>6} {'max task':>8} {'median':>6} "
+        f"{'max/med':>7} {'tasks':>5} {'task-s':>6} {'mk' + str(SLOTS):>6}  {'rows':>10}  "
+        f"{'wall on/off':>11} {'mk on/off':>9}  result"
+    )
+    out: dict[str, Any] = {
+        "rows": rows,
+        "dim_keys": dim_keys + 999,
+        "report": {"keys": report.keys, "null_rows": report.null_rows},
+        "predicted": spread,
+        "presence_scan": scan,
+        "cases": {},
+    }
+    for case in cases:
+        entry: dict[str, Any] = {}
+        for variant in ("off", "on"):
+            rs = runs[case][variant]
+            m = {
+                k: statistics.median(r[k] for r in rs)
+                for k in ("wall", "max", "median", "ratio", "task_s", "makespan")
+            }
+            m["tasks"] = max(r["tasks"] for r in rs)
+            m["stages"] = max(r.get("stages", 0) for r in rs)
+            m["fired"] = all(r["fired"] for r in rs)
+            m["walls"] = [round(r["wall"], 2) for r in rs]
+            m["results"] = sorted({(r["rows"], r["checksum"]) for r in rs})
+            entry[variant] = m
+        results = {x for v in ("off", "on") for x in entry[v]["results"]}
+        entry["equal"] = len(results) == 1
+        entry["wall_ratio"] = entry["on"]["wall"] / entry["off"]["wall"]
+        entry["makespan_ratio"] = entry["on"]["makespan"] / entry["off"]["makespan"]
+        out["cases"][case] = entry
+        for variant in ("off", "on"):
+            m = entry[variant]
+            fired_ok = m["fired"] == (variant == "on")
+            print(
+                f"   {case if variant == 'off' else '':<14} {variant:<4} {m['wall']:6.2f} "
+                f"{m['max']:8.2f} {m['median']:6.2f} {m['ratio']:6.2f}x {m['tasks']:5d} "
+                f"{m['task_s']:6.1f} {m['makespan']:6.2f}  {m['results'][0][0]:10,}  "
+                + (
+                    f"{entry['wall_ratio']:10.2f}x {entry['makespan_ratio']:8.2f}x  "
+                    + ("equal" if entry["equal"] else "DIFFER")
+                    if variant == "on"
+                    else f"{'':>10}  {'':>8}   "
+                )
+                + ("" if fired_ok else " (rule fired: " + str(m["fired"]) + ")")
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="demo,large,heavy", help="of demo, large, heavy")
+    parser.add_argument("--large-rows", type=int, default=SIZES["large"][0])
+    parser.add_argument("--large-dim-keys", type=int, default=SIZES["large"][1])
+    parser.add_argument("--partitions", type=int, default=16, help="spark.sql.shuffle.partitions")
+    parser.add_argument("--reps", type=int, default=3, help="runs per variant (medians)")
+    parser.add_argument("--cases", default=",".join(QUERIES), help="queries to run")
+    parser.add_argument(
+        "--salt-factor", type=float, default=1.0, help="experiment: about this many times the salts"
+    )
+    parser.add_argument("--json", metavar="PATH", help="write every figure as JSON here")
+    args = parser.parse_args()
+    args.cases = [c.strip() for c in args.cases.split(",")]
+    started = time.perf_counter()
+    spark = build_session(args.partitions)
+    meter = StageMeter(spark)
+    results = {s: run_size(spark, meter, s, args) for s in args.sizes.split(",")}
+    spark.stop()
+    print(f"\ngoals (issue #49): {GOALS}; total {time.perf_counter() - started:.0f}s")
+    summary = " ".join(
+        f"{size}.{case}=wall:{c['wall_ratio']:.2f},"
+        f"max/med:{c['on']['ratio']:.2f}/{c['off']['ratio']:.2f}"
+        for size, r in results.items()
+        for case, c in r["cases"].items()
+    )
+    equal = all(c["equal"] for r in results.values() for c in r["cases"].values())
+    print(f"skew-sql-summary {summary} all_equal={str(equal).lower()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
