@@ -45,10 +45,11 @@ import org.apache.spark.sql.catalyst.plans.logical.Project;
  * extended by {@code salt = salt}. Every matching pair meets in exactly one salt, so the
  * inner result is the plain one. When the copied side keeps its unmatched rows (FULL; LEFT
  * whose right side is salted; RIGHT whose left side is), its unmatched copies are dropped
- * but one, at salt 0, and only when the salted side holds no row of that key: a DISTINCT of
- * the salted side's hot keys (a fresh copy of its projections and filters, so it sees the
- * same rows), broadcast to the copied side, says which keys it holds. That needs the key
- * to be the whole condition: a further condition could leave a row unmatched in every salt.
+ * but one, at its key's first salt value, and only when the salted side holds no row of that
+ * key: {@link #presence} probes the salted side's hot keys (over a fresh copy of its
+ * projections and filters, so it sees the same rows), broadcast to the copied side. That
+ * needs the key to be the whole condition: a further condition could leave a row unmatched
+ * in every salt.
  */
 final class SaltedJoin {
   private SaltedJoin() {}
