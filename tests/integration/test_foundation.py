@@ -12,7 +12,7 @@ import pytest
 
 from service.base.config import PROJECT_ROOT
 from service.base.tablestats import current_partitions
-from service.base.versions import ARTIFACTS
+from service.base.versions import ARTIFACTS, extensions_jar
 from service.demo.ingest import TableSpec, ingest
 
 pytestmark = pytest.mark.integration
@@ -35,7 +35,8 @@ def test_bootstrap_second_run_changes_nothing() -> None:
     assert "fetching" not in out.stdout and "installing" not in out.stdout
     after = {p: p.stat().st_mtime_ns for p in before}
     assert after == before
-    assert len(jars) == len(ARTIFACTS)  # .jars/*.jar is Spark's classpath: nothing else
+    # .jars/*.jar is Spark's classpath: the artifacts and icefloe's SQL extension, nothing else
+    assert sorted(p.name for p in jars) == sorted([*(a.jar for a in ARTIFACTS), extensions_jar()])
 
 
 def test_doctor_is_green_json() -> None:
