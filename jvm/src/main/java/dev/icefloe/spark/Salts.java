@@ -29,31 +29,47 @@ final class Salts {
   final HotKeyReport report;
   final List<Literal> keys = new ArrayList<>();
   final List<Integer> counts = new ArrayList<>();
-  /** The salt values of each key (and of NULL): chosen so that (key, salt) hash to distinct shuffle partitions. */
-  final List<int[]> values = new ArrayList<>();
+  /**
+   * The salt values of each key (and of NULL), chosen so that (key, salt) hash to distinct
+   * shuffle partitions: worked out only for a join or aggregation being rewritten (the rule
+   * meets most candidates again on every pass of its batch).
+   */
+  private List<int[]> values;
+  private int[] nullValues;
+  private final int partitions;
   final int nullSalts;
-  final int[] nullValues;
   final long hotRows;
 
   Salts(Lineage.Source source, HotKeyReport report, int partitions, int maxSalts) {
     this.source = source;
     this.report = report;
+    this.partitions = Math.max(partitions, 1);
     int[] n = report.salts(partitions, maxSalts);
     long rows = 0;
-    int[] load = new int[Math.max(partitions, 1)];
     for (int i = 0; i < n.length; i++) {
       if (n[i] > 1) {
         keys.add(report.keys().get(i));
         counts.add(n[i]);
-        values.add(SaltValues.spread(report.keys().get(i), n[i], load));
         rows += report.keyRows().get(i);
       }
     }
     this.nullSalts = report.nullSalts(partitions, maxSalts);
-    Literal nullKey = Literal.create(null, report.keys().isEmpty()
-        ? DataTypes.NullType : report.keys().get(0).dataType());
-    this.nullValues = nullSalts > 1 ? SaltValues.spread(nullKey, nullSalts, load) : new int[] {0};
     this.hotRows = rows;
+  }
+
+  private void spread() {
+    if (values != null) {
+      return;
+    }
+    int[] load = new int[partitions];
+    values = new ArrayList<>();
+    for (int i = 0; i < keys.size(); i++) {
+      values.add(SaltValues.spread(keys.get(i), counts.get(i), load));
+    }
+    Literal nullKey =
+        Literal.create(
+            null, report.keys().isEmpty() ? DataTypes.NullType : report.keys().get(0).dataType());
+    nullValues = nullSalts > 1 ? SaltValues.spread(nullKey, nullSalts, load) : new int[] {0};
   }
 
   /**
@@ -109,6 +125,7 @@ final class Salts {
    * match); every other row 0.
    */
   Expression saltOf(Expression key, List<Attribute> row) {
+    spread();
     Expression hash = new Murmur3Hash(Scala.seq(hashable(row)), 42);
     List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
@@ -125,6 +142,7 @@ final class Salts {
 
   /** Salts a row of the other side is copied to: all of its hot key's, else only 0. */
   Expression copiesOf(Expression key) {
+    spread();
     List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
       branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), array(values.get(i))));
@@ -135,6 +153,7 @@ final class Salts {
 
   /** The one copy of a row of the other side that may come out unmatched: its key's first salt. */
   Expression firstCopyOf(Expression key) {
+    spread();
     List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
       branches.add(new Tuple2<>(new EqualTo(key, keys.get(i)), Scala.intLit(values.get(i)[0])));
