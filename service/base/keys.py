@@ -223,6 +223,13 @@ class Keys:
         return self._key(DECIDER_TAG, "record-verdicts")
 
     @property
+    def table_ranks(self) -> str:
+        """hash: table → what its kept record is ranked by (JSON: its score and the span and
+        policy it holds for, or its error), apart from the record: the dashboard ranks
+        every table by these and reads the records of one page only."""
+        return self._key(DECIDER_TAG, "record-ranks")
+
+    @property
     def managed_list(self) -> str:
         """string: the managed tables as the decider last listed them (a JSON list), so
         the dashboard lists them without a catalog call."""

@@ -13,14 +13,17 @@ within ``FULL_REFRESH_SECONDS``, and whose kept stats are still at its snapshot 
 may have restarted empty), is refreshed from what the decider holds (:class:`Seen`:
 its plan inputs, layout and health): its partitions that waited ``max_wait_hours`` are
 enqueued, its time-based maintenance (snapshot expiry) decided on its kept health, its
-score and record kept -- no catalog call. A table with a new metadata location (a commit,
+score and record kept -- no catalog call, and no Redis round trip of its own: its last
+applied snapshot and waiting partitions are read a few hundred tables at a time, ahead of
+the poll (:meth:`Light.kept`). A table with a new metadata location (a commit,
 a property change, new statistics), a commit event, or a full refresh due is loaded and
 refreshed in full; so is orphan removal decided (its hold lists the catalog).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import itertools
+from collections.abc import Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +33,12 @@ from service.base.catalog import catalog_error, load_table
 from service.base.config import PlanInputs, parse_table_identifier
 from service.base.errors import TableNotFound
 from service.base.layoutspec import LayoutSpec
-from service.base.rest_versions import Probe, conditional_load, is_rest
+from service.base.rest_versions import Probe, Settings, conditional_load, is_rest
+from service.state.rolling import StatsStore
 
 FULL_REFRESH_SECONDS = 600.0
 PROBE_THREADS = 8  # a REST catalog's conditional loads in flight at once
+READ_AHEAD = 500  # unchanged tables whose kept state one round trip reads (Light.kept)
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,10 @@ def sql_locations(catalog: Any) -> dict[str, str] | None:
 class Light:
     """Which polled tables can be refreshed without the catalog (see the module)."""
 
-    def __init__(self, catalog: Any) -> None:
+    def __init__(self, catalog: Any, stats: StatsStore) -> None:
         self.catalog = catalog
+        self.stats = stats
+        self._kept: tuple[float, dict[str, tuple[int | None, dict[str, float]]]] = (0.0, {})
         self.rest = is_rest(catalog)
         self.probe = Probe()  # a REST catalog's conditional loads (benchmarks)
         self._seen: dict[str, Seen] = {}
@@ -97,11 +104,12 @@ class Light:
     def _rest_versions(self) -> dict[str, str]:
         """Each known table's ETag now (a changed one's table kept for its refresh)."""
         known = [(n, s.version) for n, s in self._seen.items()]
+        settings = Settings()  # the environment's, read once a poll
 
         def ask(item: tuple[str, str]) -> tuple[str, str | None, Any]:
             name, etag = item
             try:
-                new, table = conditional_load(self.catalog, name, etag, self.probe)
+                new, table = conditional_load(self.catalog, name, etag, self.probe, settings)
             except Exception:  # that table is loaded again, and fails there if it must
                 return name, None, None
             return name, new, table
@@ -149,6 +157,21 @@ class Light:
         if seen is None or self._versions is None or now - seen.at >= FULL_REFRESH_SECONDS:
             return None
         return seen if self._versions.get(name) == seen.version else None
+
+    def kept(
+        self, name: str, now: float, ahead: Iterable[str]
+    ) -> tuple[int | None, dict[str, float]]:
+        """``name``'s last applied snapshot and waiting partitions (``StatsStore``), read
+        with those of the next ``READ_AHEAD`` tables of ``ahead`` (the poll's next tables)
+        that :meth:`unchanged` holds, unless a read of this pass (``now``) has them."""
+        at, got = self._kept
+        if at != now:  # another pass: what was read ahead may have changed since
+            got = {}
+            self._kept = (now, got)
+        if name not in got:
+            more = (n for n in ahead if n != name and n not in got and self.unchanged(n, now))
+            got |= self.stats.last_and_waiting([name, *itertools.islice(more, READ_AHEAD - 1)])
+        return got.pop(name)
 
     def remember(
         self,

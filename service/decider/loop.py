@@ -146,7 +146,7 @@ class Decider:
         self.layouts_seen: dict[str, str] = {}  # each table's layout signature, known stored
         self.formats_known: set[str] = set()  # tables whose stats this process knows current
         self.records = Records(adapters.stats, adapters.health, adapters.layouts)
-        self.light = Light(catalog)  # polls skip the tables nothing changed
+        self.light = Light(catalog, self.stats)  # polls skip the tables nothing changed
         self.scores = Scores(adapters.stats)  # and their health scores
 
     # ---- observe ------------------------------------------------------------------------
@@ -252,8 +252,10 @@ class Decider:
         partitions that waited long enough for more small files need. ``polled``: found by
         a poll, not an event (unchanged since its last refresh: no catalog call)."""
         seen = self.light.unchanged(name, now) if polled else None
-        if seen is not None and self.stats.last_applied(name) == seen.snapshot:
-            return self._refresh_unchanged(name, seen, now, report)
+        if seen is not None:
+            last, waiting = self.light.kept(name, now, self._to_poll)
+            if last == seen.snapshot:
+                return self._refresh_unchanged(name, seen, now, report, waiting)
         table, before = self.light.load(name, polled), report.enqueued
         inputs = self.cfg.plan_inputs(name, table.properties)
         policy = inputs.policy
@@ -294,13 +296,15 @@ class Decider:
         self.records.update(name, inputs, layout, self.healths[name], now, report.enqueued > before)
         self.light.remember(name, table, inputs, layout, rules, now)
 
-    def _refresh_unchanged(self, name: str, seen: Seen, now: float, report: StepReport) -> None:
+    def _refresh_unchanged(
+        self, name: str, seen: Seen, now: float, report: StepReport, waiting: dict[str, float]
+    ) -> None:
         """``name``'s metadata is as :meth:`refresh` last read it (``service.decider.light``):
         what time alone changes -- overdue waits, snapshot expiry -- from what is held."""
         before, policy, health = report.enqueued, seen.inputs.policy, self.healths[name]
         outcomes, _ = check_table(name, None, policy, now, self.queue, self.health, health)
         report.count(outcomes)
-        waits = Waits.read(self.stats, name, seen.rules)
+        waits = Waits.of(self.stats, name, seen.rules, waiting)
         ordered = ordered_of(self.layouts, name, seen.layout)
         report.count(enqueue_overdue(self.queue, waits, seen.rules, policy.priority, now, ordered))
         self.scores.update(name, policy, health, now)

@@ -126,6 +126,10 @@ def verdict_item(
     )
 
 
+def _merges(rules: Rules) -> bool:
+    return rules.enabled and rules.rewrite in rules.actions
+
+
 @dataclass
 class Waits:
     """One table's partitions that wait for ``min_input_files`` small files (:func:`waiting`)
@@ -138,8 +142,12 @@ class Waits:
     @classmethod
     def read(cls, stats: StatsStore, table: str, rules: Rules) -> Waits:
         """Read unless the policy never merges (then nothing of the table waits)."""
-        merges = rules.enabled and rules.rewrite in rules.actions
-        return cls(stats, table, stats.waiting(table) if merges else {})
+        return cls(stats, table, stats.waiting(table) if _merges(rules) else {})
+
+    @classmethod
+    def of(cls, stats: StatsStore, table: str, rules: Rules, waiting: dict[str, float]) -> Waits:
+        """As :meth:`read`, from ``stats.waiting(table)`` read already."""
+        return cls(stats, table, waiting if _merges(rules) else {})
 
     def update(self, held: Sequence[str], released: Sequence[str], now: float) -> None:
         """``held`` wait from ``now`` unless they wait already; ``released`` wait no more."""

@@ -20,7 +20,13 @@ from service.base.config import PlanInputs
 from service.base.errors import ServiceUnavailable
 from service.base.layoutspec import LayoutSpec
 from service.base.verdicts import rules_of
-from service.observe.kept import RECORD_MAX_AGE_S, build_record, clustering_of, kept_verdicts
+from service.observe.kept import (
+    RECORD_MAX_AGE_S,
+    build_record,
+    clustering_of,
+    kept_verdicts,
+    rank_of,
+)
 from service.state.health import HealthStore, to_fields
 from service.state.layout import LayoutStore
 from service.state.rolling import StatsStore
@@ -56,7 +62,7 @@ class Records:
         clustering = None if layout is None else clustering_of(self.layouts, name, tolerance, False)
         held = self.health.holds(name)
         record = build_record(inputs, parts, health, verdicts, clustering, held, now)
-        self.health.save_record(name, record)
+        self.health.save_record(name, record, rank_of(record))
         self._written[name] = (of, now)
         return True
 
@@ -82,6 +88,7 @@ class Records:
         if self._listed is not None and name not in self._listed:
             return
         try:
-            self.health.save_record(name, {"v": 1, "at": now, "error": error})
+            record = {"v": 1, "at": now, "error": error}
+            self.health.save_record(name, record, rank_of(record))
         except ServiceUnavailable:
             pass

@@ -193,15 +193,38 @@ def held_score(
     """The score ``record`` keeps (as kept: not a copy) when it holds at ``now`` for this
     reader: scored against the same policy, ``now`` within its span; else None."""
     kept: dict[str, Any] | None = record.get("score")
-    span = record.get("score_ms")
-    if kept is None or span is None:
-        return None  # an older decider's record
-    if record.get("policy") != policies.of(name, record["target"])[1]:
+    return kept if kept is not None and _holds(policies, name, record, now) else None
+
+
+def rank_of(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a list ranks ``record``'s table by, kept beside it (a few dozen bytes): its
+    error, or its score's number with the span and policy it holds for (its ``at`` to
+    tell a reader's cached score of it). None for a record without a score (an older
+    decider's)."""
+    if record.get("error"):
+        return {"at": record.get("at"), "error": True}
+    score = record.get("score")
+    if score is None or "score_ms" not in record:
         return None
+    keep = ("at", "score_ms", "policy", "target")
+    return {"score": score["score"], **{k: record.get(k) for k in keep}}
+
+
+def held_rank(policies: Policies, name: str, rank: Mapping[str, Any], now: float) -> float | None:
+    """The score number a kept ``rank`` (:func:`rank_of`) holds at ``now`` for this
+    reader, as :func:`held_score` for its record; None when it does not."""
+    score = rank.get("score")
+    return float(score) if score is not None and _holds(policies, name, rank, now) else None
+
+
+def _holds(policies: Policies, name: str, kept: Mapping[str, Any], now: float) -> bool:
+    """Whether a kept score (a record's or its rank's) was scored against this reader's
+    policy of ``name`` and ``now`` is within the span it holds for."""
+    span = kept.get("score_ms")
+    if span is None or kept.get("policy") != policies.of(name, kept["target"])[1]:
+        return False  # an older decider's record, or another policy
     now_ms = int(now * 1000)
-    if (span[0] is None or now_ms >= span[0]) and (span[1] is None or now_ms <= span[1]):
-        return kept
-    return None
+    return (span[0] is None or now_ms >= span[0]) and (span[1] is None or now_ms <= span[1])
 
 
 def row_score(

@@ -29,7 +29,7 @@ from service.base.errors import ServiceUnavailable, describe
 from service.base.keys import Keys
 from service.base.redis_client import connect
 from service.base.tablestats import current_partitions
-from service.observe.kept import Policies, held_score, kept_row, row_score
+from service.observe.kept import Policies, held_rank, held_score, kept_row, row_score
 from service.observe.status import gather
 from service.observe.tables import plan_ms, table_summary
 from service.state.health.redis import RedisHealth
@@ -130,10 +130,11 @@ class Dashboard:
     def tables(self, query: str = "", offset: int = 0, limit: int = PAGE_ROWS) -> dict[str, Any]:
         """A page of the managed tables, worst health score first (an unreadable table
         first of all, one the decider has not seen yet last), whose names contain
-        ``query``: ``{"total", "offset", "limit", "rows"}``. From the records the decider
-        keeps and the tables it last listed (:mod:`service.observe.kept`): no catalog call
-        once a decider has listed them. Every table is ranked by its score; only the
-        page's rows are built."""
+        ``query``: ``{"total", "offset", "limit", "rows"}``. From what the decider keeps
+        (:mod:`service.observe.kept`): no catalog call once a decider has listed them.
+        Every table is ranked by its record's rank (a few dozen bytes: its score while
+        that holds, or its error); only a table whose rank does not hold is ranked by its
+        record, and only the page's records are read and built into rows."""
 
         def run() -> dict[str, Any]:
             health = RedisHealth(self._redis(), Keys.for_config(self.cfg))
@@ -141,16 +142,36 @@ class Dashboard:
             if names is None:  # no decider has listed them yet: the catalog, once a poll
                 names = managed_tables(self.cfg, self._cat())
             wanted = [n for n in names if query.lower() in n.lower()]
-            records = health.records(wanted, verdicts=False)  # the list shows none
             now = self.now()
-            ranked = sorted(wanted, key=lambda n: self._rank(n, records.get(n), now))
-            page = [self._row(n, records.get(n), now) for n in ranked[offset : offset + limit]]
+            keys = self._ranked(health, wanted, now)
+            ranked = sorted(wanted, key=keys.__getitem__)
+            shown = ranked[offset : offset + limit]
+            records = health.records(shown, verdicts=False)  # the list shows none
+            page = [self._row(n, records.get(n), now) for n in shown]
             return {"total": len(ranked), "offset": offset, "limit": limit, "rows": page}
 
         return dict(self._locked(run))
 
+    def _ranked(
+        self, health: RedisHealth, names: list[str], now: float
+    ) -> dict[str, tuple[int, float, str]]:
+        """Each table's sort key: unreadable tables first, then by health score, tables
+        not seen yet last; from its kept rank while that holds, else from its record."""
+        ranks = health.ranks(names)
+        keys: dict[str, tuple[int, float, str]] = {}
+        for name, rank in ranks.items():
+            if rank.get("error"):
+                keys[name] = (0, 0.0, name)
+            elif (score := held_rank(self._policies, name, rank, now)) is not None:
+                keys[name] = (1, score, name)
+        unranked = [n for n in names if n not in keys]  # not seen, off its span, older
+        records = health.records(unranked, verdicts=False) if unranked else {}
+        for name in unranked:
+            keys[name] = self._rank(name, records.get(name), now)
+        return keys
+
     def _rank(self, name: str, record: dict[str, Any] | None, now: float) -> tuple[int, float, str]:
-        """Unreadable tables first, then by health score, tables not seen yet last."""
+        """A table's sort key from its record (None: not seen yet)."""
         if record is None:
             return (2, 0.0, name)
         if record.get("error"):

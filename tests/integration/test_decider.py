@@ -382,8 +382,12 @@ def test_a_poll_loads_only_the_tables_that_changed(
     assert first.enqueued == 0 and sorted(loads) == names and first.unchanged == 0
     loads.clear()
     clock[0] += cfg.decider.poll_seconds
+    reads: list[list[str]] = []
+    read = decider.stats.last_and_waiting
+    monkeypatch.setattr(decider.stats, "last_and_waiting", lambda t: reads.append(t) or read(t))
     second = decider.step()
     assert loads == [] and second.unchanged == 4  # nothing moved: no table loaded
+    assert reads == [names]  # their kept state read at once, not a round trip a table
     tables[2].append(batch("eu", 200))
     loads.clear()  # the commit's own load (PyIceberg's SQL catalog reads before it writes)
     clock[0] += cfg.decider.poll_seconds

@@ -16,7 +16,7 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from service.base.catalog import load_catalog
 from service.base.config import build_config
-from service.base.rest_versions import Probe, conditional_load
+from service.base.rest_versions import Probe, Settings, conditional_load
 from tests.faults.backends import Profile
 from tests.faults.backends import start as start_profile
 from tests.support.config import config_raw, make_config
@@ -64,23 +64,31 @@ def _rows(*ids: int) -> pa.Table:
     return pa.table({"id": list(ids), "name": [str(i) for i in ids]}, schema=SCHEMA)
 
 
-def test_unchanged_is_304_and_a_commit_is_a_new_etag_and_the_table(catalog: Any) -> None:
+@pytest.mark.parametrize("once", [False, True], ids=["settings-each", "settings-once"])
+def test_unchanged_is_304_and_a_commit_is_a_new_etag_and_the_table(
+    catalog: Any, once: bool
+) -> None:
     name, probe = _new_table(catalog), Probe()
-    etag, table = conditional_load(catalog, name, None, probe)
+    settings = Settings() if once else None  # the environment's read once (a poll's)
+
+    def load(etag: str | None) -> tuple[str | None, Any]:
+        return conditional_load(catalog, name, etag, probe, settings)
+
+    etag, table = load(None)
     assert etag and table is not None
     assert table == catalog.load_table(name)  # name, metadata and metadata location
-    assert conditional_load(catalog, name, etag, probe) == (etag, None)
-    assert conditional_load(catalog, name, etag, probe) == (etag, None)
+    assert load(etag) == (etag, None)
+    assert load(etag) == (etag, None)
     assert (probe.requests, probe.not_modified, probe.loaded, probe.fallbacks) == (3, 2, 1, 0)
 
     catalog.load_table(name).append(_rows(3))
-    new_etag, changed = conditional_load(catalog, name, etag, probe)
+    new_etag, changed = load(etag)
     loaded = catalog.load_table(name)
     assert new_etag and new_etag != etag and changed is not None
     assert changed.metadata_location == loaded.metadata_location != table.metadata_location
     assert changed == loaded and changed.io.properties == loaded.io.properties
     assert changed.scan().to_arrow().num_rows == 3
-    assert conditional_load(catalog, name, new_etag, probe) == (new_etag, None)
+    assert load(new_etag) == (new_etag, None)
     assert (probe.requests, probe.not_modified, probe.loaded) == (5, 3, 2)
 
 

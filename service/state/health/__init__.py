@@ -266,8 +266,17 @@ class HealthStore(Protocol):
         """Keep why ``action`` is held (None: it is not)."""
         ...
 
-    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
-        """Keep the table's record (``service.observe.kept``), replacing the last."""
+    def save_record(
+        self, table: str, record: Mapping[str, Any], rank: Mapping[str, Any] | None = None
+    ) -> None:
+        """Keep the table's record (``service.observe.kept``), replacing the last, and
+        what it is ranked by (``rank``: a few fields; None: none, the reader ranks it
+        from the record)."""
+        ...
+
+    def ranks(self, tables: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The kept ranks of ``tables``, those there are (a damaged one left out): one
+        round trip a thousand tables, a few dozen bytes a table."""
         ...
 
     def records(

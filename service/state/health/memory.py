@@ -17,6 +17,7 @@ class MemoryHealth:
         self.data: dict[str, dict[str, str]] = {}
         self.kept: dict[str, str] = {}  # table → its record, as JSON (as Redis keeps it)
         self.listed: list[str] | None = None
+        self.ranked: dict[str, str] = {}  # table → its record's rank, as JSON
 
     def save(self, table: str, health: MetadataHealth) -> None:
         self.data.setdefault(table, {}).update(to_fields(health))
@@ -45,8 +46,17 @@ class MemoryHealth:
         else:
             fields[f"hold:{action}"] = reason
 
-    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
+    def save_record(
+        self, table: str, record: Mapping[str, Any], rank: Mapping[str, Any] | None = None
+    ) -> None:
         self.kept[table] = json.dumps(record, sort_keys=True)
+        if rank is None:
+            self.ranked.pop(table, None)
+        else:
+            self.ranked[table] = json.dumps(rank, sort_keys=True)
+
+    def ranks(self, tables: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {t: json.loads(self.ranked[t]) for t in tables if t in self.ranked}
 
     def records(
         self, tables: Sequence[str] | None = None, verdicts: bool = True
@@ -61,6 +71,7 @@ class MemoryHealth:
     def drop_records(self, tables: Sequence[str]) -> None:
         for table in tables:
             self.kept.pop(table, None)
+            self.ranked.pop(table, None)
 
     def save_managed(self, tables: Sequence[str]) -> None:
         self.listed = sorted(tables)

@@ -66,10 +66,16 @@ class RedisHealth:
             self.r.hset(self.k.health(table), f"hold:{action}", reason)
 
     @translated("health save_record")
-    def save_record(self, table: str, record: Mapping[str, Any]) -> None:
+    def save_record(
+        self, table: str, record: Mapping[str, Any], rank: Mapping[str, Any] | None = None
+    ) -> None:
         rest = {k: v for k, v in record.items() if k != VERDICTS}
-        with self.r.pipeline(transaction=True) as pipe:  # both or neither
+        with self.r.pipeline(transaction=True) as pipe:  # all or nothing
             pipe.hset(self.k.table_records, table, json.dumps(rest, sort_keys=True))
+            if rank is None:
+                pipe.hdel(self.k.table_ranks, table)
+            else:
+                pipe.hset(self.k.table_ranks, table, json.dumps(rank, sort_keys=True))
             if VERDICTS in record:
                 verdicts = json.dumps(record[VERDICTS], sort_keys=True)
                 pipe.hset(self.k.table_verdicts, table, verdicts)
@@ -88,6 +94,10 @@ class RedisHealth:
                 if table in found:
                     record[VERDICTS] = found[table]
         return out
+
+    @translated("health ranks")
+    def ranks(self, tables: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self._read(self.k.table_ranks, tables)
 
     def _read(self, key: str, tables: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         """The JSON objects kept in hash ``key`` for ``tables`` (None: every field),
@@ -116,6 +126,7 @@ class RedisHealth:
         if tables:
             self.r.hdel(self.k.table_records, *tables)
             self.r.hdel(self.k.table_verdicts, *tables)
+            self.r.hdel(self.k.table_ranks, *tables)
 
     @translated("health save_managed")
     def save_managed(self, tables: Sequence[str]) -> None:

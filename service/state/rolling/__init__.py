@@ -241,6 +241,14 @@ class StatsStore(Protocol):
         """The waiting partitions and when each started waiting."""
         ...
 
+    def last_and_waiting(
+        self, tables: Sequence[str]
+    ) -> dict[str, tuple[int | None, dict[str, float]]]:
+        """Each of ``tables``' :meth:`last_applied` and :meth:`waiting` at once (one
+        pipelined round trip a few hundred tables): what the decider's pass reads of a
+        table nothing changed."""
+        ...
+
     def apply(
         self,
         table: str,

@@ -35,6 +35,8 @@ from service.state.rolling import (
     older_format,
 )
 
+TABLES_A_PIPELINE = 500  # tables read in one round trip by last_and_waiting
+
 
 def _int(raw: Any) -> int | None:
     return None if raw is None or raw == b"" or raw == "" else int(text(raw))
@@ -97,6 +99,23 @@ class RollingStats:
     def waiting(self, table: str) -> dict[str, float]:
         pairs = self.r.zrange(self.k.waiting(table), 0, -1, withscores=True)
         return {text(k): float(t) for k, t in pairs}
+
+    @translated("stats last_and_waiting")
+    def last_and_waiting(
+        self, tables: Sequence[str]
+    ) -> dict[str, tuple[int | None, dict[str, float]]]:
+        out = {}
+        for at in range(0, len(tables), TABLES_A_PIPELINE):
+            chunk = tables[at : at + TABLES_A_PIPELINE]
+            pipe = self.r.pipeline(transaction=False)
+            for table in chunk:
+                pipe.hget(self.k.table_state(table), "last_snapshot")
+                pipe.zrange(self.k.waiting(table), 0, -1, withscores=True)
+            got = pipe.execute()
+            for i, table in enumerate(chunk):
+                last, pairs = got[2 * i], got[2 * i + 1]
+                out[table] = (_int(last) or None, {text(k): float(t) for k, t in pairs})
+        return out
 
     @translated("stats apply")
     def apply(

@@ -79,6 +79,27 @@ class HealthContract:
         store.drop_records([T, "db.none"])
         assert set(store.records()) == {"db.u", *many[::500]}
 
+    def test_ranks_are_kept_beside_their_records_replaced_and_dropped(
+        self, store: HealthStore
+    ) -> None:
+        assert store.ranks([T]) == {}
+        store.save_record(T, {"at": 1.0, "files": 3}, {"at": 1.0, "score": 80.5})
+        store.save_record("db.u", {"at": 2.0, "error": "gone"}, {"at": 2.0, "error": True})
+        store.save_record("db.v", {"at": 2.0})  # no rank: ranked from the record
+        assert store.ranks([T, "db.u", "db.v", "db.none"]) == {
+            T: {"at": 1.0, "score": 80.5},
+            "db.u": {"at": 2.0, "error": True},
+        }
+        store.save_record(T, {"at": 3.0, "files": 4}, {"at": 3.0, "score": 90.0})  # replaced
+        store.save_record("db.u", {"at": 4.0})  # a record without a rank drops the old one
+        assert store.ranks([T, "db.u"]) == {T: {"at": 3.0, "score": 90.0}}
+        many = [f"db.t{i}" for i in range(2500)]  # more than one call's worth
+        for name in many[::500]:
+            store.save_record(name, {"at": 0.0}, {"at": 0.0, "score": 1.0})
+        assert sorted(store.ranks([*many, T])) == sorted([*many[::500], T])
+        store.drop_records([T])
+        assert store.ranks([T]) == {} and store.records([T]) == {}
+
     def test_the_managed_list_is_kept(self, store: HealthStore) -> None:
         assert store.managed() is None
         store.save_managed(["db.b", "db.a"])

@@ -124,6 +124,12 @@ class StatsContract:
         store.mark_waiting(T, [], [], 300.0)  # nothing to do
         store.mark_waiting(T, [], ["b", "never"], 300.0)
         assert store.waiting(T) == {"c": 200.0}
+        many = [f"db.t{i}" for i in range(1200)]  # more than one round trip's worth
+        store.mark_waiting(many[700], ["x"], [], 5.0)
+        both = store.last_and_waiting([T, *many])
+        assert both[T] == (7, {"c": 200.0}) and both[many[700]] == (None, {"x": 5.0})
+        assert both[many[0]] == (None, {}) and len(both) == 1201
+        assert store.last_and_waiting([]) == {}
         store.forget(T)
         assert store.waiting(T) == {}
 

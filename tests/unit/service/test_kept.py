@@ -69,6 +69,30 @@ def test_a_kept_score_is_the_score_at_any_time_it_is_read(
     assert row["health"] == _fresh(cfg, "db.t", record, now + 5) and row["age_s"] == 5.0
 
 
+@pytest.mark.parametrize("snapshots", [1, 9])
+def test_a_record_s_rank_holds_exactly_when_its_score_does_with_its_number(
+    tmp_path: Path, snapshots: int
+) -> None:
+    cfg = make_config(tmp_path)
+    other = make_config(tmp_path, defaults={"maintenance": {"snapshot_max_age_hours": 1000}})
+    now = 1_700_000_000.0
+    record = _record(cfg, "db.t", now, snapshots)
+    rank = json.loads(json.dumps(kept.rank_of(record)))  # as a reader gets it
+    assert len(json.dumps(rank)) < len(json.dumps(record)) / 5
+    max_age = cfg.defaults.maintenance.snapshot_max_age_hours * HOUR
+    for reader in (cfg, other):
+        policies = Policies(reader)
+        for at in [now + k * max_age / 4 for k in range(-8, 16)]:
+            held = kept.held_score(policies, "db.t", record, at)
+            number = kept.held_rank(policies, "db.t", rank, at)
+            assert number == (None if held is None else held["score"]), at
+            assert number is None or number == row_score(policies, "db.t", record, at)["score"]
+    error = {"v": 1, "at": 5.0, "error": "gone"}
+    assert kept.rank_of(error) == {"at": 5.0, "error": True}
+    older = {k: v for k, v in record.items() if k not in ("score", "score_ms", "policy")}
+    assert kept.rank_of(older) is None  # an older decider's record: ranked from itself
+
+
 def test_a_reader_with_another_policy_works_the_score_out_again(tmp_path: Path) -> None:
     decider = make_config(tmp_path)
     reader = make_config(tmp_path, defaults={"maintenance": {"snapshot_max_age_hours": 1000}})
