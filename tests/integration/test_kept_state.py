@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from service.base.catalog import load_catalog
 from service.base.config import load_config
 from service.base.errors import UsageError
+from service.base.keys import Keys
 from service.cli import cli
 from service.cli import tables as tables_cli
 from service.web.data import Dashboard
@@ -137,6 +138,11 @@ def test_the_dashboard_lists_pages_and_filters_without_the_catalog(
         assert scores == sorted(scores) and scores[0] < scores[-1]  # worst first, over pages
         found = board.tables(query="TWO")
         assert found["total"] == 1 and found["rows"][0]["table"] == "db.two"
+        # ranked by the records alone (an older decider kept no ranks): the same list
+        assert redis_client.delete(Keys.for_config(cfg).table_ranks) == 1
+        by_records = Dashboard(cfg).tables()
+        assert [r["table"] for r in by_records["rows"]] == names
+        assert [r["health"]["score"] for r in by_records["rows"]] == scores
     finally:
         board.close()
 
