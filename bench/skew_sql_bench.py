@@ -18,7 +18,9 @@ joins off (a dimension this small would be broadcast, and there would be no skew
 handle), partition coalescing off (as in ``bench/skew_bench.py``: else AQE merges the
 small partitions into one or two tasks). Reps interleave on and off; figures are medians
 over the reps. Per query the "stage" is the one that read the most shuffle bytes
-(``jobs.skew.stage_metrics``): its max and median task time; ``task-s`` sums every task
+(``jobs.skew.stage_metrics``): the max and median time of its tasks that read the shuffle
+(an isolated join's hot part runs in that stage too, as map-side join tasks over the fact
+table's splits: counted and shown apart); ``task-s`` sums every task
 of the query; ``mk16`` is the makespan its task times would have on 16 slots (LPT, stages
 one after another, as in ``bench/skew_bench.py``). What is timed is ``SELECT count(*),
 sum(xxhash64(*)) FROM (<query>)``: every run checks its result (row count, order-free
@@ -55,7 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.skew.stage_metrics import Meter  # noqa: E402
+from jobs.skew.stage_metrics import Meter, reads_shuffle  # noqa: E402
 from optimizer import skew_report  # noqa: E402
 from optimizer.skew_stats import makespan  # noqa: E402
 from service.base.versions import (  # noqa: E402
@@ -144,21 +146,30 @@ class StageMeter(Meter):
                 if att.get("status") != "COMPLETE":
                     continue
                 tasks = self._get(f"/stages/{sid}/{att['attemptId']}/taskList?length=1000000")
-                durs = [t["duration"] / 1000 for t in tasks if "duration" in t]
-                if durs:
-                    stages.append((sum(_shuffle_read(t) for t in tasks), durs))
+                timed = [t for t in tasks if "duration" in t]
+                if timed:
+                    stages.append((sum(_shuffle_read(t) for t in tasks), timed))
         if not stages:
             return {"max": 0.0, "median": 0.0, "ratio": 0.0, "tasks": 0, "task_s": 0.0}
-        _, durs = max(stages, key=lambda s: (s[0], sum(s[1])))
+        _, main = max(stages, key=lambda s: (s[0], sum(t["duration"] for t in s[1])))
+        # the join's tasks: those reading its shuffle. An isolated join's hot part runs in
+        # the same stage as scan tasks (a map-side join over the reported table's splits,
+        # no shuffle read): they are the scan's even splits, reported apart
+        joins = [t["duration"] / 1000 for t in main if reads_shuffle(t)]
+        scans = [t["duration"] / 1000 for t in main if not reads_shuffle(t)]
+        durs = joins or scans
         med = statistics.median(durs)
+        every = [[t["duration"] / 1000 for t in ts] for _, ts in stages]
         return {
             "max": max(durs),
             "median": med,
             "ratio": max(durs) / med if med > 0 else float("inf"),
             "tasks": len(durs),
-            "task_s": sum(sum(d) for _, d in stages),
+            "scan_tasks": len(scans) if joins else 0,
+            "scan_max": max(scans) if joins and scans else 0.0,
+            "task_s": sum(sum(d) for d in every),
             "stages": len(stages),
-            "makespan": sum(makespan(d, SLOTS) for _, d in stages),
+            "makespan": sum(makespan(d, SLOTS) for d in every),
         }
 
 
@@ -343,11 +354,15 @@ def presence_probes(keys: list[str]) -> str:
     )
 
 
+EXTRA: dict[str, str] = {}  # --conf: more Spark settings for every run
+
+
 def conf_of(case: str, variant: str) -> dict[str, str]:
     """AQE as in the module doc; the rule on or off; GROUP BY salting only for its "on"."""
     on = variant == "on"
     return {
         **AQE,
+        **EXTRA,
         ENABLED: str(on).lower(),
         AGGREGATES: str(on and case == "group_by").lower(),
     }
@@ -421,6 +436,8 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
                 for k in ("wall", "max", "median", "ratio", "task_s", "makespan")
             }
             m["tasks"] = max(r["tasks"] for r in rs)
+            m["scan_tasks"] = max(r.get("scan_tasks", 0) for r in rs)
+            m["scan_max"] = statistics.median(r.get("scan_max", 0.0) for r in rs)
             m["stages"] = max(r.get("stages", 0) for r in rs)
             m["fired"] = all(r["fired"] for r in rs)
             m["walls"] = [round(r["wall"], 2) for r in rs]
@@ -445,6 +462,11 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
                     else f"{'':>10}  {'':>8}   "
                 )
                 + ("" if fired_ok else " (rule fired: " + str(m["fired"]) + ")")
+                + (
+                    f"; +{m['scan_tasks']} map-side join tasks (max {m['scan_max']:.2f}s)"
+                    if m["scan_tasks"]
+                    else ""
+                )
             )
     return out
 
@@ -461,8 +483,16 @@ def main() -> None:
         "--salt-factor", type=float, default=1.0, help="experiment: about this many times the salts"
     )
     parser.add_argument("--json", metavar="PATH", help="write every figure as JSON here")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for every run (e.g. spark.icefloe.skew.isolateMaxBytes=-1)",
+    )
     args = parser.parse_args()
     args.cases = [c.strip() for c in args.cases.split(",")]
+    EXTRA.update(kv.split("=", 1) for kv in args.conf)
     started = time.perf_counter()
     spark = build_session(args.partitions)
     meter = StageMeter(spark)

@@ -1,6 +1,6 @@
 """The demo's skew section: plant a hot key, detect it (``skew detect`` stores the report in
 the table's properties), and run a LEFT join written as plain SQL twice: as Spark plans it
-(AQE on) and with icefloe's SQL extension salting it (``jvm/``, the skew rule), compared by
+(AQE on) and with icefloe's SQL extension rewriting it (``jvm/``, the skew rule), compared by
 rows and checksum, with each run's join-stage max/median task time."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ JOIN_SQL = (
     "SELECT u.user_id, u.name, p.amount, p.receipt "
     "FROM {users} u LEFT JOIN {purchases} p ON u.user_id = p.user_id"
 )
-SALT_LABEL = re.compile(r"icefloe_salt\([^)]*\)")
+SALT_LABEL = re.compile(r"icefloe_(?:salt|isolate)\([^)]*\)")  # the rule's either form
 
 
 SKEW_CONF = {

@@ -7,7 +7,9 @@ other side, duplicates on both sides; a hot-key report in the fact table's prope
 ``spark.icefloe.skew.enabled=false`` in the one session of the run; the full contents must
 be equal (values are halves and integers, so sums and averages are exact in any order).
 With no report, an outdated one, one of another column or type, or the switch off, the
-optimized plan is the plain one.
+optimized plan is the plain one. Every join test runs in both of the rule's forms: isolated
+(the other side under ``spark.icefloe.skew.isolateMaxBytes``: a UNION ALL of the cold join
+and a broadcast join of the hot keys' rows) and salted (that switch at -1).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 ENABLED = "spark.icefloe.skew.enabled"
 AGGREGATES = "spark.icefloe.skew.aggregates"
+ISOLATE = "spark.icefloe.skew.isolateMaxBytes"
+LABEL = {"isolate": "icefloe_isolate(", "salt": "icefloe_salt("}
 FACT_ROWS = 6000
 # key -> share of the fact's rows: 1 and 2 are hot, 3 is hot and missing from the dimension
 HOT = {1: 0.30, 2: 0.15, 3: 0.10}
@@ -129,6 +133,15 @@ def tables(spark: Any, cfg: Config, catalog: Any) -> dict[str, str]:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+@pytest.fixture(scope="module", params=sorted(LABEL))
+def form(request: Any, spark: Any, tables: dict[str, str]) -> Iterator[str]:
+    """The rule's form for joins: isolate (the default bound) or salt (isolation off)."""
+    before = spark.conf.get(ISOLATE, "256m")
+    spark.conf.set(ISOLATE, "256m" if request.param == "isolate" else "-1")
+    yield request.param
+    spark.conf.set(ISOLATE, before)
+
+
 def _rows(df: Any) -> list[str]:
     return sorted(repr(tuple(r)) for r in df.collect())
 
@@ -161,29 +174,33 @@ JOINS = {
 @pytest.mark.parametrize("fact_left", [True, False], ids=["fact-left", "fact-right"])
 @pytest.mark.parametrize("how", sorted(JOINS))
 def test_outer_and_inner_joins_equal_the_plain_join(
-    spark: Any, tables: dict[str, str], how: str, fact_left: bool
+    spark: Any, tables: dict[str, str], form: str, how: str, fact_left: bool
 ) -> None:
     f, d = tables["f"], tables["d"]
     a, b = (f, d) if fact_left else (d, f)
     query = f"SELECT x.k AS xk, y.k AS yk, x.*, y.* FROM {a} x {JOINS[how]} {b} y ON x.k = y.k"
     plan = _same_answer(spark, query)
-    assert f"icefloe_salt({f.replace('`', '')}.k: 2 hot keys" in plan.replace("`", "")
+    # salted: the keys that fill two partitions or more; isolated: every reported key
+    keys = {"salt": 2, "isolate": 3}[form]
+    assert f"{LABEL[form]}{f.replace('`', '')}.k: {keys} hot keys" in plan.replace("`", "")
 
 
 @pytest.mark.parametrize("how", ["LEFT SEMI", "LEFT ANTI"])
 def test_semi_and_anti_joins_equal_the_plain_join(
-    spark: Any, tables: dict[str, str], how: str
+    spark: Any, tables: dict[str, str], form: str, how: str
 ) -> None:
     f, d = tables["f"], tables["d"]
     plan = _same_answer(spark, f"SELECT * FROM {f} x {how} JOIN {d} y ON x.k = y.k")
-    assert "icefloe_salt(" in plan
+    assert LABEL[form] in plan
     # the fact on the right of a semi/anti join is never output: nothing to salt, same rows
     plan = _same_answer(spark, f"SELECT * FROM {d} x {how} JOIN {f} y ON x.k = y.k")
-    assert "icefloe_salt" not in plan
+    assert "icefloe_" not in plan
 
 
 @pytest.mark.parametrize("how", sorted(JOINS))
-def test_string_keys_and_filtered_sides(spark: Any, tables: dict[str, str], how: str) -> None:
+def test_string_keys_and_filtered_sides(
+    spark: Any, tables: dict[str, str], form: str, how: str
+) -> None:
     """A string key with a NULL pile; the salted side filtered, so a hot key may be gone
     from it (the copied side's rows of that key must then come out once, unmatched)."""
     f, d = tables["f"], tables["d"]
@@ -192,22 +209,23 @@ def test_string_keys_and_filtered_sides(spark: Any, tables: dict[str, str], how:
         f"{JOINS[how]} {d} y ON x.sk = y.sk"
     )
     plan = _same_answer(spark, query)
-    assert ".sk: 1 hot keys" in plan
+    assert f"{LABEL[form]}" in plan and ".sk: 1 hot keys" in plan
     gone = f"SELECT * FROM (SELECT * FROM {f} WHERE k != 1) x {JOINS[how]} {d} y ON x.k = y.k"
-    assert "icefloe_salt(" in _same_answer(spark, gone)
+    assert LABEL[form] in _same_answer(spark, gone)
 
 
-def test_conditions_beyond_the_key(spark: Any, tables: dict[str, str]) -> None:
-    """More than the one equality: salted where every pair still meets in one salt (the
-    salted side keeps its unmatched rows); left alone where the copied side keeps them."""
+def test_conditions_beyond_the_key(spark: Any, tables: dict[str, str], form: str) -> None:
+    """More than the one equality: rewritten where every pair still meets in one part (the
+    reported side keeps its unmatched rows); left alone where the other side keeps them."""
     f, d = tables["f"], tables["d"]
     extra = "x.k = y.k AND x.id % 5 < length(y.name)"
-    assert "icefloe_salt(" in _same_answer(spark, f"SELECT * FROM {f} x JOIN {d} y ON {extra}")
-    assert "icefloe_salt(" in _same_answer(spark, f"SELECT * FROM {f} x LEFT JOIN {d} y ON {extra}")
+    label = LABEL[form]
+    assert label in _same_answer(spark, f"SELECT * FROM {f} x JOIN {d} y ON {extra}")
+    assert label in _same_answer(spark, f"SELECT * FROM {f} x LEFT JOIN {d} y ON {extra}")
     plan = _same_answer(spark, f"SELECT * FROM {f} x FULL JOIN {d} y ON {extra}")
-    assert "icefloe_salt" not in plan
+    assert "icefloe_" not in plan
     both = f"SELECT * FROM {f} x JOIN {d} y ON x.k = y.k AND x.sk = y.sk"
-    assert "icefloe_salt(" in _same_answer(spark, both)
+    assert label in _same_answer(spark, both)
 
 
 def test_group_by_equals_the_plain_aggregation(spark: Any, tables: dict[str, str]) -> None:
@@ -254,16 +272,18 @@ def _unchanged(spark: Any, query: str) -> None:
         on = _optimized(spark, query)
     with rule(spark, False):
         off = _optimized(spark, query)
-    assert "icefloe_salt" not in on
+    assert "icefloe_" not in on
     assert _normalized(on) == _normalized(off)
 
 
-def test_plan_unchanged_without_a_current_report(spark: Any, tables: dict[str, str]) -> None:
+def test_plan_unchanged_without_a_current_report(
+    spark: Any, tables: dict[str, str], form: str
+) -> None:
     f, d, plain = tables["f"], tables["d"], tables["plain"]
     _unchanged(spark, f"SELECT * FROM {plain} x FULL JOIN {d} y ON x.k = y.k")  # no report
     _unchanged(spark, f"SELECT * FROM {f} x JOIN {d} y ON x.id = y.k")  # another column
     with rule(spark, False):  # the switch
-        assert "icefloe_salt" not in _optimized(
+        assert "icefloe_" not in _optimized(
             spark, f"SELECT * FROM {f} x FULL JOIN {d} y ON x.k = y.k"
         )
     # outdated: another snapshot, older than its max age; then another type
@@ -278,9 +298,32 @@ def test_plan_unchanged_without_a_current_report(spark: Any, tables: dict[str, s
     # the same report at the table's current snapshot is used however old it is
     current = _report(spark, plain, "k", computed_at_ms=int(time.time() * 1000) - 7200_000)
     _store(spark, plain, current)
-    assert "icefloe_salt(" in _same_answer(
+    assert LABEL[form] in _same_answer(
         spark, f"SELECT * FROM {plain} x LEFT JOIN {d} y ON x.k = y.k"
     )
+    spark.sql(f"ALTER TABLE {plain} UNSET TBLPROPERTIES ('{property_name('k')}')")
+
+
+def test_a_report_never_stands_for_the_rows(spark: Any, tables: dict[str, str], form: str) -> None:
+    """Where the other side keeps its unmatched rows, which hot keys the reported side holds
+    is asked of that side (the presence probes), never taken from the report: a report at
+    the table's own snapshot that names a key the table does not hold (a table property
+    anyone can write) still gives the plain answer."""
+    f, d = tables["f"], tables["d"]
+    plan = _same_answer(spark, f"SELECT * FROM {d} x LEFT JOIN {f} y ON x.k = y.k")
+    assert LABEL[form] in plan and "icefloe_present" in plan
+    lying = f.replace(".`f`", ".`lying`")
+    spark.sql(f"CREATE TABLE {lying} USING iceberg AS SELECT * FROM {f} WHERE k IS NULL OR k != 2")
+    try:
+        snap = spark.sql(f"SELECT snapshot_id FROM {lying}.snapshots").collect()[0][0]
+        _store(spark, lying, _report(spark, f, "k", snapshot_id=snap))  # key 2: not there
+        for how in ("LEFT JOIN", "FULL JOIN"):
+            plan = _same_answer(spark, f"SELECT * FROM {d} x {how} {lying} y ON x.k = y.k")
+            assert LABEL[form] in plan and "icefloe_present" in plan
+        right = f"SELECT * FROM {lying} x RIGHT JOIN {d} y ON x.k = y.k"
+        assert LABEL[form] in _same_answer(spark, right)
+    finally:
+        spark.sql(f"DROP TABLE {lying}")
 
 
 def test_rewrites_are_counted_and_dataframes_fire_too(spark: Any, tables: dict[str, str]) -> None:
@@ -295,13 +338,15 @@ def test_rewrites_are_counted_and_dataframes_fire_too(spark: Any, tables: dict[s
         assert salted == _rows(joined)
 
 
-def test_joins_spark_broadcasts_are_left_alone(spark: Any, tables: dict[str, str]) -> None:
+def test_joins_spark_broadcasts_are_left_alone(
+    spark: Any, tables: dict[str, str], form: str
+) -> None:
     f, d = tables["f"], tables["d"]
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
     try:
         _unchanged(spark, f"SELECT * FROM {f} x JOIN {d} y ON x.k = y.k")
         # a LEFT join cannot build on its left side: the preserved dimension is copied
-        assert "icefloe_salt(" in _same_answer(
+        assert LABEL[form] in _same_answer(
             spark, f"SELECT * FROM {d} x LEFT JOIN {f} y ON x.k = y.k"
         )
     finally:
@@ -327,7 +372,7 @@ def test_merge_into_a_reported_table_is_left_as_written(spark: Any, tables: dict
     with rule(spark, True):
         written = _optimized(spark, merge).split("dynamicpruning")[0]
         assert "MergeRows" in written
-        assert "icefloe_salt" not in written
+        assert "icefloe_" not in written
         spark.sql(merge)
     after = spark.sql(f"SELECT count(*), sum(v) FROM {target}").collect()[0]
     assert after[0] == before[0]

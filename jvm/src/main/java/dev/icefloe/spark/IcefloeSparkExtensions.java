@@ -14,7 +14,7 @@ public final class IcefloeSparkExtensions implements Function1<SparkSessionExten
 
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
-    extensions.injectOptimizerRule(SkewRule::new);
+    extensions.injectPreCBORule(SkewRule::new); // once, after the operator optimizations
     return BoxedUnit.UNIT;
   }
 }

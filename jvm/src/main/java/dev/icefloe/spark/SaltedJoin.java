@@ -113,7 +113,8 @@ final class SaltedJoin {
       AttributeReference copiedKey,
       Salts salts,
       boolean keepsCopies,
-      LogicalPlan presence) {}
+      LogicalPlan presence,
+      boolean isolate) {}
 
   private static Candidate candidate(
       Join join,
@@ -137,17 +138,23 @@ final class SaltedJoin {
         type == FullOuter$.MODULE$
             || type == LeftOuter$.MODULE$ && !saltLeft
             || type == RightOuter$.MODULE$ && saltLeft;
+    // isolating costs a hot key little (its rows skip the shuffle): every reported key is
+    // isolated, so the cold part keeps no key bigger than a partition's share either
+    boolean isolate = IsolatedJoin.applies(join, saltLeft, salts, settings);
+    List<Literal> hot = isolate ? salts.report.keys() : salts.keys;
     LogicalPlan presence = null;
-    if (keepsCopies && !salts.keys.isEmpty()) {
+    if (keepsCopies && !hot.isEmpty()) {
       if (terms != 1) {
         return null; // see the class comment
       }
-      presence = presence(salted, key, salts);
+      // the report never stands for the rows: a key it names may be gone, filtered out, or
+      // never there (a report is a table property anyone can write)
+      presence = presence(salted, key, hot);
       if (presence == null) {
         return null;
       }
     }
-    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, presence);
+    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, presence, isolate);
   }
 
   /**
@@ -182,10 +189,10 @@ final class SaltedJoin {
    * stops at the key's first row, which a hot key has near the start of every file. More
    * keys: {@code SELECT DISTINCT key ... WHERE key IN (hot)}, one full read of the column.
    */
-  private static LogicalPlan presence(LogicalPlan salted, AttributeReference key, Salts salts) {
-    if (salts.keys.size() <= PROBED_KEYS) {
+  static LogicalPlan presence(LogicalPlan salted, AttributeReference key, List<Literal> keys) {
+    if (keys.size() <= PROBED_KEYS) {
       List<LogicalPlan> probes = new ArrayList<>();
-      for (Literal hot : salts.keys) {
+      for (Literal hot : keys) {
         Map<ExprId, Attribute> ids = new HashMap<>();
         Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
         Attribute k = ids.get(key.exprId());
@@ -206,8 +213,7 @@ final class SaltedJoin {
     if (copy.isEmpty() || k == null) {
       return null;
     }
-    List<Expression> hot = new ArrayList<>(salts.keys);
-    Filter filter = new Filter(new In(k, Scala.seq(hot)), copy.get());
+    Filter filter = new Filter(new In(k, Scala.seq(new ArrayList<Expression>(keys))), copy.get());
     Alias present =
         new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
     return new Aggregate(
@@ -218,6 +224,9 @@ final class SaltedJoin {
   }
 
   private static Rewrite build(Join join, Candidate c) {
+    if (c.isolate) {
+      return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, c.presence);
+    }
     LogicalPlan salted = c.saltLeft ? join.left() : join.right();
     LogicalPlan copied = c.saltLeft ? join.right() : join.left();
     List<Attribute> saltedRow = Scala.list(salted.output());

@@ -20,6 +20,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
   static final String ENABLED = "spark.icefloe.skew.enabled";
   static final String MAX_SALTS = "spark.icefloe.skew.maxSalts";
   static final String AGGREGATES = "spark.icefloe.skew.aggregates";
+  static final String ISOLATE_MAX_BYTES = "spark.icefloe.skew.isolateMaxBytes";
   private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
   private static final AtomicLong REWRITES = new AtomicLong();
 
@@ -31,7 +32,12 @@ public final class SkewRule extends Rule<LogicalPlan> {
   }
 
   record Settings(
-      int partitions, int maxSalts, long nowMs, boolean aggregates, long broadcastBytes) {}
+      int partitions,
+      int maxSalts,
+      long nowMs,
+      boolean aggregates,
+      long broadcastBytes,
+      long isolateBytes) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
@@ -46,8 +52,15 @@ public final class SkewRule extends Rule<LogicalPlan> {
             Math.max(2, Integer.parseInt(conf().getConfString(MAX_SALTS, "32").trim())),
             System.currentTimeMillis(),
             Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
-            conf().autoBroadcastJoinThreshold());
+            conf().autoBroadcastJoinThreshold(),
+            isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")));
     return rewrite(plan, settings);
+  }
+
+  /** {@code isolateMaxBytes} as bytes ({@code 256m}, {@code 1g}...); negative: never isolate. */
+  static long isolateBytes(String value) {
+    String v = value.trim();
+    return v.startsWith("-") ? -1 : org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
   }
 
   /**

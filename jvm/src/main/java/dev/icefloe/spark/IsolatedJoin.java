@@ -1,0 +1,213 @@
+package dev.icefloe.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Not;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.plans.FullOuter$;
+import org.apache.spark.sql.catalyst.plans.Inner$;
+import org.apache.spark.sql.catalyst.plans.JoinType;
+import org.apache.spark.sql.catalyst.plans.LeftAnti$;
+import org.apache.spark.sql.catalyst.plans.LeftOuter$;
+import org.apache.spark.sql.catalyst.plans.LeftSemi$;
+import org.apache.spark.sql.catalyst.plans.RightOuter$;
+import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.SHUFFLE_HASH$;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import scala.Option;
+
+/**
+ * A join over reported hot keys, isolated: the reported (skewed) side's rows of the hot keys
+ * never go through a shuffle. The join becomes the {@code UNION ALL} of
+ *
+ * <ul>
+ *   <li><b>cold</b>: the same join of both sides without the hot keys (and without the
+ *       skewed side's NULL keys, which match nothing), shuffled, with no hot key left in it:
+ *       a shuffled hash join that builds the other side (bounded, see below) instead of
+ *       sorting both, unless the query hints otherwise;
+ *   <li><b>hot</b>: the skewed side's rows of the hot keys (and its NULL keys where its
+ *       unmatched rows are kept) joined with the other side's rows of the hot keys,
+ *       broadcast: a map-side join (inner, or outer on the skewed side when that side keeps
+ *       its unmatched rows; semi and anti as they are);
+ *   <li><b>absent</b>, when the other side keeps its unmatched rows (FULL; LEFT or RIGHT
+ *       whose preserved side is the other one; single-key equi-joins only): the other
+ *       side's rows of the hot keys that the skewed side does not hold, with NULLs for the
+ *       skewed side's columns ({@link SaltedJoin#presence}'s probes, broadcast).
+ * </ul>
+ *
+ * Every row of the plain join comes out of exactly one part: a pair of rows matches only on
+ * equal keys, and a key is hot or cold on both sides alike. Applies when the other side is
+ * small enough that its hot keys' rows can be broadcast whatever they are: Spark's estimate
+ * of the whole side is at most {@code spark.icefloe.skew.isolateMaxBytes}.
+ */
+final class IsolatedJoin {
+  private IsolatedJoin() {}
+
+  static final String LABEL = "icefloe_isolate";
+
+  /**
+   * Whether the join of {@code candidate} can be isolated under {@code settings}: the other
+   * side small enough, a hot key to isolate.
+   */
+  static boolean applies(Join join, boolean skewedLeft, Salts salts, SkewRule.Settings settings) {
+    if (salts.report.keys().isEmpty() || settings.isolateBytes() < 0) {
+      return false;
+    }
+    LogicalPlan other = skewedLeft ? join.right() : join.left();
+    return other.stats().sizeInBytes().compare(scala.math.BigInt.apply(settings.isolateBytes()))
+        <= 0;
+  }
+
+  /**
+   * The isolated form of {@code join}, whose {@code skewedKey} (a column of the side {@code
+   * skewedLeft} says) has the hot keys of {@code salts}; {@code presence} is the skewed
+   * side's hot keys it holds (null when the other side keeps no unmatched rows).
+   */
+  static SaltedJoin.Rewrite build(
+      Join join,
+      boolean skewedLeft,
+      AttributeReference skewedKey,
+      AttributeReference otherKey,
+      Salts salts,
+      LogicalPlan presence) {
+    JoinType type = join.joinType();
+    LogicalPlan skewed = skewedLeft ? join.left() : join.right();
+    LogicalPlan other = skewedLeft ? join.right() : join.left();
+    boolean anti = type == LeftAnti$.MODULE$;
+    boolean keepsSkewed =
+        type == FullOuter$.MODULE$
+            || type == LeftOuter$.MODULE$ && skewedLeft
+            || type == RightOuter$.MODULE$ && !skewedLeft;
+
+    List<Expression> keys = new ArrayList<>(salts.report.keys()); // every reported key
+    Expression hotSkewed = new In(skewedKey, Scala.seq(keys));
+    Expression hotOther = new In(otherKey, Scala.seq(keys));
+    LogicalPlan skewedCold = new Filter(new And(new IsNotNull(skewedKey), new Not(hotSkewed)), skewed);
+    LogicalPlan otherCold = new Filter(new Or(new Not(hotOther), new IsNull(otherKey)), other);
+    Expression skewedHotRows = keepsSkewed || anti ? new Or(hotSkewed, new IsNull(skewedKey)) : hotSkewed;
+    // the hot part joins on the skewed key renamed for EXPLAIN (a union drops the name)
+    Alias label =
+        new Alias(skewedKey, label(salts), Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+    List<NamedExpression> hotColumns = new ArrayList<>(Scala.list(skewed.output()));
+    hotColumns.add(label);
+    LogicalPlan skewedHot = new Project(Scala.seq(hotColumns), new Filter(skewedHotRows, skewed));
+    LogicalPlan otherHot = new Filter(hotOther, other);
+
+    // the cold part: a shuffled hash join building the other side (at most isolateMaxBytes,
+    // spread over the shuffle's partitions), not a sort of both; a user's hint stays
+    HintInfo hashed = HintInfo.apply(Scala.<JoinStrategyHint>some(SHUFFLE_HASH$.MODULE$));
+    JoinHint coldHint = join.hint();
+    if (coldHint.leftHint().isEmpty() && coldHint.rightHint().isEmpty()) {
+      coldHint =
+          skewedLeft
+              ? JoinHint.apply(Scala.none(), Scala.some(hashed))
+              : JoinHint.apply(Scala.some(hashed), Scala.none());
+    }
+    List<LogicalPlan> parts = new ArrayList<>();
+    parts.add(
+        new Join(
+            skewedLeft ? skewedCold : otherCold,
+            skewedLeft ? otherCold : skewedCold,
+            type,
+            join.condition(),
+            coldHint));
+
+    JoinType hotType = type;
+    if (type == FullOuter$.MODULE$ || type == LeftOuter$.MODULE$ || type == RightOuter$.MODULE$) {
+      hotType = !keepsSkewed ? Inner$.MODULE$ : skewedLeft ? LeftOuter$.MODULE$ : RightOuter$.MODULE$;
+    }
+    HintInfo broadcast = HintInfo.apply(Scala.<JoinStrategyHint>some(BROADCAST$.MODULE$));
+    Option<HintInfo> none = Scala.none();
+    JoinHint hint =
+        skewedLeft ? JoinHint.apply(none, Scala.some(broadcast)) : JoinHint.apply(Scala.some(broadcast), none);
+    Map<ExprId, Attribute> renamed = new HashMap<>();
+    renamed.put(skewedKey.exprId(), label.toAttribute());
+    Join hot =
+        new Join(
+            skewedLeft ? skewedHot : otherHot,
+            skewedLeft ? otherHot : skewedHot,
+            hotType,
+            Scala.some(Lineage.remap(join.condition().get(), renamed)),
+            hint);
+    List<NamedExpression> columns = new ArrayList<>(Scala.list(join.output()));
+    parts.add(new Project(Scala.seq(columns), hot));
+
+    if (presence != null) {
+      Attribute present = presence.output().head();
+      LogicalPlan absent =
+          new Join(
+              otherHot,
+              presence,
+              LeftAnti$.MODULE$,
+              Scala.some(new EqualTo(otherKey, present)),
+              JoinHint.apply(none, Scala.some(broadcast)));
+      parts.add(withNulls(join, absent, other));
+    }
+    String message =
+        "icefloe: isolated "
+            + type.sql()
+            + " join on "
+            + salts.source.tableName()
+            + "."
+            + salts.source.column().name()
+            + " ("
+            + salts.report.keys().size()
+            + " hot keys broadcast from the "
+            + (skewedLeft ? "right" : "left")
+            + " side)";
+    return new SaltedJoin.Rewrite(new Union(Scala.seq(parts), false, false), message);
+  }
+
+  /** What EXPLAIN shows: {@code icefloe_isolate(<table>.<column>: <k> hot keys, broadcast)}. */
+  private static String label(Salts salts) {
+    return LABEL
+        + "("
+        + salts.source.tableName()
+        + "."
+        + salts.source.column().name()
+        + ": "
+        + salts.report.keys().size()
+        + " hot keys, broadcast)";
+  }
+
+  /** {@code rows} (the other side's columns) with NULLs for the skewed side's, in order. */
+  private static LogicalPlan withNulls(Join join, LogicalPlan rows, LogicalPlan other) {
+    Set<ExprId> kept = new HashSet<>();
+    for (Attribute a : Scala.list(other.output())) {
+      kept.add(a.exprId());
+    }
+    List<NamedExpression> out = new ArrayList<>();
+    for (Attribute a : Scala.list(join.output())) {
+      if (kept.contains(a.exprId())) {
+        out.add(a);
+      } else {
+        Literal nothing = Literal.create(null, a.dataType());
+        out.add(new Alias(nothing, a.name(), Scala.newId(), Scala.seq(), Scala.none(), Scala.seq()));
+      }
+    }
+    return new Project(Scala.seq(out), rows);
+  }
+}
