@@ -2,21 +2,17 @@ package dev.icefloe.spark;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
-import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.IsNull;
-import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.expressions.Or;
@@ -47,15 +43,15 @@ import scala.Option;
  *   <li><b>cold</b>: the same join of both sides without the hot keys (and without the
  *       skewed side's NULL keys, which match nothing), shuffled, with no hot key left in it:
  *       a shuffled hash join that builds the other side (bounded, see below) instead of
- *       sorting both, unless the query hints otherwise;
+ *       sorting both, unless the query hints otherwise. When the other side keeps its
+ *       unmatched rows (FULL; LEFT or RIGHT whose preserved side is the other one;
+ *       single-key equi-joins only), its rows of the hot keys the skewed side does not hold
+ *       join here too, where they stay unmatched ({@link Presence#held} asks the skewed
+ *       side at run time);
  *   <li><b>hot</b>: the skewed side's rows of the hot keys (and its NULL keys where its
  *       unmatched rows are kept) joined with the other side's rows of the hot keys,
  *       broadcast: a map-side join (inner, or outer on the skewed side when that side keeps
- *       its unmatched rows; semi and anti as they are);
- *   <li><b>absent</b>, when the other side keeps its unmatched rows (FULL; LEFT or RIGHT
- *       whose preserved side is the other one; single-key equi-joins only): the other
- *       side's rows of the hot keys that the skewed side does not hold, with NULLs for the
- *       skewed side's columns ({@link SaltedJoin#presence}'s probes, broadcast).
+ *       its unmatched rows; semi and anti as they are).
  * </ul>
  *
  * Every row of the plain join comes out of exactly one part: a pair of rows matches only on
@@ -83,8 +79,9 @@ final class IsolatedJoin {
 
   /**
    * The isolated form of {@code join}, whose {@code skewedKey} (a column of the side {@code
-   * skewedLeft} says) has the hot keys of {@code salts}; {@code presence} is the skewed
-   * side's hot keys it holds (null when the other side keeps no unmatched rows).
+   * skewedLeft} says) has the hot keys of {@code salts}; {@code held} is true for the hot keys
+   * of {@code otherKey} the skewed side holds (null when the other side keeps no unmatched
+   * rows).
    */
   static SaltedJoin.Rewrite build(
       Join join,
@@ -92,7 +89,7 @@ final class IsolatedJoin {
       AttributeReference skewedKey,
       AttributeReference otherKey,
       Salts salts,
-      LogicalPlan presence) {
+      Expression held) {
     JoinType type = join.joinType();
     LogicalPlan skewed = skewedLeft ? join.left() : join.right();
     LogicalPlan other = skewedLeft ? join.right() : join.left();
@@ -106,7 +103,14 @@ final class IsolatedJoin {
     Expression hotSkewed = new In(skewedKey, Scala.seq(keys));
     Expression hotOther = new In(otherKey, Scala.seq(keys));
     LogicalPlan skewedCold = new Filter(new And(new IsNotNull(skewedKey), new Not(hotSkewed)), skewed);
-    LogicalPlan otherCold = new Filter(new Or(new Not(hotOther), new IsNull(otherKey)), other);
+    Expression coldOther = new Or(new Not(hotOther), new IsNull(otherKey));
+    if (held != null) {
+      // the other side's rows of a hot key the skewed side lacks join nothing: they go to the
+      // cold join, which keeps them unmatched (its filter, below its shuffle, runs the
+      // presence subqueries at the query's start, beside the skewed side's scan)
+      coldOther = new Or(coldOther, new Not(held));
+    }
+    LogicalPlan otherCold = new Filter(coldOther, other);
     Expression skewedHotRows = keepsSkewed || anti ? new Or(hotSkewed, new IsNull(skewedKey)) : hotSkewed;
     // the hot part joins on the skewed key renamed for EXPLAIN (a union drops the name)
     Alias label =
@@ -155,17 +159,6 @@ final class IsolatedJoin {
     List<NamedExpression> columns = new ArrayList<>(Scala.list(join.output()));
     parts.add(new Project(Scala.seq(columns), hot));
 
-    if (presence != null) {
-      Attribute present = presence.output().head();
-      LogicalPlan absent =
-          new Join(
-              otherHot,
-              presence,
-              LeftAnti$.MODULE$,
-              Scala.some(new EqualTo(otherKey, present)),
-              JoinHint.apply(none, Scala.some(broadcast)));
-      parts.add(withNulls(join, absent, other));
-    }
     String message =
         "icefloe: isolated "
             + type.sql()
@@ -191,23 +184,5 @@ final class IsolatedJoin {
         + ": "
         + salts.report.keys().size()
         + " hot keys, broadcast)";
-  }
-
-  /** {@code rows} (the other side's columns) with NULLs for the skewed side's, in order. */
-  private static LogicalPlan withNulls(Join join, LogicalPlan rows, LogicalPlan other) {
-    Set<ExprId> kept = new HashSet<>();
-    for (Attribute a : Scala.list(other.output())) {
-      kept.add(a.exprId());
-    }
-    List<NamedExpression> out = new ArrayList<>();
-    for (Attribute a : Scala.list(join.output())) {
-      if (kept.contains(a.exprId())) {
-        out.add(a);
-      } else {
-        Literal nothing = Literal.create(null, a.dataType());
-        out.add(new Alias(nothing, a.name(), Scala.newId(), Scala.seq(), Scala.none(), Scala.seq()));
-      }
-    }
-    return new Project(Scala.seq(out), rows);
   }
 }

@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.plans.FullOuter$;
 import org.apache.spark.sql.catalyst.plans.Inner$;
@@ -26,16 +27,10 @@ import org.apache.spark.sql.catalyst.plans.LeftAnti$;
 import org.apache.spark.sql.catalyst.plans.LeftOuter$;
 import org.apache.spark.sql.catalyst.plans.LeftSemi$;
 import org.apache.spark.sql.catalyst.plans.RightOuter$;
-import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
-import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Generate;
-import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
-import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
-import org.apache.spark.sql.catalyst.plans.logical.Limit$;
-import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 
@@ -46,16 +41,13 @@ import org.apache.spark.sql.catalyst.plans.logical.Project;
  * inner result is the plain one. When the copied side keeps its unmatched rows (FULL; LEFT
  * whose right side is salted; RIGHT whose left side is), its unmatched copies are dropped
  * but one, at its key's first salt value, and only when the salted side holds no row of that
- * key: {@link #presence} probes the salted side's hot keys (over a fresh copy of its
- * projections and filters, so it sees the same rows), broadcast to the copied side. That
- * needs the key to be the whole condition: a further condition could leave a row unmatched
- * in every salt.
+ * key: {@link Presence#held} asks the salted side at run time. That needs the key to be the
+ * whole condition: a further condition could leave a row unmatched in every salt.
  */
 final class SaltedJoin {
   private SaltedJoin() {}
 
   static final String MATCHED = "icefloe_matched";
-  static final String PRESENT = "icefloe_present";
 
   /** The rewritten join and what to log, or empty when the rule does not apply. */
   static Optional<Rewrite> rewrite(Join join, SkewRule.Settings settings) {
@@ -113,7 +105,7 @@ final class SaltedJoin {
       AttributeReference copiedKey,
       Salts salts,
       boolean keepsCopies,
-      LogicalPlan presence,
+      Expression held,
       boolean isolate) {}
 
   private static Candidate candidate(
@@ -142,19 +134,19 @@ final class SaltedJoin {
     // isolated, so the cold part keeps no key bigger than a partition's share either
     boolean isolate = IsolatedJoin.applies(join, saltLeft, salts, settings);
     List<Literal> hot = isolate ? salts.report.keys() : salts.keys;
-    LogicalPlan presence = null;
+    Expression held = null;
     if (keepsCopies && !hot.isEmpty()) {
       if (terms != 1) {
         return null; // see the class comment
       }
       // the report never stands for the rows: a key it names may be gone, filtered out, or
       // never there (a report is a table property anyone can write)
-      presence = presence(salted, key, hot);
-      if (presence == null) {
+      held = Presence.held(salted, key, hot, saltLeft ? rk : lk, settings.optimize());
+      if (held == null) {
         return null;
       }
     }
-    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, presence, isolate);
+    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, held, isolate);
   }
 
   /**
@@ -180,52 +172,9 @@ final class SaltedJoin {
     return copied.stats().sizeInBytes().compare(scala.math.BigInt.apply(s.broadcastBytes())) <= 0;
   }
 
-  /** Most hot keys asked one by one whether the salted side holds them. */
-  static final int PROBED_KEYS = 16;
-
-  /**
-   * The hot keys the salted side holds, as one column {@code icefloe_present}. Up to {@link
-   * #PROBED_KEYS} keys: one {@code LIMIT 1} probe a key, {@code UNION ALL}: every scan task
-   * stops at the key's first row, which a hot key has near the start of every file. More
-   * keys: {@code SELECT DISTINCT key ... WHERE key IN (hot)}, one full read of the column.
-   */
-  static LogicalPlan presence(LogicalPlan salted, AttributeReference key, List<Literal> keys) {
-    if (keys.size() <= PROBED_KEYS) {
-      List<LogicalPlan> probes = new ArrayList<>();
-      for (Literal hot : keys) {
-        Map<ExprId, Attribute> ids = new HashMap<>();
-        Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
-        Attribute k = ids.get(key.exprId());
-        if (copy.isEmpty() || k == null) {
-          return null;
-        }
-        LogicalPlan first =
-            (LogicalPlan) Limit$.MODULE$.apply(Scala.intLit(1), new Filter(new EqualTo(k, hot), copy.get()));
-        Alias present =
-            new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
-        probes.add(new Project(Scala.seq(List.<NamedExpression>of(present)), first));
-      }
-      return probes.size() == 1 ? probes.get(0) : new Union(Scala.seq(probes), false, false);
-    }
-    Map<ExprId, Attribute> ids = new HashMap<>();
-    Optional<LogicalPlan> copy = Lineage.freshCopy(salted, ids);
-    Attribute k = ids.get(key.exprId());
-    if (copy.isEmpty() || k == null) {
-      return null;
-    }
-    Filter filter = new Filter(new In(k, Scala.seq(new ArrayList<Expression>(keys))), copy.get());
-    Alias present =
-        new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
-    return new Aggregate(
-        Scala.seq(List.<Expression>of(k)),
-        Scala.seq(List.<NamedExpression>of(present)),
-        filter,
-        Scala.none());
-  }
-
   private static Rewrite build(Join join, Candidate c) {
     if (c.isolate) {
-      return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, c.presence);
+      return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, c.held);
     }
     LogicalPlan salted = c.saltLeft ? join.left() : join.right();
     LogicalPlan copied = c.saltLeft ? join.right() : join.left();
@@ -249,19 +198,6 @@ final class SaltedJoin {
     }
     LogicalPlan saltedSide = new Project(Scala.seq(saltedList), salted);
 
-    LogicalPlan copiedBase = copied;
-    Attribute present = null;
-    if (c.presence != null) {
-      present = c.presence.output().head();
-      HintInfo broadcast = HintInfo.apply(Scala.<JoinStrategyHint>some(BROADCAST$.MODULE$));
-      copiedBase =
-          new Join(
-              copied,
-              c.presence,
-              LeftOuter$.MODULE$,
-              Scala.some(new EqualTo(c.copiedKey, present)),
-              JoinHint.apply(Scala.none(), Scala.some(broadcast)));
-    }
     AttributeReference copySalt = Salts.saltAttribute(Salts.SALT);
     LogicalPlan copiedSide =
         new Generate(
@@ -270,14 +206,14 @@ final class SaltedJoin {
             false,
             Scala.none(),
             Scala.seq(List.<Attribute>of(copySalt)),
-            copiedBase);
+            copied);
 
     Expression cond = new And(join.condition().get(), new EqualTo(salt.toAttribute(), copySalt));
     LogicalPlan left = c.saltLeft ? saltedSide : copiedSide;
     LogicalPlan right = c.saltLeft ? copiedSide : saltedSide;
     LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), join.hint());
     if (c.keepsCopies) {
-      out = new Filter(keep(out, c, matched, copySalt, present), out);
+      out = new Filter(keep(out, c, matched, copySalt), out);
     }
     List<NamedExpression> output = new ArrayList<>(Scala.list(join.output()));
     String message =
@@ -303,7 +239,7 @@ final class SaltedJoin {
    * a key the salted side does not hold (a cold or NULL key has only that copy).
    */
   private static Expression keep(
-      LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt, Attribute present) {
+      LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt) {
     Map<ExprId, Attribute> out = new HashMap<>();
     for (Attribute a : Scala.list(join.output())) {
       out.put(a.exprId(), a);
@@ -311,7 +247,7 @@ final class SaltedJoin {
     Attribute m = out.get(matched.exprId());
     Attribute s = out.get(copySalt.exprId());
     Expression first = c.salts.firstCopyOf(out.get(c.copiedKey.exprId()));
-    Expression absent = present == null ? Literal.TrueLiteral() : new IsNull(out.get(present.exprId()));
+    Expression absent = c.held == null ? Literal.TrueLiteral() : new Not(c.held);
     return new Or(new IsNotNull(m), new Or(new IsNull(s), new And(new EqualTo(s, first), absent)));
   }
 }

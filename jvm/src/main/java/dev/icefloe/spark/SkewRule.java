@@ -2,6 +2,7 @@ package dev.icefloe.spark;
 
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
@@ -24,7 +25,11 @@ public final class SkewRule extends Rule<LogicalPlan> {
   private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
   private static final AtomicLong REWRITES = new AtomicLong();
 
-  public SkewRule(SparkSession session) {}
+  private final SparkSession session;
+
+  public SkewRule(SparkSession session) {
+    this.session = session;
+  }
 
   /** Joins and aggregations this JVM rewrote so far (tests and benchmarks read it). */
   public static long rewrites() {
@@ -37,7 +42,8 @@ public final class SkewRule extends Rule<LogicalPlan> {
       long nowMs,
       boolean aggregates,
       long broadcastBytes,
-      long isolateBytes) {}
+      long isolateBytes,
+      UnaryOperator<LogicalPlan> optimize) {}
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
@@ -53,7 +59,8 @@ public final class SkewRule extends Rule<LogicalPlan> {
             System.currentTimeMillis(),
             Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
             conf().autoBroadcastJoinThreshold(),
-            isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")));
+            isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")),
+            p -> session.sessionState().optimizer().execute(p));
     return rewrite(plan, settings);
   }
 

@@ -1,0 +1,118 @@
+package dev.icefloe.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.UnaryOperator;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.ArrayContains;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
+import org.apache.spark.sql.catalyst.expressions.aggregate.CollectSet;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Limit$;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Subquery;
+
+/**
+ * Which of the reported hot keys one side of a join holds, asked of its rows when the query
+ * runs: the report never stands for them (a key it names may be gone, filtered out, or never
+ * there; a report is a table property anyone can write).
+ *
+ * <p>The answer is a predicate over the other side's key, made of scalar subqueries over a
+ * fresh copy of the side's projections and filters (so they see the same rows). Spark runs
+ * them once, before the rows that use them, as jobs of their own: one key, {@code SELECT key
+ * ... WHERE key = <hot> LIMIT 1}, whose scan tasks stop at the key's first row (a hot key has
+ * one in the first batch of about every file); more keys, one {@code SELECT
+ * collect_set(key) ... WHERE key IN (<hot>)}, a read of the whole column.
+ */
+final class Presence {
+  private Presence() {}
+
+  /**
+   * Most hot keys asked one by one: a probe reads a batch of every file, the set a whole
+   * column, so a second key's probe costs about what the set does (measured in {@code
+   * bench/skew_sql_bench.py}).
+   */
+  static final int PROBED_KEYS = 1;
+
+  static final String PRESENT = "icefloe_present";
+
+  /**
+   * True when {@code x} is one of {@code keys} that {@code side} holds in its column {@code
+   * key}, false otherwise (for NULL too); null when the side cannot be read again ({@link
+   * Lineage#freshCopy}). {@code optimize} is the session's optimizer: a subquery made after
+   * Spark optimized the query's subqueries is optimized here.
+   */
+  static Expression held(
+      LogicalPlan side,
+      AttributeReference key,
+      List<Literal> keys,
+      Expression x,
+      UnaryOperator<LogicalPlan> optimize) {
+    if (keys.size() <= PROBED_KEYS) {
+      Expression any = null; // keys: one at least
+      for (Literal hot : keys) {
+        Map<ExprId, Attribute> ids = new HashMap<>();
+        Optional<LogicalPlan> copy = Lineage.freshCopy(side, ids);
+        Attribute k = ids.get(key.exprId());
+        if (copy.isEmpty() || k == null) {
+          return null;
+        }
+        LogicalPlan first =
+            (LogicalPlan)
+                Limit$.MODULE$.apply(
+                    Scala.intLit(1), column(k, new Filter(new EqualTo(k, hot), copy.get())));
+        Expression probed = new And(new EqualNullSafe(x, hot), new IsNotNull(subquery(first, optimize)));
+        any = any == null ? probed : new Or(any, probed);
+      }
+      return any;
+    }
+    Map<ExprId, Attribute> ids = new HashMap<>();
+    Optional<LogicalPlan> copy = Lineage.freshCopy(side, ids);
+    Attribute k = ids.get(key.exprId());
+    if (copy.isEmpty() || k == null) {
+      return null;
+    }
+    Filter hot = new Filter(new In(k, Scala.seq(new ArrayList<Expression>(keys))), copy.get());
+    Alias set =
+        new Alias(
+            new CollectSet(k).toAggregateExpression(),
+            PRESENT,
+            Scala.newId(),
+            Scala.seq(),
+            Scala.none(),
+            Scala.seq());
+    LogicalPlan all =
+        new Aggregate(Scala.seq(), Scala.seq(List.<NamedExpression>of(set)), hot, Scala.none());
+    Expression contains = new ArrayContains(subquery(all, optimize), x);
+    return new Coalesce(Scala.seq(List.<Expression>of(contains, Literal.FalseLiteral())));
+  }
+
+  private static LogicalPlan column(Attribute k, LogicalPlan rows) {
+    Alias present = new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+    return new Project(Scala.seq(List.<NamedExpression>of(present)), rows);
+  }
+
+  private static ScalarSubquery subquery(LogicalPlan plan, UnaryOperator<LogicalPlan> optimize) {
+    LogicalPlan optimized = ((Subquery) optimize.apply(new Subquery(plan, false))).child();
+    return new ScalarSubquery(
+        optimized, Scala.seq(), Scala.newId(), Scala.seq(), Scala.none(), Scala.none(), Scala.none());
+  }
+}
