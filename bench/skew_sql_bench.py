@@ -6,9 +6,9 @@ Iceberg tables, stores the fact table's hot-key report in its table property
 ``icefloe.skew.hot-keys.k`` (``optimizer.skew_report``) and runs plain SQL:
 
 * ``left_dim_fact``: dimension LEFT JOIN fact, the skewed side on the right (AQE cannot
-  split the preserved side; the rule adds its presence probes),
+  split the preserved side; the rule asks which hot keys the fact table holds),
 * ``left_fact_dim``: fact LEFT JOIN dimension (the salted side is the preserved one),
-* ``full_outer``: fact FULL OUTER JOIN dimension (presence probes),
+* ``full_outer``: fact FULL OUTER JOIN dimension (the same question),
 * ``group_by``: count, sum, avg by the hot key.
 
 Each with the rule on and off (``SET spark.icefloe.skew.enabled``) in the same session;
@@ -16,16 +16,17 @@ for ``group_by`` "on" also sets ``spark.icefloe.skew.aggregates=true`` (the rule
 GROUP BY alone by default). AQE on with its skew join on (Spark's thresholds), broadcast
 joins off (a dimension this small would be broadcast, and there would be no skew to
 handle), partition coalescing off (as in ``bench/skew_bench.py``: else AQE merges the
-small partitions into one or two tasks). Reps interleave on and off; figures are medians
-over the reps. Per query the "stage" is the one that read the most shuffle bytes
-(``jobs.skew.stage_metrics``): the max and median time of its tasks that read the shuffle
-(an isolated join's hot part runs in that stage too, as map-side join tasks over the fact
-table's splits: counted and shown apart); ``task-s`` sums every task
-of the query; ``mk16`` is the makespan its task times would have on 16 slots (LPT, stages
-one after another, as in ``bench/skew_bench.py``). What is timed is ``SELECT count(*),
-sum(xxhash64(*)) FROM (<query>)``: every run checks its result (row count, order-free
-checksum) against every other run of the query, rule on or off, and that the rule fired
-or not (``SkewRule.rewrites()``).
+small partitions into one or two tasks). Every query runs once each way untimed first (a
+first run compiles its plan's generated code: its first tasks are the slowest of any rep);
+reps interleave on and off; figures are medians over the reps. Per query the "stage" is
+the one that read the most shuffle bytes (``jobs.skew.stage_metrics``): the max and
+median time of its tasks that read the shuffle (an isolated join's hot part runs in that
+stage too, as map-side join tasks over the fact table's splits: counted and shown apart);
+``task-s`` sums every task of the query; ``mk16`` is the makespan its task times would
+have on 16 slots (LPT, stages one after another, as in ``bench/skew_bench.py``). What is
+timed is ``SELECT count(*), sum(CAST(xxhash64(*) AS DECIMAL(38, 0))) FROM (<query>)``:
+every run checks its result (row count, order-free checksum) against every other run of
+the query, rule on or off, and that the rule fired or not (``SkewRule.rewrites()``).
 
 Fact data of ``demo`` (the demo's skew section: 1 M rows, 20,000 keys) and ``large``
 (4 M rows, 200,000 keys): 30% of rows on key 0, 10% on key 1 (absent from the
@@ -36,7 +37,7 @@ The dimension has 1,000 keys more that the fact table never holds; 16 shuffle
 partitions; the fact table is 8 data files, one scan task each. Per size it also prints
 the partitions of the join's shuffle (Spark's ``pmod(hash(k, salt), n)``) the hot keys'
 salts land on, the max/median partition rows that predicts, and times the presence
-probes (``LIMIT 1`` per salted key) on their own.
+subqueries (a ``LIMIT 1`` for one hot key, a ``collect_set`` for more) on their own.
 
     .venv/bin/python bench/skew_sql_bench.py [--sizes demo,large,heavy]
         [--large-rows 4000000] [--reps 3] [--partitions 16] [--json out.json]
@@ -395,9 +396,11 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     cases = [c for c in QUERIES if c in args.cases]
     presence = checked(presence_probes([str(k) for k, _ in report.keys]))
     scans: list[dict[str, Any]] = []
-    for variant in ("off", "on"):  # warm-up: JIT, class loading, Iceberg metadata
-        warm = spark.sql(checked(QUERIES["group_by"]))
-        meter.collect("warm-up", warm, conf_of("group_by", variant))
+    # warm-up, untimed: one run of every query both ways (class loading, the JIT, each
+    # plan's generated code, Iceberg metadata), so no rep times a first run
+    for case in cases:
+        for variant in ("off", "on"):
+            meter.collect("warm-up", spark.sql(checked(QUERIES[case])), conf_of(case, variant))
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {"off": [], "on": []} for c in cases}
     for rep in range(args.reps):
         for case in cases:

@@ -48,6 +48,7 @@ final class SaltedJoin {
   private SaltedJoin() {}
 
   static final String MATCHED = "icefloe_matched";
+  static final String ABSENT = "icefloe_absent";
 
   /** The rewritten join and what to log, or empty when the rule does not apply. */
   static Optional<Rewrite> rewrite(Join join, SkewRule.Settings settings) {
@@ -198,6 +199,16 @@ final class SaltedJoin {
     }
     LogicalPlan saltedSide = new Project(Scala.seq(saltedList), salted);
 
+    // whether the salted side lacks a copied row's key: worked out on the copied side, below
+    // its shuffle, so Spark runs the presence subqueries at the query's start
+    LogicalPlan copiedBase = copied;
+    Alias absent = null;
+    if (c.held != null) {
+      absent = new Alias(new Not(c.held), ABSENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+      List<NamedExpression> columns = new ArrayList<>(Scala.list(copied.output()));
+      columns.add(absent);
+      copiedBase = new Project(Scala.seq(columns), copied);
+    }
     AttributeReference copySalt = Salts.saltAttribute(Salts.SALT);
     LogicalPlan copiedSide =
         new Generate(
@@ -206,14 +217,14 @@ final class SaltedJoin {
             false,
             Scala.none(),
             Scala.seq(List.<Attribute>of(copySalt)),
-            copied);
+            copiedBase);
 
     Expression cond = new And(join.condition().get(), new EqualTo(salt.toAttribute(), copySalt));
     LogicalPlan left = c.saltLeft ? saltedSide : copiedSide;
     LogicalPlan right = c.saltLeft ? copiedSide : saltedSide;
     LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), join.hint());
     if (c.keepsCopies) {
-      out = new Filter(keep(out, c, matched, copySalt), out);
+      out = new Filter(keep(out, c, matched, copySalt, absent), out);
     }
     List<NamedExpression> output = new ArrayList<>(Scala.list(join.output()));
     String message =
@@ -239,7 +250,7 @@ final class SaltedJoin {
    * a key the salted side does not hold (a cold or NULL key has only that copy).
    */
   private static Expression keep(
-      LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt) {
+      LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt, Alias absent) {
     Map<ExprId, Attribute> out = new HashMap<>();
     for (Attribute a : Scala.list(join.output())) {
       out.put(a.exprId(), a);
@@ -247,7 +258,7 @@ final class SaltedJoin {
     Attribute m = out.get(matched.exprId());
     Attribute s = out.get(copySalt.exprId());
     Expression first = c.salts.firstCopyOf(out.get(c.copiedKey.exprId()));
-    Expression absent = c.held == null ? Literal.TrueLiteral() : new Not(c.held);
-    return new Or(new IsNotNull(m), new Or(new IsNull(s), new And(new EqualTo(s, first), absent)));
+    Expression lacks = absent == null ? Literal.TrueLiteral() : out.get(absent.exprId());
+    return new Or(new IsNotNull(m), new Or(new IsNull(s), new And(new EqualTo(s, first), lacks)));
   }
 }
