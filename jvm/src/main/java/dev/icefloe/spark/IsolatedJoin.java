@@ -37,7 +37,7 @@ import scala.Option;
 
 /**
  * A join over reported hot keys, isolated: the reported (skewed) side's rows of the hot keys
- * never go through a shuffle. The join becomes the {@code UNION ALL} of
+ * never go through a shuffle. The join becomes the {@code UNION ALL} of (hot first)
  *
  * <ul>
  *   <li><b>cold</b>: the same join of both sides without the hot keys (and without the
@@ -157,7 +157,11 @@ final class IsolatedJoin {
             Scala.some(Lineage.remap(join.condition().get(), renamed)),
             hint);
     List<NamedExpression> columns = new ArrayList<>(Scala.list(join.output()));
-    parts.add(new Project(Scala.seq(columns), hot));
+    // the hot part first: its tasks (a map-side join over the reported side's splits) are
+    // the stage's longest, and the stage starts its tasks in the union's order, so the short
+    // shuffled ones fill in after them (longest first; against cold first, measured:
+    // 0.76-0.98x the wall at 1 M rows, 0.85-1.05x at 4 M)
+    parts.add(0, new Project(Scala.seq(columns), hot));
 
     String message =
         "icefloe: isolated "
