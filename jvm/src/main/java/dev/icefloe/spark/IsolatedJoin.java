@@ -21,7 +21,6 @@ import org.apache.spark.sql.catalyst.plans.Inner$;
 import org.apache.spark.sql.catalyst.plans.JoinType;
 import org.apache.spark.sql.catalyst.plans.LeftAnti$;
 import org.apache.spark.sql.catalyst.plans.LeftOuter$;
-import org.apache.spark.sql.catalyst.plans.LeftSemi$;
 import org.apache.spark.sql.catalyst.plans.RightOuter$;
 import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -55,7 +54,9 @@ import scala.Option;
  * </ul>
  *
  * Every row of the plain join comes out of exactly one part: a pair of rows matches only on
- * equal keys, and a key is hot or cold on both sides alike. Applies when the other side is
+ * equal keys, and a key is hot or cold on both sides alike (the other side's rows of a hot
+ * key the skewed side lacks are in both parts' inputs, but match in neither, and only the
+ * cold join keeps them unmatched). Applies when the other side is
  * small enough that its hot keys' rows can be broadcast whatever they are: Spark's estimate
  * of the whole side is at most {@code spark.icefloe.skew.isolateMaxBytes}.
  */

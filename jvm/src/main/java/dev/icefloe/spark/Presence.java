@@ -105,6 +105,12 @@ final class Presence {
     return new Coalesce(Scala.seq(List.<Expression>of(contains, Literal.FalseLiteral())));
   }
 
+  /** Whether {@code side} can be read again with its column {@code key} ({@link #held}). */
+  static boolean askable(LogicalPlan side, AttributeReference key) {
+    Map<ExprId, Attribute> ids = new HashMap<>();
+    return Lineage.freshCopy(side, ids).isPresent() && ids.get(key.exprId()) != null;
+  }
+
   private static LogicalPlan column(Attribute k, LogicalPlan rows) {
     Alias present = new Alias(k, PRESENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
     return new Project(Scala.seq(List.<NamedExpression>of(present)), rows);

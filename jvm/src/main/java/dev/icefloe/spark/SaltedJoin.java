@@ -30,7 +30,6 @@ import org.apache.spark.sql.catalyst.plans.RightOuter$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Generate;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
-import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 
@@ -95,7 +94,7 @@ final class SaltedJoin {
         }
       }
     }
-    return best == null ? Optional.empty() : Optional.of(build(join, best));
+    return best == null ? Optional.empty() : Optional.of(build(join, best, settings));
   }
 
   record Rewrite(LogicalPlan plan, String message) {}
@@ -106,7 +105,7 @@ final class SaltedJoin {
       AttributeReference copiedKey,
       Salts salts,
       boolean keepsCopies,
-      Expression held,
+      List<Literal> asked,
       boolean isolate) {}
 
   private static Candidate candidate(
@@ -135,19 +134,20 @@ final class SaltedJoin {
     // isolated, so the cold part keeps no key bigger than a partition's share either
     boolean isolate = IsolatedJoin.applies(join, saltLeft, salts, settings);
     List<Literal> hot = isolate ? salts.report.keys() : salts.keys;
-    Expression held = null;
+    List<Literal> asked = null;
     if (keepsCopies && !hot.isEmpty()) {
       if (terms != 1) {
         return null; // see the class comment
       }
       // the report never stands for the rows: a key it names may be gone, filtered out, or
-      // never there (a report is a table property anyone can write)
-      held = Presence.held(salted, key, hot, saltLeft ? rk : lk, settings.optimize());
-      if (held == null) {
+      // never there (a report is a table property anyone can write). Asked of the salted
+      // side once this candidate is the one rewritten (Presence.held optimizes subqueries)
+      if (!Presence.askable(salted, key)) {
         return null;
       }
+      asked = hot;
     }
-    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, held, isolate);
+    return new Candidate(saltLeft, key, saltLeft ? rk : lk, salts, keepsCopies, asked, isolate);
   }
 
   /**
@@ -173,9 +173,17 @@ final class SaltedJoin {
     return copied.stats().sizeInBytes().compare(scala.math.BigInt.apply(s.broadcastBytes())) <= 0;
   }
 
-  private static Rewrite build(Join join, Candidate c) {
+  private static Rewrite build(Join join, Candidate c, SkewRule.Settings settings) {
+    Expression held = null;
+    if (c.asked != null) {
+      LogicalPlan salted = c.saltLeft ? join.left() : join.right();
+      held = Presence.held(salted, c.saltedKey, c.asked, c.copiedKey, settings.optimize());
+      if (held == null) {
+        return null; // not reached: askable said a copy can be made
+      }
+    }
     if (c.isolate) {
-      return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, c.held);
+      return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, held);
     }
     LogicalPlan salted = c.saltLeft ? join.left() : join.right();
     LogicalPlan copied = c.saltLeft ? join.right() : join.left();
@@ -203,8 +211,8 @@ final class SaltedJoin {
     // its shuffle, so Spark runs the presence subqueries at the query's start
     LogicalPlan copiedBase = copied;
     Alias absent = null;
-    if (c.held != null) {
-      absent = new Alias(new Not(c.held), ABSENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
+    if (held != null) {
+      absent = new Alias(new Not(held), ABSENT, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
       List<NamedExpression> columns = new ArrayList<>(Scala.list(copied.output()));
       columns.add(absent);
       copiedBase = new Project(Scala.seq(columns), copied);
@@ -246,8 +254,9 @@ final class SaltedJoin {
 
   /**
    * Rows kept after a join whose copied side keeps unmatched rows: every matched row and
-   * every unmatched row of the salted side; of an unmatched copy, only the one at salt 0 of
-   * a key the salted side does not hold (a cold or NULL key has only that copy).
+   * every unmatched row of the salted side; of an unmatched copy, only the one at its key's
+   * first salt value, of a key the salted side does not hold (a cold or NULL key has only
+   * that copy, at salt 0).
    */
   private static Expression keep(
       LogicalPlan join, Candidate c, Alias matched, AttributeReference copySalt, Alias absent) {
