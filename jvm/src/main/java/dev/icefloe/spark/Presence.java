@@ -20,7 +20,6 @@ import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
-import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.aggregate.CollectSet;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
@@ -45,20 +44,16 @@ import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 final class Presence {
   private Presence() {}
 
-  /**
-   * Most hot keys asked one by one: a probe reads a batch of every file, the set a whole
-   * column, so a second key's probe costs about what the set does (measured in {@code
-   * bench/skew_sql_bench.py}).
-   */
-  static final int PROBED_KEYS = 1;
-
   static final String PRESENT = "icefloe_present";
 
   /**
    * True when {@code x} is one of {@code keys} that {@code side} holds in its column {@code
    * key}, false otherwise (for NULL too); null when the side cannot be read again ({@link
    * Lineage#freshCopy}). {@code optimize} is the session's optimizer: a subquery made after
-   * Spark optimized the query's subqueries is optimized here.
+   * Spark optimized the query's subqueries is optimized here. One key is probed with a
+   * {@code LIMIT 1}; more share one set: a probe reads a batch of every file, the set the
+   * whole column, so a second key's probe would cost about what the set does (measured in
+   * {@code bench/skew_sql_bench.py}).
    */
   static Expression held(
       LogicalPlan side,
@@ -66,29 +61,19 @@ final class Presence {
       List<Literal> keys,
       Expression x,
       UnaryOperator<LogicalPlan> optimize) {
-    if (keys.size() <= PROBED_KEYS) {
-      Expression any = null; // keys: one at least
-      for (Literal hot : keys) {
-        Map<ExprId, Attribute> ids = new HashMap<>();
-        Optional<LogicalPlan> copy = Lineage.freshCopy(side, ids);
-        Attribute k = ids.get(key.exprId());
-        if (copy.isEmpty() || k == null) {
-          return null;
-        }
-        LogicalPlan first =
-            (LogicalPlan)
-                Limit$.MODULE$.apply(
-                    Scala.intLit(1), column(k, new Filter(new EqualTo(k, hot), copy.get())));
-        Expression probed = new And(new EqualNullSafe(x, hot), new IsNotNull(subquery(first, optimize)));
-        any = any == null ? probed : new Or(any, probed);
-      }
-      return any;
-    }
     Map<ExprId, Attribute> ids = new HashMap<>();
     Optional<LogicalPlan> copy = Lineage.freshCopy(side, ids);
     Attribute k = ids.get(key.exprId());
     if (copy.isEmpty() || k == null) {
       return null;
+    }
+    if (keys.size() == 1) {
+      Literal hot = keys.get(0);
+      LogicalPlan first =
+          (LogicalPlan)
+              Limit$.MODULE$.apply(
+                  Scala.intLit(1), column(k, new Filter(new EqualTo(k, hot), copy.get())));
+      return new And(new EqualNullSafe(x, hot), new IsNotNull(subquery(first, optimize)));
     }
     Filter hot = new Filter(new In(k, Scala.seq(new ArrayList<Expression>(keys))), copy.get());
     Alias set =

@@ -94,7 +94,7 @@ final class SaltedJoin {
         }
       }
     }
-    return best == null ? Optional.empty() : Optional.of(build(join, best, settings));
+    return best == null ? Optional.empty() : Optional.ofNullable(build(join, best, settings));
   }
 
   record Rewrite(LogicalPlan plan, String message) {}
@@ -179,7 +179,7 @@ final class SaltedJoin {
       LogicalPlan salted = c.saltLeft ? join.left() : join.right();
       held = Presence.held(salted, c.saltedKey, c.asked, c.copiedKey, settings.optimize());
       if (held == null) {
-        return null; // not reached: askable said a copy can be made
+        return null; // not reached (askable said a copy can be made): the join left as written
       }
     }
     if (c.isolate) {
