@@ -37,7 +37,9 @@ The dimension has 1,000 keys more that the fact table never holds; 16 shuffle
 partitions; the fact table is 8 data files, one scan task each. Per size it also prints
 the partitions of the join's shuffle (Spark's ``pmod(hash(k, salt), n)``) the hot keys'
 salts land on, the max/median partition rows that predicts, and times the presence
-subqueries (a ``LIMIT 1`` for one hot key, a ``collect_set`` for more) on their own.
+subqueries (a ``LIMIT 1`` for one hot key, a ``collect_set`` for more) on their own: what
+the rule runs for the keys it cannot find in the fact table's files on the driver
+(``DriverProbe``; all of them with ``--conf spark.icefloe.skew.probeFiles=0``).
 
     .venv/bin/python bench/skew_sql_bench.py [--sizes demo,large,heavy]
         [--large-rows 4000000] [--reps 3] [--partitions 16] [--json out.json]
@@ -348,9 +350,9 @@ def checked(sql: str) -> str:
 
 
 def presence_probes(keys: list[str]) -> str:
-    """What an isolated join asks of the reported side when the other side keeps unmatched
-    rows (``Presence.held`` in ``jvm/``): one key, a ``LIMIT 1`` probe; more, the set of the
-    hot keys the column holds."""
+    """What an isolated join asks of the reported side's rows when the other side keeps
+    unmatched rows and the driver found no key in the files (``Presence.held`` in ``jvm/``):
+    one key, a ``LIMIT 1`` probe; more, the set of the hot keys the column holds."""
     if len(keys) == 1:
         return f"SELECT k FROM lake.{NS}.fact WHERE k = {keys[0]} LIMIT 1"
     return f"SELECT collect_set(k) FROM lake.{NS}.fact WHERE k IN ({', '.join(map(str, keys))})"
@@ -414,7 +416,7 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
         scans.append(meter.collect("presence probes", spark.sql(presence), {ENABLED: "false"}))
     scan = {k: statistics.median(r[k] for r in scans) for k in ("wall", "task_s")}
     print(
-        f"   presence probes alone (the isolated form's, rule off): wall "
+        f"   presence subqueries alone (rule off; the rule runs them only with probeFiles=0): wall "
         f"{scan['wall']:.2f}s, {scan['task_s']:.1f} task-s"
     )
     print(

@@ -31,11 +31,24 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 ENABLED = "spark.icefloe.skew.enabled"
 AGGREGATES = "spark.icefloe.skew.aggregates"
 ISOLATE = "spark.icefloe.skew.isolateMaxBytes"
+PROBE_FILES = "spark.icefloe.skew.probeFiles"
 LABEL = {"isolate": "icefloe_isolate(", "salt": "icefloe_salt("}
 FACT_ROWS = 6000
 # key -> share of the fact's rows: 1 and 2 are hot, 3 is hot and missing from the dimension
 HOT = {1: 0.30, 2: 0.15, 3: 0.10}
 NULL_SHARE = 0.10
+
+
+@contextmanager
+def probe_files(spark: Any, files: int) -> Iterator[None]:
+    """How many data files per hot key the rule may read on the driver to prove a key held
+    (``DriverProbe``); 0: every presence question is asked of the rows (subqueries)."""
+    before = spark.conf.get(PROBE_FILES, "2")
+    spark.conf.set(PROBE_FILES, str(files))
+    try:
+        yield
+    finally:
+        spark.conf.set(PROBE_FILES, before)
 
 
 @contextmanager
@@ -171,15 +184,17 @@ JOINS = {
 }
 
 
+@pytest.mark.parametrize("files", [2, 0], ids=["driver-probe", "rows-asked"])
 @pytest.mark.parametrize("fact_left", [True, False], ids=["fact-left", "fact-right"])
 @pytest.mark.parametrize("how", sorted(JOINS))
 def test_outer_and_inner_joins_equal_the_plain_join(
-    spark: Any, tables: dict[str, str], form: str, how: str, fact_left: bool
+    spark: Any, tables: dict[str, str], form: str, how: str, fact_left: bool, files: int
 ) -> None:
     f, d = tables["f"], tables["d"]
     a, b = (f, d) if fact_left else (d, f)
     query = f"SELECT x.k AS xk, y.k AS yk, x.*, y.* FROM {a} x {JOINS[how]} {b} y ON x.k = y.k"
-    plan = _same_answer(spark, query)
+    with probe_files(spark, files):
+        plan = _same_answer(spark, query)
     # salted: the keys that fill two partitions or more; isolated: every reported key
     keys = {"salt": 2, "isolate": 3}[form]
     assert f"{LABEL[form]}{f.replace('`', '')}.k: {keys} hot keys" in plan.replace("`", "")
@@ -304,26 +319,63 @@ def test_plan_unchanged_without_a_current_report(
     spark.sql(f"ALTER TABLE {plain} UNSET TBLPROPERTIES ('{property_name('k')}')")
 
 
-def test_a_report_never_stands_for_the_rows(spark: Any, tables: dict[str, str], form: str) -> None:
+@pytest.mark.parametrize("files", [2, 0], ids=["driver-probe", "rows-asked"])
+def test_a_report_never_stands_for_the_rows(
+    spark: Any, tables: dict[str, str], form: str, files: int
+) -> None:
     """Where the other side keeps its unmatched rows, which hot keys the reported side holds
-    is asked of that side (the presence probes), never taken from the report: a report at
-    the table's own snapshot that names a key the table does not hold (a table property
-    anyone can write) still gives the plain answer."""
+    is found in the table's data files on the driver (``DriverProbe``) or asked of the side's
+    rows (the presence subqueries), never taken from the report: a report at the table's own
+    snapshot that names a key the table does not hold (a table property anyone can write)
+    still gives the plain answer."""
     f, d = tables["f"], tables["d"]
-    plan = _same_answer(spark, f"SELECT * FROM {d} x LEFT JOIN {f} y ON x.k = y.k")
-    assert LABEL[form] in plan and "icefloe_present" in plan
-    lying = f.replace(".`f`", ".`lying`")
-    spark.sql(f"CREATE TABLE {lying} USING iceberg AS SELECT * FROM {f} WHERE k IS NULL OR k != 2")
+    with probe_files(spark, files):
+        plan = _same_answer(spark, f"SELECT * FROM {d} x LEFT JOIN {f} y ON x.k = y.k")
+        assert LABEL[form] in plan
+        # every hot key is in the fact table's files: none is left to ask of the rows
+        assert ("icefloe_present" in plan) == (files == 0)
+        lying = f.replace(".`f`", ".`lying`")
+        spark.sql(
+            f"CREATE TABLE {lying} USING iceberg AS SELECT * FROM {f} WHERE k IS NULL OR k != 2"
+        )
+        try:
+            snap = spark.sql(f"SELECT snapshot_id FROM {lying}.snapshots").collect()[0][0]
+            _store(spark, lying, _report(spark, f, "k", snapshot_id=snap))  # key 2: not there
+            for how in ("LEFT JOIN", "FULL JOIN"):
+                plan = _same_answer(spark, f"SELECT * FROM {d} x {how} {lying} y ON x.k = y.k")
+                assert LABEL[form] in plan and "icefloe_present" in plan
+            right = f"SELECT * FROM {lying} x RIGHT JOIN {d} y ON x.k = y.k"
+            assert LABEL[form] in _same_answer(spark, right)
+        finally:
+            spark.sql(f"DROP TABLE {lying}")
+
+
+def test_the_driver_probe_reads_only_live_rows(
+    spark: Any, tables: dict[str, str], form: str
+) -> None:
+    """A file a delete file applies to proves nothing (its row of the key may be deleted):
+    key 2's rows deleted merge-on-read stay in the data files, so the probe must not find
+    it there. A time-travel read is probed at its own snapshot: key 2 is in the first one
+    only."""
+    f, d = tables["f"], tables["d"]
+    mor = f.replace(".`f`", ".`mor`")
+    spark.sql(
+        f"CREATE TABLE {mor} USING iceberg TBLPROPERTIES ('format-version' = '2', "
+        f"'write.delete.mode' = 'merge-on-read') AS SELECT * FROM {f}"
+    )
     try:
-        snap = spark.sql(f"SELECT snapshot_id FROM {lying}.snapshots").collect()[0][0]
-        _store(spark, lying, _report(spark, f, "k", snapshot_id=snap))  # key 2: not there
+        first = spark.sql(f"SELECT snapshot_id FROM {mor}.snapshots").collect()[0][0]
+        spark.sql(f"DELETE FROM {mor} WHERE k = 2")
+        assert spark.sql(f"SELECT count(*) FROM {mor}.delete_files").collect()[0][0] > 0
+        _store(spark, mor, _report(spark, f, "k", computed_at_ms=int(time.time() * 1000)))
         for how in ("LEFT JOIN", "FULL JOIN"):
-            plan = _same_answer(spark, f"SELECT * FROM {d} x {how} {lying} y ON x.k = y.k")
-            assert LABEL[form] in plan and "icefloe_present" in plan
-        right = f"SELECT * FROM {lying} x RIGHT JOIN {d} y ON x.k = y.k"
-        assert LABEL[form] in _same_answer(spark, right)
+            plan = _same_answer(spark, f"SELECT * FROM {d} x {how} {mor} y ON x.k = y.k")
+            assert LABEL[form] in plan and "icefloe_present" in plan  # asked of the rows
+            old = f"SELECT * FROM {d} x {how} {mor} VERSION AS OF {first} y ON x.k = y.k"
+            plan = _same_answer(spark, old)
+            assert LABEL[form] in plan and "icefloe_present" not in plan  # found in files
     finally:
-        spark.sql(f"DROP TABLE {lying}")
+        spark.sql(f"DROP TABLE {mor}")
 
 
 def test_rewrites_are_counted_and_dataframes_fire_too(spark: Any, tables: dict[str, str]) -> None:

@@ -20,6 +20,7 @@ import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.aggregate.CollectSet;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
@@ -49,13 +50,38 @@ final class Presence {
   /**
    * True when {@code x} is one of {@code keys} that {@code side} holds in its column {@code
    * key}, false otherwise (for NULL too); null when the side cannot be read again ({@link
-   * Lineage#freshCopy}). {@code optimize} is the session's optimizer: a subquery made after
-   * Spark optimized the query's subqueries is optimized here. One key is probed with a
-   * {@code LIMIT 1}; more share one set: a probe reads a batch of every file, the set the
-   * whole column, so a second key's probe would cost about what the set does (measured in
-   * {@code bench/skew_sql_bench.py}).
+   * Lineage#freshCopy}). The keys {@link DriverProbe} finds in the table's files are a
+   * constant list; the rest are asked of the rows. {@code optimize} is the session's
+   * optimizer: a subquery made after Spark optimized the query's subqueries is optimized
+   * here. One key is probed with a {@code LIMIT 1}; more share one set: a probe reads a
+   * batch of every file, the set the whole column, so a second key's probe would cost about
+   * what the set does (measured in {@code bench/skew_sql_bench.py}).
    */
   static Expression held(
+      LogicalPlan side,
+      AttributeReference key,
+      List<Literal> keys,
+      Expression x,
+      SkewRule.Settings settings) {
+    List<Literal> found = DriverProbe.held(side, key, keys, settings.probeFiles());
+    List<Literal> rest = new ArrayList<>(keys);
+    rest.removeAll(found);
+    Expression known =
+        found.isEmpty()
+            ? null
+            : new Coalesce(
+                Scala.seq(
+                    List.<Expression>of(
+                        new In(x, Scala.seq(new ArrayList<Expression>(found))),
+                        Literal.FalseLiteral())));
+    if (rest.isEmpty()) {
+      return known;
+    }
+    Expression asked = asked(side, key, rest, x, settings.optimize());
+    return asked == null || known == null ? asked : new Or(known, asked);
+  }
+
+  private static Expression asked(
       LogicalPlan side,
       AttributeReference key,
       List<Literal> keys,

@@ -177,7 +177,7 @@ final class SaltedJoin {
     Expression held = null;
     if (c.asked != null) {
       LogicalPlan salted = c.saltLeft ? join.left() : join.right();
-      held = Presence.held(salted, c.saltedKey, c.asked, c.copiedKey, settings.optimize());
+      held = Presence.held(salted, c.saltedKey, c.asked, c.copiedKey, settings);
       if (held == null) {
         return null; // not reached (askable said a copy can be made): the join left as written
       }

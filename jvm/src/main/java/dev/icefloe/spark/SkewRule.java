@@ -22,6 +22,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
   static final String MAX_SALTS = "spark.icefloe.skew.maxSalts";
   static final String AGGREGATES = "spark.icefloe.skew.aggregates";
   static final String ISOLATE_MAX_BYTES = "spark.icefloe.skew.isolateMaxBytes";
+  static final String PROBE_FILES = "spark.icefloe.skew.probeFiles";
   private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
   private static final AtomicLong REWRITES = new AtomicLong();
 
@@ -43,6 +44,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
       boolean aggregates,
       long broadcastBytes,
       long isolateBytes,
+      int probeFiles,
       UnaryOperator<LogicalPlan> optimize) {}
 
   @Override
@@ -60,6 +62,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
             Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
             conf().autoBroadcastJoinThreshold(),
             isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")),
+            Math.max(0, Integer.parseInt(conf().getConfString(PROBE_FILES, "2").trim())),
             p -> session.sessionState().optimizer().execute(p));
     return rewrite(plan, settings);
   }

@@ -1,0 +1,247 @@
+package dev.icefloe.spark;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.TableScan;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.mapping.NameMapping;
+import org.apache.iceberg.mapping.NameMappingParser;
+import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.spark.SparkSchemaUtil;
+import org.apache.iceberg.spark.data.SparkParquetReaders;
+import org.apache.iceberg.spark.source.SparkTable;
+import org.apache.iceberg.types.TypeUtil;
+import org.apache.iceberg.types.Types;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which reported hot keys a side of a join holds, proven on the driver without a Spark job,
+ * when the side is a whole Iceberg table (its projections, at most without its NULL keys)
+ * read at its current snapshot: a live data file of that snapshot (no delete file applies
+ * to it) holds a row of the key. The files to read are those Iceberg's column statistics
+ * leave for {@code key = <hot>}, at most {@code files} per key, and of each only the key
+ * column until its first row of the key (a hot key has one in the first rows of about
+ * every file). A snapshot's files never change, so what was found at a snapshot is kept.
+ *
+ * <p>A key not found here is not taken as absent: {@link Presence} asks the side's rows
+ * for it when the query runs. Nothing is taken from the report either: it only names the
+ * keys to look for.
+ */
+final class DriverProbe {
+  private DriverProbe() {}
+
+  private static final Logger LOG = LoggerFactory.getLogger(DriverProbe.class);
+  private static final String SPARK_TABLE = "org.apache.iceberg.spark.source.SparkTable";
+  private static final int CACHED = 4096;
+  /** (table uuid, snapshot, column, key) to whether the snapshot's files hold the key. */
+  private static final Map<List<Object>, Boolean> SEEN =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>(64, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<List<Object>, Boolean> eldest) {
+              return size() > CACHED;
+            }
+          });
+
+  /** The keys of {@code keys} proven held by {@code side}'s column {@code key}. */
+  static List<Literal> held(
+      LogicalPlan side, AttributeReference key, List<Literal> keys, int files) {
+    if (files <= 0 || keys.isEmpty()) {
+      return List.of();
+    }
+    Optional<Lineage.Source> source = wholeTable(side, key.exprId());
+    if (source.isEmpty()) {
+      return List.of();
+    }
+    DataSourceV2Relation relation = source.get().relation();
+    // options could pick another snapshot, branch or an incremental read
+    if (!relation.table().getClass().getName().equals(SPARK_TABLE)
+        || !relation.options().isEmpty()) {
+      return List.of();
+    }
+    try {
+      return Files.held(relation.table(), source.get().column(), keys, files);
+    } catch (RuntimeException | LinkageError e) {
+      LOG.debug("icefloe: no driver probe of {}: {}", relation.table().name(), e.toString());
+      return List.of();
+    }
+  }
+
+  /**
+   * The table column behind {@code id} when {@code plan} keeps every row of the table whose
+   * column is not NULL: projections, and filters of {@code IS NOT NULL} on that column only.
+   */
+  static Optional<Lineage.Source> wholeTable(LogicalPlan plan, ExprId id) {
+    if (plan instanceof DataSourceV2Relation) {
+      return Lineage.trace(plan, id);
+    }
+    if (plan instanceof Filter filter) {
+      for (Expression term : Scala.conjuncts(filter.condition())) {
+        if (!(term instanceof IsNotNull n
+            && n.child() instanceof AttributeReference a
+            && a.exprId().equals(id))) {
+          return Optional.empty();
+        }
+      }
+      return wholeTable(filter.child(), id);
+    }
+    if (plan instanceof Project project) {
+      for (NamedExpression ne : Scala.list(project.projectList())) {
+        if (!ne.exprId().equals(id)) {
+          continue;
+        }
+        if (ne instanceof AttributeReference) {
+          return wholeTable(project.child(), id);
+        }
+        if (ne instanceof Alias alias && alias.child() instanceof AttributeReference a) {
+          return wholeTable(project.child(), a.exprId());
+        }
+        return Optional.empty();
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** The Iceberg side, loaded only for a table {@link #held} found to be Iceberg's. */
+  private static final class Files {
+    private Files() {}
+
+    static List<Literal> held(
+        org.apache.spark.sql.connector.catalog.Table sparkTable,
+        AttributeReference column,
+        List<Literal> keys,
+        int files) {
+      SparkTable spark = (SparkTable) sparkTable;
+      Long snapshot = spark.snapshotId();
+      if (snapshot == null) {
+        return List.of(); // an empty table holds nothing; the rows say so quickly
+      }
+      Table table = spark.table();
+      List<Literal> out = new ArrayList<>();
+      for (Literal key : keys) {
+        List<Object> id = List.of(table.uuid().toString(), snapshot, column.name(), key);
+        Boolean found = SEEN.get(id);
+        if (found == null) {
+          found = holds(table, snapshot, column, key, files);
+          SEEN.put(id, found);
+        }
+        if (found) {
+          out.add(key);
+        }
+      }
+      return out;
+    }
+
+    private static boolean holds(
+        Table table, long snapshot, AttributeReference column, Literal key, int files) {
+      TableScan scan = table.newScan().useSnapshot(snapshot).caseSensitive(true);
+      Types.NestedField field = scan.schema().findField(column.name());
+      if (field == null
+          || !SparkSchemaUtil.convert(field.type()).sameType(column.dataType())
+          || key.value() == null) {
+        return false;
+      }
+      Schema projected = TypeUtil.select(scan.schema(), Set.of(field.fieldId()));
+      Object value = icebergValue(key);
+      org.apache.iceberg.expressions.Expression filter =
+          value == null ? Expressions.alwaysTrue() : Expressions.equal(column.name(), value);
+      String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
+      NameMapping names = mapping == null ? null : NameMappingParser.fromJson(mapping);
+      int read = 0;
+      int seen = 0;
+      try (CloseableIterable<FileScanTask> tasks = scan.filter(filter).planFiles()) {
+        for (FileScanTask task : tasks) {
+          if (++seen > 16 * files || read >= files) {
+            break;
+          }
+          DataFile file = task.file();
+          if (!task.deletes().isEmpty()
+              || file.format() != FileFormat.PARQUET
+              || file.keyMetadata() != null) {
+            continue; // rows a delete may remove, another format, or encrypted: not read
+          }
+          read++;
+          if (contains(table, task, projected, names, filter, key)) {
+            return true;
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      return false;
+    }
+
+    private static boolean contains(
+        Table table,
+        FileScanTask task,
+        Schema projected,
+        NameMapping names,
+        org.apache.iceberg.expressions.Expression filter,
+        Literal key) {
+      Parquet.ReadBuilder read =
+          Parquet.read(table.io().newInputFile(task.file().location()))
+              .project(projected)
+              .split(task.start(), task.length())
+              .filter(filter)
+              .caseSensitive(true)
+              .createReaderFunc(schema -> SparkParquetReaders.buildReader(projected, schema));
+      if (names != null) {
+        read = read.withNameMapping(names);
+      }
+      DataType type = key.dataType();
+      try (CloseableIterable<InternalRow> rows = read.build()) {
+        for (InternalRow row : rows) {
+          if (!row.isNullAt(0) && key.value().equals(row.get(0, type))) {
+            return true;
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      return false;
+    }
+
+    /** {@code key} as an Iceberg literal's value, or null when it is read unfiltered. */
+    private static Object icebergValue(Literal key) {
+      DataType type = key.dataType();
+      if (type.sameType(DataTypes.LongType)
+          || type.sameType(DataTypes.IntegerType)
+          || type.sameType(DataTypes.DateType)) {
+        return key.value(); // Long, Integer, Integer days
+      }
+      if (type.sameType(DataTypes.StringType)) {
+        return key.value().toString();
+      }
+      return null;
+    }
+  }
+}
