@@ -50,8 +50,8 @@ final class Presence {
   /**
    * True when {@code x} is one of {@code keys} that {@code side} holds in its column {@code
    * key}, false otherwise (for NULL too); null when the side cannot be read again ({@link
-   * Lineage#freshCopy}). The keys {@link DriverProbe} finds in the table's files are a
-   * constant list; the rest are asked of the rows. {@code optimize} is the session's
+   * Lineage#freshCopy}). The keys {@code found} in the table's files ({@link DriverProbe})
+   * are a constant list; the rest are asked of the rows. {@code optimize} is the session's
    * optimizer: a subquery made after Spark optimized the query's subqueries is optimized
    * here. One key is probed with a {@code LIMIT 1}; more share one set: a probe reads a
    * batch of every file, the set the whole column, so a second key's probe would cost about
@@ -61,9 +61,9 @@ final class Presence {
       LogicalPlan side,
       AttributeReference key,
       List<Literal> keys,
+      List<Literal> found,
       Expression x,
-      SkewRule.Settings settings) {
-    List<Literal> found = DriverProbe.held(side, key, keys, settings.probeFiles());
+      UnaryOperator<LogicalPlan> optimize) {
     List<Literal> rest = new ArrayList<>(keys);
     rest.removeAll(found);
     Expression known =
@@ -77,7 +77,7 @@ final class Presence {
     if (rest.isEmpty()) {
       return known;
     }
-    Expression asked = asked(side, key, rest, x, settings.optimize());
+    Expression asked = asked(side, key, rest, x, optimize);
     return asked == null || known == null ? asked : new Or(known, asked);
   }
 

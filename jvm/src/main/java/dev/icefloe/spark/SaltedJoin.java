@@ -174,10 +174,16 @@ final class SaltedJoin {
   }
 
   private static Rewrite build(Join join, Candidate c, SkewRule.Settings settings) {
+    LogicalPlan salted = c.saltLeft ? join.left() : join.right();
     Expression held = null;
     if (c.asked != null) {
-      LogicalPlan salted = c.saltLeft ? join.left() : join.right();
-      held = Presence.held(salted, c.saltedKey, c.asked, c.copiedKey, settings);
+      List<Literal> found = DriverProbe.held(salted, c.saltedKey, c.asked, settings.probeFiles());
+      if (c.isolate && found.size() == c.asked.size()) {
+        // the skewed side holds every hot key: the other side's hot rows all match in the
+        // hot part, none is left for the cold join to keep unmatched
+        return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, null);
+      }
+      held = Presence.held(salted, c.saltedKey, c.asked, found, c.copiedKey, settings.optimize());
       if (held == null) {
         return null; // not reached (askable said a copy can be made): the join left as written
       }
@@ -185,7 +191,6 @@ final class SaltedJoin {
     if (c.isolate) {
       return IsolatedJoin.build(join, c.saltLeft, c.saltedKey, c.copiedKey, c.salts, held);
     }
-    LogicalPlan salted = c.saltLeft ? join.left() : join.right();
     LogicalPlan copied = c.saltLeft ? join.right() : join.left();
     List<Attribute> saltedRow = Scala.list(salted.output());
 
