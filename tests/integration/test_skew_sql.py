@@ -378,6 +378,26 @@ def test_the_driver_probe_reads_only_live_rows(
         spark.sql(f"DROP TABLE {mor}")
 
 
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [(PROBE_FILES, "two"), ("spark.icefloe.skew.maxSalts", "many"), (ISOLATE, "big")],
+)
+def test_a_bad_setting_fails_the_query_naming_it(
+    spark: Any, tables: dict[str, str], key: str, bad: str
+) -> None:
+    f, d = tables["f"], tables["d"]
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, bad)
+    try:
+        with pytest.raises(Exception, match=re.escape(f"{key} must be")):
+            spark.sql(f"SELECT * FROM {d} x LEFT JOIN {f} y ON x.k = y.k").collect()
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
 def test_rewrites_are_counted_and_dataframes_fire_too(spark: Any, tables: dict[str, str]) -> None:
     f, d = tables["f"], tables["d"]
     rule_class = spark._jvm.dev.icefloe.spark.SkewRule

@@ -57,12 +57,12 @@ public final class SkewRule extends Rule<LogicalPlan> {
     Settings settings =
         new Settings(
             conf().numShufflePartitions(),
-            Math.max(2, Integer.parseInt(conf().getConfString(MAX_SALTS, "32").trim())),
+            Math.max(2, intConf(MAX_SALTS, "32")),
             System.currentTimeMillis(),
             Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
             conf().autoBroadcastJoinThreshold(),
             isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")),
-            Math.max(0, Integer.parseInt(conf().getConfString(PROBE_FILES, "2").trim())),
+            Math.max(0, intConf(PROBE_FILES, "2")),
             p -> session.sessionState().optimizer().execute(p));
     return rewrite(plan, settings);
   }
@@ -70,7 +70,22 @@ public final class SkewRule extends Rule<LogicalPlan> {
   /** {@code isolateMaxBytes} as bytes ({@code 256m}, {@code 1g}...); negative: never isolate. */
   static long isolateBytes(String value) {
     String v = value.trim();
-    return v.startsWith("-") ? -1 : org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
+    try {
+      return v.startsWith("-") ? -1 : org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          ISOLATE_MAX_BYTES + " must be a size such as 256m or -1, got '" + v + "'");
+    }
+  }
+
+  /** The setting {@code name} as an int: a bad value fails the query, naming the setting. */
+  private int intConf(String name, String fallback) {
+    String v = conf().getConfString(name, fallback).trim();
+    try {
+      return Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be an integer, got '" + v + "'");
+    }
   }
 
   /**
