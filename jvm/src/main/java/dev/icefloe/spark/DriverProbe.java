@@ -27,16 +27,9 @@ import org.apache.iceberg.spark.source.SparkTable;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
-import org.apache.spark.sql.catalyst.expressions.ExprId;
-import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
-import org.apache.spark.sql.catalyst.expressions.NamedExpression;
-import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -78,7 +71,7 @@ final class DriverProbe {
     if (files <= 0 || keys.isEmpty()) {
       return List.of();
     }
-    Optional<Lineage.Source> source = wholeTable(side, key.exprId());
+    Optional<Lineage.Source> source = Lineage.trace(side, key.exprId(), true);
     if (source.isEmpty()) {
       return List.of();
     }
@@ -94,41 +87,6 @@ final class DriverProbe {
       LOG.debug("icefloe: no driver probe of {}: {}", relation.table().name(), e.toString());
       return List.of();
     }
-  }
-
-  /**
-   * The table column behind {@code id} when {@code plan} keeps every row of the table whose
-   * column is not NULL: projections, and filters of {@code IS NOT NULL} on that column only.
-   */
-  static Optional<Lineage.Source> wholeTable(LogicalPlan plan, ExprId id) {
-    if (plan instanceof DataSourceV2Relation) {
-      return Lineage.trace(plan, id);
-    }
-    if (plan instanceof Filter filter) {
-      for (Expression term : Scala.conjuncts(filter.condition())) {
-        if (!(term instanceof IsNotNull n
-            && n.child() instanceof AttributeReference a
-            && a.exprId().equals(id))) {
-          return Optional.empty();
-        }
-      }
-      return wholeTable(filter.child(), id);
-    }
-    if (plan instanceof Project project) {
-      for (NamedExpression ne : Scala.list(project.projectList())) {
-        if (!ne.exprId().equals(id)) {
-          continue;
-        }
-        if (ne instanceof AttributeReference) {
-          return wholeTable(project.child(), id);
-        }
-        if (ne instanceof Alias alias && alias.child() instanceof AttributeReference a) {
-          return wholeTable(project.child(), a.exprId());
-        }
-        return Optional.empty();
-      }
-    }
-    return Optional.empty();
   }
 
   /** The Iceberg side, loaded only for a table {@link #held} found to be Iceberg's. */

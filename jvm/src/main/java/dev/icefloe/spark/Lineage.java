@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -33,6 +34,14 @@ final class Lineage {
   }
 
   static Optional<Source> trace(LogicalPlan plan, ExprId id) {
+    return trace(plan, id, false);
+  }
+
+  /**
+   * {@link #trace}, and with {@code everyRow} only through filters of {@code IS NOT NULL} on
+   * the column itself: the plan then holds every row of the table whose column is not NULL.
+   */
+  static Optional<Source> trace(LogicalPlan plan, ExprId id, boolean everyRow) {
     if (plan instanceof DataSourceV2Relation relation) {
       for (AttributeReference a : Scala.list(relation.output())) {
         if (a.exprId().equals(id)) {
@@ -42,7 +51,15 @@ final class Lineage {
       return Optional.empty();
     }
     if (plan instanceof Filter filter) {
-      return trace(filter.child(), id);
+      for (Expression term : Scala.conjuncts(filter.condition())) {
+        if (everyRow
+            && !(term instanceof IsNotNull n
+                && n.child() instanceof AttributeReference a
+                && a.exprId().equals(id))) {
+          return Optional.empty();
+        }
+      }
+      return trace(filter.child(), id, everyRow);
     }
     if (plan instanceof Project project) {
       for (NamedExpression ne : Scala.list(project.projectList())) {
@@ -50,10 +67,10 @@ final class Lineage {
           continue;
         }
         if (ne instanceof AttributeReference) {
-          return trace(project.child(), id);
+          return trace(project.child(), id, everyRow);
         }
         if (ne instanceof Alias alias && alias.child() instanceof AttributeReference a) {
-          return trace(project.child(), a.exprId());
+          return trace(project.child(), a.exprId(), everyRow);
         }
         return Optional.empty();
       }
