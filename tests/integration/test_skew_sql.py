@@ -378,6 +378,26 @@ def test_the_driver_probe_reads_only_live_rows(
         spark.sql(f"DROP TABLE {mor}")
 
 
+def test_the_driver_probe_reads_the_column_the_query_reads(
+    spark: Any, tables: dict[str, str], form: str
+) -> None:
+    """A schema change makes no snapshot: after ``k`` is renamed and a new, empty ``k``
+    added, the current snapshot's own schema still calls the old column ``k``. The query
+    reads the new one, so the probe must not prove the old column's keys."""
+    f, d = tables["f"], tables["d"]
+    moved = f.replace(".`f`", ".`moved`")
+    spark.sql(f"CREATE TABLE {moved} USING iceberg AS SELECT * FROM {f}")
+    try:
+        spark.sql(f"ALTER TABLE {moved} RENAME COLUMN k TO k_old")
+        spark.sql(f"ALTER TABLE {moved} ADD COLUMN k BIGINT")
+        _store(spark, moved, _report(spark, f, "k"))  # keys 1, 2, 3: none in the new k
+        for how in ("LEFT JOIN", "FULL JOIN"):
+            plan = _same_answer(spark, f"SELECT * FROM {d} x {how} {moved} y ON x.k = y.k")
+            assert LABEL[form] in plan and "icefloe_present" in plan
+    finally:
+        spark.sql(f"DROP TABLE {moved}")
+
+
 @pytest.mark.parametrize(
     ("key", "bad"),
     [(PROBE_FILES, "two"), ("spark.icefloe.skew.maxSalts", "many"), (ISOLATE, "big")],

@@ -55,7 +55,7 @@ final class DriverProbe {
   private static final Logger LOG = LoggerFactory.getLogger(DriverProbe.class);
   private static final String SPARK_TABLE = "org.apache.iceberg.spark.source.SparkTable";
   private static final int CACHED = 4096;
-  /** (table uuid, snapshot, column, key) to whether the snapshot's files hold the key. */
+  /** (table uuid, snapshot, field id, key) to whether the snapshot's files hold the key. */
   private static final Map<List<Object>, Boolean> SEEN =
       Collections.synchronizedMap(
           new LinkedHashMap<>(64, 0.75f, true) {
@@ -104,12 +104,23 @@ final class DriverProbe {
         return List.of(); // an empty table holds nothing; the rows say so quickly
       }
       Table table = spark.table();
+      TableScan scan = table.newScan().useSnapshot(snapshot).caseSensitive(true);
+      // the column by name in the snapshot's schema and in the table's current one (Spark
+      // reads the current one unless it travels in time): the same field in both, or no probe
+      Types.NestedField field = scan.schema().findField(column.name());
+      Types.NestedField now = table.schema().findField(column.name());
+      if (field == null
+          || now == null
+          || field.fieldId() != now.fieldId()
+          || !SparkSchemaUtil.convert(field.type()).sameType(column.dataType())) {
+        return List.of();
+      }
       List<Literal> out = new ArrayList<>();
       for (Literal key : keys) {
-        List<Object> id = List.of(table.uuid().toString(), snapshot, column.name(), key);
+        List<Object> id = List.of(table.uuid().toString(), snapshot, field.fieldId(), key);
         Boolean found = SEEN.get(id);
         if (found == null) {
-          found = holds(table, snapshot, column, key, files);
+          found = key.value() != null && holds(table, scan, field, key, files);
           SEEN.put(id, found);
         }
         if (found) {
@@ -120,18 +131,11 @@ final class DriverProbe {
     }
 
     private static boolean holds(
-        Table table, long snapshot, AttributeReference column, Literal key, int files) {
-      TableScan scan = table.newScan().useSnapshot(snapshot).caseSensitive(true);
-      Types.NestedField field = scan.schema().findField(column.name());
-      if (field == null
-          || !SparkSchemaUtil.convert(field.type()).sameType(column.dataType())
-          || key.value() == null) {
-        return false;
-      }
+        Table table, TableScan scan, Types.NestedField field, Literal key, int files) {
       Schema projected = TypeUtil.select(scan.schema(), Set.of(field.fieldId()));
       Object value = icebergValue(key);
       org.apache.iceberg.expressions.Expression filter =
-          value == null ? Expressions.alwaysTrue() : Expressions.equal(column.name(), value);
+          value == null ? Expressions.alwaysTrue() : Expressions.equal(field.name(), value);
       String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
       NameMapping names = mapping == null ? null : NameMappingParser.fromJson(mapping);
       int read = 0;
