@@ -22,10 +22,12 @@ import org.apache.iceberg.mapping.NameMapping;
 import org.apache.iceberg.mapping.NameMappingParser;
 import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.spark.SparkSchemaUtil;
+import org.apache.iceberg.spark.SparkUtil;
 import org.apache.iceberg.spark.data.SparkParquetReaders;
 import org.apache.iceberg.spark.source.SparkTable;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.PartitionUtil;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -112,12 +114,16 @@ final class DriverProbe {
       if (field == null
           || now == null
           || field.fieldId() != now.fieldId()
-          || !SparkSchemaUtil.convert(field.type()).sameType(column.dataType())) {
-        return List.of();
+          || !SparkSchemaUtil.convert(field.type()).sameType(column.dataType())
+          || column.dataType().sameType(DataTypes.BinaryType) // byte[] never equals
+          || !SparkSchemaUtil.convert(table.schema()).equals(sparkTable.schema())) {
+        return List.of(); // the last: the table object changed schema since Spark loaded it
       }
       List<Literal> out = new ArrayList<>();
       for (Literal key : keys) {
-        List<Object> id = List.of(table.uuid().toString(), snapshot, field.fieldId(), key);
+        // a name mapping (files without field ids) can change without a snapshot
+        String mapping = table.properties().getOrDefault(TableProperties.DEFAULT_NAME_MAPPING, "");
+        List<Object> id = List.of(table.uuid().toString(), snapshot, field.fieldId(), mapping, key);
         Boolean found = SEEN.get(id);
         if (found == null) {
           found = key.value() != null && holds(table, scan, field, key, files);
@@ -142,7 +148,7 @@ final class DriverProbe {
       int seen = 0;
       try (CloseableIterable<FileScanTask> tasks = scan.filter(filter).planFiles()) {
         for (FileScanTask task : tasks) {
-          if (++seen > 16 * files || read >= files) {
+          if (++seen > 16L * files || read >= files) {
             break;
           }
           DataFile file = task.file();
@@ -152,7 +158,7 @@ final class DriverProbe {
             continue; // rows a delete may remove, another format, or encrypted: not read
           }
           read++;
-          if (contains(table, task, projected, names, filter, key)) {
+          if (contains(table, task, projected, names, key)) {
             return true;
           }
         }
@@ -162,20 +168,23 @@ final class DriverProbe {
       return false;
     }
 
+    /**
+     * Whether the split of {@code task} holds a row of {@code key}, read as Iceberg's Spark
+     * readers read it: an identity partition's value from the file's partition, not from
+     * the file, and row groups pruned by the task's residual only.
+     */
     private static boolean contains(
-        Table table,
-        FileScanTask task,
-        Schema projected,
-        NameMapping names,
-        org.apache.iceberg.expressions.Expression filter,
-        Literal key) {
+        Table table, FileScanTask task, Schema projected, NameMapping names, Literal key) {
+      Map<Integer, ?> constants = PartitionUtil.constantsMap(task, SparkUtil::internalToSpark);
       Parquet.ReadBuilder read =
-          Parquet.read(table.io().newInputFile(task.file().location()))
+          Parquet.read(
+                  table.io().newInputFile(task.file().location(), task.file().fileSizeInBytes()))
               .project(projected)
               .split(task.start(), task.length())
-              .filter(filter)
+              .filter(task.residual())
               .caseSensitive(true)
-              .createReaderFunc(schema -> SparkParquetReaders.buildReader(projected, schema));
+              .createReaderFunc(
+                  schema -> SparkParquetReaders.buildReader(projected, schema, constants));
       if (names != null) {
         read = read.withNameMapping(names);
       }
