@@ -57,7 +57,7 @@ final class DriverProbe {
   private static final Logger LOG = LoggerFactory.getLogger(DriverProbe.class);
   private static final String SPARK_TABLE = "org.apache.iceberg.spark.source.SparkTable";
   private static final int CACHED = 4096;
-  /** (table uuid, snapshot, field id, key) to whether the snapshot's files hold the key. */
+  /** (table uuid, snapshot, field id, name mapping, key) to whether the files hold the key. */
   private static final Map<List<Object>, Boolean> SEEN =
       Collections.synchronizedMap(
           new LinkedHashMap<>(64, 0.75f, true) {
@@ -119,14 +119,15 @@ final class DriverProbe {
           || !SparkSchemaUtil.convert(table.schema()).equals(sparkTable.schema())) {
         return List.of(); // the last: the table object changed schema since Spark loaded it
       }
+      // a name mapping (files without field ids) can change without a snapshot: part of the key
+      String mapping = table.properties().getOrDefault(TableProperties.DEFAULT_NAME_MAPPING, "");
+      NameMapping names = mapping.isEmpty() ? null : NameMappingParser.fromJson(mapping);
       List<Literal> out = new ArrayList<>();
       for (Literal key : keys) {
-        // a name mapping (files without field ids) can change without a snapshot
-        String mapping = table.properties().getOrDefault(TableProperties.DEFAULT_NAME_MAPPING, "");
         List<Object> id = List.of(table.uuid().toString(), snapshot, field.fieldId(), mapping, key);
         Boolean found = SEEN.get(id);
         if (found == null) {
-          found = key.value() != null && holds(table, scan, field, key, files);
+          found = key.value() != null && holds(table, scan, field, names, key, files);
           SEEN.put(id, found);
         }
         if (found) {
@@ -137,13 +138,16 @@ final class DriverProbe {
     }
 
     private static boolean holds(
-        Table table, TableScan scan, Types.NestedField field, Literal key, int files) {
+        Table table,
+        TableScan scan,
+        Types.NestedField field,
+        NameMapping names,
+        Literal key,
+        int files) {
       Schema projected = TypeUtil.select(scan.schema(), Set.of(field.fieldId()));
       Object value = icebergValue(key);
       org.apache.iceberg.expressions.Expression filter =
           value == null ? Expressions.alwaysTrue() : Expressions.equal(field.name(), value);
-      String mapping = table.properties().get(TableProperties.DEFAULT_NAME_MAPPING);
-      NameMapping names = mapping == null ? null : NameMappingParser.fromJson(mapping);
       int read = 0;
       int seen = 0;
       try (CloseableIterable<FileScanTask> tasks = scan.filter(filter).planFiles()) {
