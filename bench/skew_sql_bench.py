@@ -16,9 +16,11 @@ for ``group_by`` "on" also sets ``spark.icefloe.skew.aggregates=true`` (the rule
 GROUP BY alone by default). AQE on with its skew join on (Spark's thresholds), broadcast
 joins off (a dimension this small would be broadcast, and there would be no skew to
 handle), partition coalescing off (as in ``bench/skew_bench.py``: else AQE merges the
-small partitions into one or two tasks). Every query runs once each way untimed first (a
-first run compiles its plan's generated code: its first tasks are the slowest of any rep);
-reps interleave on and off; figures are medians over the reps. Per query the "stage" is
+small partitions into one or two tasks). Every query runs once each way first, its wall shown
+as ``1st s`` and not counted (a first run compiles its plan's generated code: its first
+tasks are the slowest of any rep; the code cache is sized to keep every plan's code, and
+each size prints how many classes the timed runs compiled: 0 when none recompiled); reps
+interleave on and off; figures are medians over the reps. Per query the "stage" is
 the one that read the most shuffle bytes (``jobs.skew.stage_metrics``): the max and
 median time of its tasks that read the shuffle (an isolated join's hot part runs in that
 stage too, as map-side join tasks over the fact table's splits: counted and shown apart);
@@ -125,10 +127,22 @@ class StageMeter(Meter):
         self.n += 1
         group = f"bench-{self.n}"
         self.sc.setJobGroup(group, name)
+        compiled = self.compiles()
         start = time.perf_counter()
         (row,) = df.collect()
         wall = time.perf_counter() - start
-        return {"wall": wall, "rows": int(row[0]), "checksum": str(row[1]), **self.stages(group)}
+        return {
+            "wall": wall,
+            "rows": int(row[0]),
+            "checksum": str(row[1]),
+            "compiles": self.compiles() - compiled,
+            **self.stages(group),
+        }
+
+    def compiles(self) -> int:
+        """Classes Spark's code generator has compiled in this JVM so far."""
+        metrics = self.spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+        return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
     def stages(self, group: str) -> dict[str, Any]:
         time.sleep(1.0)  # let the listener bus deliver the last task-end events
@@ -223,6 +237,12 @@ def build_session(partitions: int) -> Any:
             "spark.sql.autoBroadcastJoinThreshold": "-1",  # measure shuffle joins
             "spark.ui.retainedTasks": "1000000",
             "spark.ui.retainedStages": "10000",
+            # the reps cycle through eight plans per size: with Spark's default cache of
+            # 100 generated classes, each plan's code is evicted before it runs again and
+            # the first task on each core recompiles it (2-8 classes, 0.1-0.3 s a run:
+            # the rule's plans, with more operators, lose more). Sized so the warm-up
+            # compiles every plan once; each run prints what it compiled
+            "spark.sql.codegen.cache.maxEntries": "2000",
         },
     )
 
@@ -400,9 +420,11 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     scans: list[dict[str, Any]] = []
     # warm-up, untimed: one run of every query both ways (class loading, the JIT, each
     # plan's generated code, Iceberg metadata), so no rep times a first run
+    cold: dict[tuple[str, str], float] = {}
     for case in cases:
         for variant in ("off", "on"):
-            meter.collect("warm-up", spark.sql(checked(QUERIES[case])), conf_of(case, variant))
+            df = spark.sql(checked(QUERIES[case]))
+            cold[case, variant] = meter.collect("warm-up", df, conf_of(case, variant))["wall"]
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {"off": [], "on": []} for c in cases}
     for rep in range(args.reps):
         for case in cases:
@@ -417,10 +439,14 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     scan = {k: statistics.median(r[k] for r in scans) for k in ("wall", "task_s")}
     print(
         f"   presence subqueries alone (rule off; the rule runs them only with probeFiles=0): wall "
-        f"{scan['wall']:.2f}s, {scan['task_s']:.1f} task-s"
+        f"{scan['wall']:.2f}s, {scan['task_s']:.1f} task-s\n   generated classes compiled in "
+        "the timed runs (0: each ran its warm-up's code): "
+        + ", ".join(
+            f"{v} {sum(r['compiles'] for c in cases for r in runs[c][v])}" for v in ("off", "on")
+        )
     )
     print(
-        f"   {'query':<14} {'rule':<4} {'wall s':>6} {'max task':>8} {'median':>6} "
+        f"   {'query':<14} {'rule':<4} {'1st s':>5} {'wall s':>6} {'max task':>8} {'median':>6} "
         f"{'max/med':>7} {'tasks':>5} {'task-s':>6} {'mk' + str(SLOTS):>6}  {'rows':>10}  "
         f"{'wall on/off':>11} {'mk on/off':>9}  result"
     )
@@ -446,6 +472,8 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
             m["stages"] = max(r.get("stages", 0) for r in rs)
             m["fired"] = all(r["fired"] for r in rs)
             m["walls"] = [round(r["wall"], 2) for r in rs]
+            m["first_wall"] = cold[case, variant]
+            m["compiles"] = sum(r["compiles"] for r in rs)
             m["results"] = sorted({(r["rows"], r["checksum"]) for r in rs})
             entry[variant] = m
         results = {x for v in ("off", "on") for x in entry[v]["results"]}
@@ -457,7 +485,8 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
             m = entry[variant]
             fired_ok = m["fired"] == (variant == "on")
             print(
-                f"   {case if variant == 'off' else '':<14} {variant:<4} {m['wall']:6.2f} "
+                f"   {case if variant == 'off' else '':<14} {variant:<4} {m['first_wall']:5.2f} "
+                f"{m['wall']:6.2f} "
                 f"{m['max']:8.2f} {m['median']:6.2f} {m['ratio']:6.2f}x {m['tasks']:5d} "
                 f"{m['task_s']:6.1f} {m['makespan']:6.2f}  {m['results'][0][0]:10,}  "
                 + (
