@@ -16,11 +16,14 @@ for ``group_by`` "on" also sets ``spark.icefloe.skew.aggregates=true`` (the rule
 GROUP BY alone by default). AQE on with its skew join on (Spark's thresholds), broadcast
 joins off (a dimension this small would be broadcast, and there would be no skew to
 handle), partition coalescing off (as in ``bench/skew_bench.py``: else AQE merges the
-small partitions into one or two tasks). Every query runs once each way first, its wall shown
-as ``1st s`` and not counted (a first run compiles its plan's generated code: its first
-tasks are the slowest of any rep; the code cache is sized to keep every plan's code, and
-each size prints how many classes the timed runs compiled: 0 when none recompiled); reps
-interleave on and off; figures are medians over the reps. Per query the "stage" is
+small partitions into one or two tasks). Every query runs twice each way first
+(``--warmup``), untimed but for the first run's wall (``1st s``): a first run compiles
+its plan's generated code, and the JIT warms over the first runs of a session. The code
+cache is sized to keep every plan's code; each size prints how many classes the timed
+runs compiled (0: none recompiled). Each rep runs every query on and off back to back
+(alternating which goes first); figures are medians over the reps, and ``wall on/off`` is
+the median of the reps' own on/off ratios (the JSON also has the ratio of the medians).
+Per query the "stage" is
 the one that read the most shuffle bytes (``jobs.skew.stage_metrics``): the max and
 median time of its tasks that read the shuffle (an isolated join's hot part runs in that
 stage too, as map-side join tasks over the fact table's splits: counted and shown apart);
@@ -421,10 +424,12 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     # warm-up, untimed: one run of every query both ways (class loading, the JIT, each
     # plan's generated code, Iceberg metadata), so no rep times a first run
     cold: dict[tuple[str, str], float] = {}
-    for case in cases:
-        for variant in ("off", "on"):
-            df = spark.sql(checked(QUERIES[case]))
-            cold[case, variant] = meter.collect("warm-up", df, conf_of(case, variant))["wall"]
+    for _ in range(args.warmup):
+        for case in cases:
+            for variant in ("off", "on"):
+                df = spark.sql(checked(QUERIES[case]))
+                wall = meter.collect("warm-up", df, conf_of(case, variant))["wall"]
+                cold.setdefault((case, variant), wall)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {"off": [], "on": []} for c in cases}
     for rep in range(args.reps):
         for case in cases:
@@ -478,7 +483,13 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
             entry[variant] = m
         results = {x for v in ("off", "on") for x in entry[v]["results"]}
         entry["equal"] = len(results) == 1
-        entry["wall_ratio"] = entry["on"]["wall"] / entry["off"]["wall"]
+        # each rep runs the two back to back: the median of their ratios cancels the
+        # machine's drift over the run, which a ratio of the two medians keeps
+        pairs = zip(runs[case]["on"], runs[case]["off"], strict=True)
+        paired = [on["wall"] / off["wall"] for on, off in pairs]
+        entry["wall_ratio"] = statistics.median(paired)
+        entry["wall_ratios"] = [round(r, 2) for r in paired]
+        entry["wall_ratio_of_medians"] = entry["on"]["wall"] / entry["off"]["wall"]
         entry["makespan_ratio"] = entry["on"]["makespan"] / entry["off"]["makespan"]
         out["cases"][case] = entry
         for variant in ("off", "on"):
@@ -512,6 +523,9 @@ def main() -> None:
     parser.add_argument("--large-dim-keys", type=int, default=SIZES["large"][1])
     parser.add_argument("--partitions", type=int, default=16, help="spark.sql.shuffle.partitions")
     parser.add_argument("--reps", type=int, default=3, help="runs per variant (medians)")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="untimed rounds of every query both ways first"
+    )
     parser.add_argument("--cases", default=",".join(QUERIES), help="queries to run")
     parser.add_argument(
         "--salt-factor", type=float, default=1.0, help="experiment: about this many times the salts"
