@@ -304,10 +304,15 @@ def store_report(spark: Any, salt_factor: float) -> skew_report.HotKeyReport:
     return report
 
 
-def salts_for(key_rows: int, rows: int, partitions: int, max_salts: int = 32) -> int:
-    """The rule's salts of a key (``HotKeyReport.saltsFor`` in ``jvm/``)."""
-    n = math.ceil(key_rows / max(1.0, max(rows, 1) / max(partitions, 1)))
-    return 1 if n < 2 else min(max_salts, n)
+def salts_for(key_rows: int, report: skew_report.HotKeyReport, partitions: int) -> int:
+    """The rule's salts of a key (``HotKeyReport.saltsFor`` in ``jvm/``): a key over an
+    average partition's rows is cut into chunks of (the rows of every such key and NULL) /
+    partitions, 2 to 32 of them."""
+    average = max(1.0, max(report.rows, 1) / max(partitions, 1))
+    if key_rows <= average:
+        return 1
+    spread = sum(n for n in (*(n for _, n in report.keys), report.null_rows) if n > average)
+    return min(32, max(2, math.ceil(key_rows / max(1.0, spread / max(partitions, 1)))))
 
 
 def rule_salt_values(partition_of: list[int], n: int, load: list[int]) -> list[int]:
@@ -335,18 +340,23 @@ def predicted_spread(spark: Any, report: skew_report.HotKeyReport, total: int, p
     ``0..n-1`` (the rule before it picked them), and salted as the rule now salts
     (:func:`rule_salt_values`, keys in the report's order, then NULL)."""
     chunks = {v: n for v, n in report.keys} | {"NULL": report.null_rows}
-    salts = {v: salts_for(n, report.rows, parts) for v, n in chunks.items()}
+    salts = {v: salts_for(n, report, parts) for v, n in chunks.items()}
     even = (total - sum(chunks.values())) / parts
     loads = {name: [even] * parts for name in ("plain", "0..n-1", "rule")}
     chunk_load = [0] * parts
     where = {}
-    for value, n in chunks.items():
+    hashed = {}
+    for value in chunks:
         candidates = max(64, min(4096, 4 * parts + salts[value]))
-        p, ps = spark.sql(
+        hashed[value] = spark.sql(
             f"SELECT pmod(hash(CAST({value} AS BIGINT)), {parts}), "
             f"transform(sequence(0, {candidates - 1}), "
             f"s -> pmod(hash(CAST({value} AS BIGINT), s), {parts}))"
         ).first()
+        if salts[value] < 2 and value != "NULL":
+            chunk_load[hashed[value][1][0]] += 1  # the rule counts a key left alone first
+    for value, n in chunks.items():
+        p, ps = hashed[value]
         loads["plain"][p] += n
         if salts[value] < 2:  # left alone: salt 0, in the salted join as in any other
             loads["0..n-1"][ps[0]] += n
@@ -408,7 +418,7 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
         f"{args.partitions} shuffle partitions, local[2] (tables written in "
         f"{time.perf_counter() - t:.0f}s)\n   report: "
         + ", ".join(
-            f"{k} {n / rows:.0%} ({salts_for(n, report.rows, args.partitions)} salts)"
+            f"{k} {n / rows:.0%} ({salts_for(n, report, args.partitions)} salts)"
             for k, n in [*report.keys, ("NULL", report.null_rows)]
             if n > 0
         )

@@ -32,6 +32,7 @@ ENABLED = "spark.icefloe.skew.enabled"
 AGGREGATES = "spark.icefloe.skew.aggregates"
 ISOLATE = "spark.icefloe.skew.isolateMaxBytes"
 PROBE_FILES = "spark.icefloe.skew.probeFiles"
+MIN_SHARE = "spark.icefloe.skew.isolateMinShare"
 LABEL = {"isolate": "icefloe_isolate(", "salt": "icefloe_salt("}
 FACT_ROWS = 6000
 # key -> share of the fact's rows: 1 and 2 are hot, 3 is hot and missing from the dimension
@@ -146,13 +147,29 @@ def tables(spark: Any, cfg: Config, catalog: Any) -> dict[str, str]:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+@contextmanager
+def settings(spark: Any, **confs: str) -> Iterator[None]:
+    """Spark settings for the block, each set back (or unset) after it."""
+    before = {k: spark.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 @pytest.fixture(scope="module", params=sorted(LABEL))
 def form(request: Any, spark: Any, tables: dict[str, str]) -> Iterator[str]:
-    """The rule's form for joins: isolate (the default bound) or salt (isolation off)."""
-    before = spark.conf.get(ISOLATE, "256m")
-    spark.conf.set(ISOLATE, "256m" if request.param == "isolate" else "-1")
-    yield request.param
-    spark.conf.set(ISOLATE, before)
+    """The rule's form for joins: isolate (the hot share never too small) or salt (the
+    share always too small: a shuffled hash join building the small side)."""
+    share = "0" if request.param == "isolate" else "2"
+    with settings(spark, **{ISOLATE: "256m", MIN_SHARE: share}):
+        yield request.param
 
 
 def _rows(df: Any) -> list[str]:
@@ -198,6 +215,37 @@ def test_outer_and_inner_joins_equal_the_plain_join(
     # salted: the keys that fill two partitions or more; isolated: every reported key
     keys = {"salt": 2, "isolate": 3}[form]
     assert f"{LABEL[form]}{f.replace('`', '')}.k: {keys} hot keys" in plan.replace("`", "")
+
+
+def test_salted_sort_merge_joins_equal_the_plain_join(spark: Any, tables: dict[str, str]) -> None:
+    """The salted form where the other side is too big to hash (isolation off): Spark's
+    sort-merge join over the salted key."""
+    f, d = tables["f"], tables["d"]
+    with settings(spark, **{ISOLATE: "-1"}):
+        for a, b in ((f, d), (d, f)):
+            for how in JOINS.values():
+                query = f"SELECT x.k AS xk, y.k AS yk, x.*, y.* FROM {a} x {how} {b} y ON x.k = y.k"
+                assert "icefloe_salt(" in _same_answer(spark, query)
+                assert "ShuffledHashJoin" not in spark.sql(query)._jdf.queryExecution().toString()
+
+
+def test_the_form_follows_the_hot_rows_share(spark: Any, tables: dict[str, str]) -> None:
+    """Isolating reads the reported side twice to keep its hot rows out of the shuffle: the
+    rule isolates only where they are at least ``isolateMinShare`` of its rows (0.6), else
+    salts, building the small side in a shuffled hash join. Here the hot keys hold 55% of
+    the rows, the NULL keys 10% more (spared by isolating where the join keeps them)."""
+    f, d = tables["f"], tables["d"]
+    inner = f"SELECT * FROM {f} x JOIN {d} y ON x.k = y.k"
+    left = f"SELECT * FROM {f} x LEFT JOIN {d} y ON x.k = y.k"
+    with settings(spark, **{ISOLATE: "256m", MIN_SHARE: "0.6"}):
+        spark.conf.unset(MIN_SHARE)  # the default; set back on the way out
+        plan = spark.sql(inner)._jdf.queryExecution().toString()
+        assert "icefloe_salt(" in plan and "ShuffledHashJoin" in plan
+        assert "icefloe_isolate(" in _optimized(spark, left)  # 65%
+        with settings(spark, **{MIN_SHARE: "0.7"}):
+            assert "icefloe_salt(" in _optimized(spark, left)
+        with settings(spark, **{MIN_SHARE: "0.5"}):
+            assert "icefloe_isolate(" in _optimized(spark, inner)
 
 
 @pytest.mark.parametrize("how", ["LEFT SEMI", "LEFT ANTI"])
@@ -400,7 +448,13 @@ def test_the_driver_probe_reads_the_column_the_query_reads(
 
 @pytest.mark.parametrize(
     ("key", "bad"),
-    [(PROBE_FILES, "two"), ("spark.icefloe.skew.maxSalts", "many"), (ISOLATE, "big")],
+    [
+        (PROBE_FILES, "two"),
+        ("spark.icefloe.skew.maxSalts", "many"),
+        (ISOLATE, "big"),
+        (MIN_SHARE, "most"),
+        (MIN_SHARE, "-1"),
+    ],
 )
 def test_a_bad_setting_fails_the_query_naming_it(
     spark: Any, tables: dict[str, str], key: str, bad: str

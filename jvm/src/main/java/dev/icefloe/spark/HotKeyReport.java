@@ -91,9 +91,13 @@ record HotKeyReport(
   }
 
   /**
-   * Salts per hot key: as many as the key's rows fill shuffle partitions of the table's
-   * average size ({@code rows / partitions}), at least 2, at most {@code maxSalts}; keys
-   * that fill less than two partitions are left alone.
+   * Salts per hot key. A key (or the NULL pile) with more rows than the table's average
+   * partition ({@code rows / partitions}) is spread; the others are left alone. The rows of
+   * the spread ones are cut into chunks of {@code spread rows / partitions}, at least 2
+   * chunks a key, at most {@code maxSalts}: one chunk per partition beside its share of the
+   * rest, so no partition holds a chunk where another holds none (chunks of a whole average
+   * partition each would fill a few partitions to twice the others' rows when the hot rows
+   * are half the table's).
    */
   int[] salts(int partitions, int maxSalts) {
     int[] out = new int[keys.size()];
@@ -107,9 +111,21 @@ record HotKeyReport(
     return saltsFor(nullRows, partitions, maxSalts);
   }
 
+  private double average(int partitions) {
+    return Math.max(1.0, (double) Math.max(rows, 1) / Math.max(partitions, 1));
+  }
+
   private int saltsFor(long keyRows, int partitions, int maxSalts) {
-    double perPartition = Math.max(1.0, (double) Math.max(rows, 1) / Math.max(partitions, 1));
-    long n = (long) Math.ceil(keyRows / perPartition);
-    return n < 2 ? 1 : (int) Math.min(maxSalts, n);
+    double average = average(partitions);
+    if (keyRows <= average) {
+      return 1;
+    }
+    long spread = nullRows > average ? nullRows : 0;
+    for (long n : this.keyRows) {
+      spread += n > average ? n : 0;
+    }
+    double chunk = Math.max(1.0, (double) spread / Math.max(partitions, 1));
+    long n = (long) Math.ceil(keyRows / chunk);
+    return (int) Math.min(maxSalts, Math.max(2, n));
   }
 }

@@ -70,12 +70,43 @@ final class IsolatedJoin {
    * side small enough, a hot key to isolate.
    */
   static boolean applies(Join join, boolean skewedLeft, Salts salts, SkewRule.Settings settings) {
-    if (salts.report.keys().isEmpty() || settings.isolateBytes() < 0) {
+    return !salts.report.keys().isEmpty()
+        && otherFits(join, skewedLeft, settings)
+        && spared(join, skewedLeft, salts.report) >= settings.isolateMinShare();
+  }
+
+  /** Whether the side opposite the skewed one is at most {@code isolateMaxBytes}. */
+  static boolean otherFits(Join join, boolean skewedLeft, SkewRule.Settings settings) {
+    if (settings.isolateBytes() < 0) {
       return false;
     }
     LogicalPlan other = skewedLeft ? join.right() : join.left();
     return other.stats().sizeInBytes().compare(scala.math.BigInt.apply(settings.isolateBytes()))
         <= 0;
+  }
+
+  /**
+   * The share of the skewed side's rows (as reported) that isolating keeps out of the
+   * shuffle: its hot keys' rows, and its NULL keys' when the join keeps them. The hot part
+   * reads the whole skewed side a second time to spare those rows the shuffle; below about
+   * 60% of the rows the second read costs more than the shuffle it saves (bench/README.md,
+   * session 31), and the salted form, one read, is the cheaper.
+   */
+  static double spared(Join join, boolean skewedLeft, HotKeyReport report) {
+    if (report.rows() <= 0) {
+      return 1.0;
+    }
+    JoinType type = join.joinType();
+    boolean keepsNulls =
+        type == FullOuter$.MODULE$
+            || type == LeftAnti$.MODULE$
+            || type == LeftOuter$.MODULE$ && skewedLeft
+            || type == RightOuter$.MODULE$ && !skewedLeft;
+    long rows = keepsNulls ? report.nullRows() : 0;
+    for (long n : report.keyRows()) {
+      rows += n;
+    }
+    return (double) rows / report.rows();
   }
 
   /**

@@ -29,9 +29,14 @@ import org.apache.spark.sql.catalyst.plans.LeftSemi$;
 import org.apache.spark.sql.catalyst.plans.RightOuter$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Generate;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.SHUFFLE_HASH$;
+import scala.Option;
 
 /**
  * A join over a reported hot key, salted: the salted side's rows of a hot key spread over
@@ -130,8 +135,8 @@ final class SaltedJoin {
         type == FullOuter$.MODULE$
             || type == LeftOuter$.MODULE$ && !saltLeft
             || type == RightOuter$.MODULE$ && saltLeft;
-    // isolating costs a hot key little (its rows skip the shuffle): every reported key is
-    // isolated, so the cold part keeps no key bigger than a partition's share either
+    // isolated (the other side small, the hot rows a big enough share of the side), every
+    // reported key is, so the cold part keeps no key bigger than a partition's share either
     boolean isolate = IsolatedJoin.applies(join, saltLeft, salts, settings);
     List<Literal> hot = isolate ? salts.report.keys() : salts.keys;
     List<Literal> asked = null;
@@ -235,7 +240,7 @@ final class SaltedJoin {
     Expression cond = new And(join.condition().get(), new EqualTo(salt.toAttribute(), copySalt));
     LogicalPlan left = c.saltLeft ? saltedSide : copiedSide;
     LogicalPlan right = c.saltLeft ? copiedSide : saltedSide;
-    LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), join.hint());
+    LogicalPlan out = new Join(left, right, join.joinType(), Scala.some(cond), hint(join, c, settings));
     if (c.keepsCopies) {
       out = new Filter(keep(out, c, matched, copySalt, absent), out);
     }
@@ -255,6 +260,24 @@ final class SaltedJoin {
             + (c.saltLeft ? "left" : "right")
             + " side salted)";
     return new Rewrite(new Project(Scala.seq(output), out), message);
+  }
+
+  /**
+   * The salted join's hint: the user's if any; else, when the copied side is small enough to
+   * isolate ({@code isolateMaxBytes}), a shuffled hash join building it: each partition
+   * hashes its share of that side and streams the salted one, where a sort-merge join would
+   * sort both (measured: 0.77-0.85x the sort-merge form's wall at 1 M and 4 M rows).
+   */
+  private static JoinHint hint(Join join, Candidate c, SkewRule.Settings settings) {
+    JoinHint user = join.hint();
+    if (user.leftHint().isDefined()
+        || user.rightHint().isDefined()
+        || !IsolatedJoin.otherFits(join, c.saltLeft, settings)) {
+      return user;
+    }
+    Option<HintInfo> hashed =
+        Scala.some(HintInfo.apply(Scala.<JoinStrategyHint>some(SHUFFLE_HASH$.MODULE$)));
+    return c.saltLeft ? JoinHint.apply(Scala.none(), hashed) : JoinHint.apply(hashed, Scala.none());
   }
 
   /**

@@ -62,6 +62,14 @@ final class Salts {
       return;
     }
     int[] load = new int[partitions];
+    // a reported key left alone keeps its rows at salt 0: its partition holds a chunk too
+    for (int i = 0; i < report.keys().size(); i++) {
+      Literal key = report.keys().get(i);
+      if (!keys.contains(key)) {
+        Object h = new Murmur3Hash(Scala.seq(key, Scala.intLit(0)), 42).eval(null);
+        load[Math.floorMod((Integer) h, partitions)]++;
+      }
+    }
     values = new ArrayList<>();
     for (int i = 0; i < keys.size(); i++) {
       values.add(SaltValues.spread(keys.get(i), counts.get(i), load));

@@ -23,6 +23,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
   static final String AGGREGATES = "spark.icefloe.skew.aggregates";
   static final String ISOLATE_MAX_BYTES = "spark.icefloe.skew.isolateMaxBytes";
   static final String PROBE_FILES = "spark.icefloe.skew.probeFiles";
+  static final String ISOLATE_MIN_SHARE = "spark.icefloe.skew.isolateMinShare";
   private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
   private static final AtomicLong REWRITES = new AtomicLong();
 
@@ -44,6 +45,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
       boolean aggregates,
       long broadcastBytes,
       long isolateBytes,
+      double isolateMinShare,
       int probeFiles,
       UnaryOperator<LogicalPlan> optimize) {}
 
@@ -62,6 +64,7 @@ public final class SkewRule extends Rule<LogicalPlan> {
             Boolean.parseBoolean(conf().getConfString(AGGREGATES, "false").trim()),
             conf().autoBroadcastJoinThreshold(),
             isolateBytes(conf().getConfString(ISOLATE_MAX_BYTES, "256m")),
+            share(conf().getConfString(ISOLATE_MIN_SHARE, "0.6")),
             Math.max(0, intConf(PROBE_FILES, "2")),
             p -> session.sessionState().optimizer().execute(p));
     return rewrite(plan, settings);
@@ -76,6 +79,21 @@ public final class SkewRule extends Rule<LogicalPlan> {
       throw new IllegalArgumentException(
           ISOLATE_MAX_BYTES + " must be a size such as 256m or -1, got '" + v + "'");
     }
+  }
+
+  /** {@code isolateMinShare}: a fraction of the rows, 0 (always isolate) or more. */
+  static double share(String value) {
+    String v = value.trim();
+    try {
+      double d = Double.parseDouble(v);
+      if (d >= 0 && Double.isFinite(d)) {
+        return d;
+      }
+    } catch (NumberFormatException e) {
+      // named below
+    }
+    throw new IllegalArgumentException(
+        ISOLATE_MIN_SHARE + " must be a share of the rows such as 0.6, got '" + v + "'");
   }
 
   /** The setting {@code name} as an int: a bad value fails the query, naming the setting. */
