@@ -307,12 +307,13 @@ def store_report(spark: Any, salt_factor: float) -> skew_report.HotKeyReport:
 def salts_for(key_rows: int, report: skew_report.HotKeyReport, partitions: int) -> int:
     """The rule's salts of a key (``HotKeyReport.saltsFor`` in ``jvm/``): a key over an
     average partition's rows is cut into chunks of (the rows of every such key and NULL) /
-    partitions, 2 to 32 of them."""
+    partitions, 2 to ``maxSalts`` (32) of them."""
     average = max(1.0, max(report.rows, 1) / max(partitions, 1))
     if key_rows <= average:
         return 1
     spread = sum(n for n in (*(n for _, n in report.keys), report.null_rows) if n > average)
-    return min(32, max(2, math.ceil(key_rows / max(1.0, spread / max(partitions, 1)))))
+    most = max(2, int(EXTRA.get("spark.icefloe.skew.maxSalts", "32")))  # a --conf may set it
+    return min(most, max(2, math.ceil(key_rows / max(1.0, spread / max(partitions, 1)))))
 
 
 def rule_salt_values(partition_of: list[int], n: int, load: list[int]) -> list[int]:
