@@ -432,8 +432,8 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     cases = [c for c in QUERIES if c in args.cases]
     presence = checked(presence_probes([str(k) for k, _ in report.keys]))
     scans: list[dict[str, Any]] = []
-    # warm-up, untimed: one run of every query both ways (class loading, the JIT, each
-    # plan's generated code, Iceberg metadata), so no rep times a first run
+    # warm-up, untimed: --warmup rounds of every query both ways (class loading, the JIT,
+    # each plan's generated code, Iceberg metadata), so no rep times a first run
     cold: dict[tuple[str, str], float] = {}
     for _ in range(args.warmup):
         for case in cases:
@@ -488,7 +488,7 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
             m["stages"] = max(r.get("stages", 0) for r in rs)
             m["fired"] = all(r["fired"] for r in rs)
             m["walls"] = [round(r["wall"], 2) for r in rs]
-            m["first_wall"] = cold[case, variant]
+            m["first_wall"] = cold.get((case, variant), math.nan)  # --warmup 0: none
             m["compiles"] = sum(r["compiles"] for r in rs)
             m["results"] = sorted({(r["rows"], r["checksum"]) for r in rs})
             entry[variant] = m
