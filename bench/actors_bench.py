@@ -73,13 +73,13 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import yaml  # noqa: E402
 
-from jobs.data.optimize import optimize_table, plan_table  # noqa: E402
-from optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import PROFILES, Config, build_config  # noqa: E402
-from service.base.spark import build_spark  # noqa: E402
-from service.base.tablestats import current_partitions  # noqa: E402
-from service.ops import dev  # noqa: E402
+from icefloe.app.ops import dev  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import PROFILES, Config, build_config  # noqa: E402
+from icefloe.base.spark import build_spark  # noqa: E402
+from icefloe.base.tablestats import current_partitions  # noqa: E402
+from icefloe.jobs.data.optimize import optimize_table, plan_table  # noqa: E402
+from icefloe.optimizer import DEFAULT_TOLERANCE_FRACTION, stats_from_sizes  # noqa: E402
 
 
 def bench_raw(home: Path, target: int, catalog: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -114,13 +114,13 @@ def bench_config(home: Path, target: int, catalog: dict[str, Any] | None = None)
 
 
 def cold_call(home: Path, idents: list[str]) -> dict[str, float]:
-    """``icefloe optimize IDENT...`` in a fresh process (``python -m service``), as a user
+    """``icefloe optimize IDENT...`` in a fresh process (``python -m icefloe``), as a user
     runs it: its wall time (process and Spark start included) and its reports' phases."""
     env = {**os.environ, "ICEFLOE_CONFIG": str(home / "icefloe.yaml")}
     env.pop("ICEFLOE_PROFILE", None)
     started = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "service", "optimize", *idents, "--json"],
+        [sys.executable, "-m", "icefloe", "optimize", *idents, "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -46,17 +46,17 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import BinaryType, LongType, NestedField, StringType  # noqa: E402
 
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import DeciderSettings, build_config  # noqa: E402
-from service.base.keys import Keys  # noqa: E402
-from service.base.partition_key import PartitionKey  # noqa: E402
-from service.decider.wiring import open_decider  # noqa: E402
-from service.observe.status import scans_avoided_pct  # noqa: E402
-from service.state.ledger.redis import RedisLedger  # noqa: E402
-from service.state.queue import ActionItem  # noqa: E402
-from service.state.queue.redis import RedisQueue  # noqa: E402
-from service.state.rolling.redis import RollingStats  # noqa: E402
-from service.state.rolling.scan import catch_up  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import DeciderSettings, build_config  # noqa: E402
+from icefloe.base.keys import Keys  # noqa: E402
+from icefloe.base.partition_key import PartitionKey  # noqa: E402
+from icefloe.service.decider.wiring import open_decider  # noqa: E402
+from icefloe.service.observe.status import scans_avoided_pct  # noqa: E402
+from icefloe.state.ledger.redis import RedisLedger  # noqa: E402
+from icefloe.state.queue import ActionItem  # noqa: E402
+from icefloe.state.queue.redis import RedisQueue  # noqa: E402
+from icefloe.state.rolling.redis import RollingStats  # noqa: E402
+from icefloe.state.rolling.scan import catch_up  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

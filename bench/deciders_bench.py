@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/deciders_bench.py [--tables 10000] [--deciders 3] [--quick]
 
-Starts ``--deciders`` decider processes (``service.decider.loop.Decider`` with its Redis
+Starts ``--deciders`` decider processes (``icefloe.service.decider.loop.Decider`` with its Redis
 adapters, each its own connection) on a warehouse of ``--tables`` table names, waits until
 they share the shards fairly, kills one with SIGKILL and waits until the others hold every
 shard again. ``refresh`` is replaced by a recorder: this measures who observes what and
@@ -32,16 +32,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from service.base.config import DeciderSettings, build_config  # noqa: E402
-from service.base.keys import shard_of  # noqa: E402
-from service.state.shards import LEASE_FRACTION  # noqa: E402
+from icefloe.base.config import DeciderSettings, build_config  # noqa: E402
+from icefloe.base.keys import shard_of  # noqa: E402
+from icefloe.state.shards import LEASE_FRACTION  # noqa: E402
 
 PREFIX = "icefloe-deciders-bench"
 
 
 def _decider_process(name: str, redis_section: dict[str, Any], args: Any, out: Any) -> None:
     """One decider's loop; sends (name, shards, start, end, tables seen) per step."""
-    from service.decider.wiring import open_decider
+    from icefloe.service.decider.wiring import open_decider
 
     cfg = build_config({"redis": redis_section})
     settings = DeciderSettings(

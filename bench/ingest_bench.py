@@ -52,12 +52,12 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus  # noqa: E40
 from pyiceberg.transforms import DayTransform  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
-import jobs.base.plan as plan_module  # noqa: E402
-import jobs.data.optimize as optimize_module  # noqa: E402
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.demo.orderlines import OrderLines  # noqa: E402
-from service.demo.rounds import Icefloe, iceberg_rewrite, read_view, summarize  # noqa: E402
+import icefloe.jobs.base.plan as plan_module  # noqa: E402
+import icefloe.jobs.data.optimize as optimize_module  # noqa: E402
+from icefloe.app.demo.orderlines import OrderLines  # noqa: E402
+from icefloe.app.demo.rounds import Icefloe, iceberg_rewrite, read_view, summarize  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
 
 ARMS = ("icefloe", "sizes", "iceberg")
 
@@ -215,7 +215,7 @@ def main() -> None:
     if args.quick:
         args.rounds, args.commits = 2, 30
     target = args.target_kb * 1024
-    from service.base.spark import build_spark  # after the arguments: a JVM takes seconds
+    from icefloe.base.spark import build_spark  # after the arguments: a JVM takes seconds
 
     with tempfile.TemporaryDirectory(prefix="icefloe-ingest-") as tmp:
         home = Path(tmp)

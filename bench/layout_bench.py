@@ -72,11 +72,11 @@ from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
-from jobs.rewrite.zorder_rows import zorder_sort_indices  # noqa: E402
-from optimizer import FileBounds  # noqa: E402
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.base.layoutspec import layout_spec  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
+from icefloe.base.layoutspec import layout_spec  # noqa: E402
+from icefloe.jobs.rewrite.zorder_rows import zorder_sort_indices  # noqa: E402
+from icefloe.optimizer import FileBounds  # noqa: E402
 
 COPIES = ("icefloe", "iceberg", "none")
 ACTIONS = {"sort": "sort", "zorder": "zorder", "late": "sort"}  # icefloe's layout action
@@ -260,12 +260,12 @@ def reads(spark: Any, table: Any, name: str, qs: list[tuple[str, Any]]) -> tuple
 
 def run_icefloe(spark: Any, cfg: Config, catalog: Any, ident: str, mode: str, action: str) -> None:
     if mode == "optimize":
-        from jobs.data.optimize import optimize_table  # the actors' job
+        from icefloe.jobs.data.optimize import optimize_table  # the actors' job
 
         optimize_table(spark, cfg, ident, action=action)
         return
-    from service.actor.loop import run_actor  # the loops: only in this arm
-    from service.decider.wiring import open_decider
+    from icefloe.service.actor.loop import run_actor  # the loops: only in this arm
+    from icefloe.service.decider.wiring import open_decider
 
     decider = open_decider(cfg, catalog)
     try:
@@ -478,7 +478,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    from service.base.spark import build_spark  # after the arguments: a JVM takes seconds
+    from icefloe.base.spark import build_spark  # after the arguments: a JVM takes seconds
 
     with tempfile.TemporaryDirectory(prefix="icefloe-layout-") as tmp:
         home = Path(tmp)

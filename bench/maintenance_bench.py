@@ -67,10 +67,10 @@ import maintenance_stream as stream_mod  # noqa: E402
 import redis  # noqa: E402
 from maintenance_stream import Append, Commit, StreamShape  # noqa: E402
 
-from service.base.catalog import load_catalog, spark_table_name  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.base.errors import ConfigError  # noqa: E402
-from service.base.partition_key import display_key  # noqa: E402
+from icefloe.base.catalog import load_catalog, spark_table_name  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
+from icefloe.base.errors import ConfigError  # noqa: E402
+from icefloe.base.partition_key import display_key  # noqa: E402
 
 ARMS = ("none", "blind", "icefloe")
 BLIND = (
@@ -164,8 +164,8 @@ class Icefloe:
     """The decider every ``every`` commits, then the Spark actor for what it dispatched."""
 
     def __init__(self, spark: Any, cfg: Config, client: Any, catalog: Any, ident: str, every: int):
-        from service.actor.runners import spark_runner
-        from service.decider.wiring import open_decider
+        from icefloe.service.actor.runners import spark_runner
+        from icefloe.service.decider.wiring import open_decider
 
         self.spark, self.cfg, self.every = spark, cfg, every
         self.decider = open_decider(cfg, catalog, client, tables=lambda: [ident])
@@ -186,7 +186,7 @@ class Icefloe:
             return out
 
         self.runner = runner
-        self.phases: dict[str, float] = {}  # merges' seconds by phase (jobs.data.optimize)
+        self.phases: dict[str, float] = {}  # merges' seconds by phase (icefloe.jobs.data.optimize)
         self.engines: dict[str, int] = {}
         self.verbose = False
 
@@ -207,7 +207,7 @@ class Icefloe:
             )
 
     def after(self, i: int) -> None:
-        from service.actor.loop import run_actor
+        from icefloe.service.actor.loop import run_actor
 
         if i % self.every:
             return
@@ -368,8 +368,8 @@ def run_stream(
 
 def warm_up(spark: Any, cfg: Config, catalog: Any, args: argparse.Namespace) -> None:
     """Class loading and JIT of every code path timed below, paid once on scratch tables."""
-    from jobs.data.optimize import optimize_table
-    from jobs.maintenance.run import run_table_action
+    from icefloe.jobs.data.optimize import optimize_table
+    from icefloe.jobs.maintenance.run import run_table_action
 
     shape = StreamShape(commits=14, rows=50, per_day=7, delete_every=12, seed=99)
     props = stream_mod.table_properties(args.target_kb * 1024, args.writer_merges_manifests)
@@ -528,7 +528,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, home: Path, prefix: str, stream: list[Commit]) -> dict:
-    from service.base.spark import build_spark
+    from icefloe.base.spark import build_spark
 
     cfg = bench_config(home, args.redis, prefix, args)
     print(f"icefloe's actions: {', '.join(cfg.defaults.actions)}")

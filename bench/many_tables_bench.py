@@ -26,7 +26,7 @@ table of 2 partitions x 3 small files, the others metadata-only copies sharing i
 4. the decider (``open_decider(...).step()``, one-shot passes, its clock advanced by
    ``poll_seconds`` before each): the first pass (every table new; also ``decide --once``
    cold, up to ``--cold-decide-max`` tables), a pass with nothing changed (today: the
-   poll asks each table's version, ``service.decider.light``; old: the poll knows none,
+   poll asks each table's version, ``icefloe.service.decider.light``; old: the poll knows none,
    every table loaded), a pass after 1% of the tables got a commit (today: only those
    loaded; old: another 1% changed, every table loaded), a pass ``RECORD_MAX_AGE_S``
    later (every kept record due to be built again at once) and one ``FULL_REFRESH_SECONDS``
@@ -73,16 +73,16 @@ from many_tables_build import (  # noqa: E402
 )
 from many_tables_report import Line, Measured, as_json, cold, goals, render, timed  # noqa: E402
 
-from service.base.catalog import load_catalog, managed_tables  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.base.redis_client import connect  # noqa: E402
-from service.cli import cli  # noqa: E402
-from service.decider.light import FULL_REFRESH_SECONDS  # noqa: E402
-from service.decider.wiring import open_decider  # noqa: E402
-from service.observe.kept import RECORD_MAX_AGE_S  # noqa: E402
-from service.observe.status import gather  # noqa: E402
-from service.state.queue.redis import open_queue  # noqa: E402
-from service.web.data import Dashboard  # noqa: E402
+from icefloe.app.cli import cli  # noqa: E402
+from icefloe.app.web.data import Dashboard  # noqa: E402
+from icefloe.base.catalog import load_catalog, managed_tables  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
+from icefloe.base.redis_client import connect  # noqa: E402
+from icefloe.service.decider.light import FULL_REFRESH_SECONDS  # noqa: E402
+from icefloe.service.decider.wiring import open_decider  # noqa: E402
+from icefloe.service.observe.kept import RECORD_MAX_AGE_S  # noqa: E402
+from icefloe.service.observe.status import gather  # noqa: E402
+from icefloe.state.queue.redis import open_queue  # noqa: E402
 
 ICEFLOE = ROOT / ".venv" / "bin" / "icefloe"
 
@@ -327,7 +327,7 @@ def write_config(
 
 def start_rest(root: Path, args: argparse.Namespace) -> None:
     """The rest-s3 profile's services under ``root`` (``icefloe dev up``, free ports)."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     state = dev.up("rest-s3", root, free_ports=True)
     args.rest_catalog = dict(state.overlay["catalog"])
@@ -385,7 +385,7 @@ def main() -> None:
 
 
 def stop_rest(root: Path) -> None:
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     dev.down("rest-s3", root)
 

@@ -5,7 +5,7 @@ against the same four tables in one call (one Spark session).
 
 Each repeat builds two identical sets of ``--tables`` small tables (two partitions of
 ``--files`` small files each, PyIceberg appends) in a temporary embedded lakehouse, then
-times, as a user runs them (``python -m service``, a fresh process each):
+times, as a user runs them (``python -m icefloe``, a fresh process each):
 
 * ``separate``: ``icefloe optimize T`` once per table of the first set;
 * ``one call``: ``icefloe optimize T1 T2 ...`` on the second set.
@@ -39,8 +39,8 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import build_config  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import build_config  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -71,7 +71,7 @@ def icefloe(config: Path, *args: str) -> tuple[float, dict[str, Any]]:
     env.pop("ICEFLOE_PROFILE", None)
     started = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "service", "optimize", *args, "--json"],
+        [sys.executable, "-m", "icefloe", "optimize", *args, "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optimizer import (  # noqa: E402
+from icefloe.optimizer import (  # noqa: E402
     DEFAULT_TOLERANCE_FRACTION,
     FlowView,
     PartitionStats,

@@ -8,14 +8,15 @@ The warehouse is synthetic (``bench/synthetic.py``: 100 ``day=`` partitions a ta
 files at target and maybe one small file each, metadata read for free); everything else is
 the real code on real Redis. Per topology, in one run:
 
-1. memory: a real :class:`service.decider.loop.Decider` (``step()``) sees every table for the
+1. memory: a real :class:`icefloe.service.decider.loop.Decider` (``step()``) sees every table for
+the
    first time and full-scans it into the rolling stats; then ``MEMORY USAGE`` summed over
    the stats hashes (and the table state hashes, the known-tables set), and the
    ``INFO memory`` ``used_memory`` delta over every master, per partition (goal <= 100 B);
 2. file events/s: tables get chains of 10 commits (4 of 5 add 4 small files to each of 2
-   partitions, every 5th compacts a partition), then ``service.state.rolling.scan.catch_up`` brings
+   partitions, every 5th compacts a partition), then ``icefloe.state.rolling.scan.catch_up`` brings
    each table's stats up to date (wall clock; goal >= 20,000/s); also one commit per table;
-3. queue ops/s: the real :class:`service.state.queue.redis.RedisQueue`, n items through enqueue →
+3. queue ops/s: the real :class:`icefloe.state.queue.redis.RedisQueue`, n items through enqueue →
    dispatch → dequeue → ack, one item per call and in batches of 100 (``enqueue_many``,
    ``dispatch_many``: one pipelined round trip a batch; ``dequeue_many``, ``ack_many``: two),
    against ``redis-benchmark -c 1`` SET/GET on the queue's own server, three rounds back to
@@ -58,15 +59,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.synthetic import MiB, SyntheticWarehouse, partition_key  # noqa: E402
-from service.base.config import DeciderSettings, build_config  # noqa: E402
-from service.base.keys import Keys  # noqa: E402
-from service.base.redis_client import connect  # noqa: E402
-from service.decider.loop import Decider  # noqa: E402
-from service.decider.wiring import open_decider, redis_adapters  # noqa: E402
-from service.state.queue import ActionItem, budget_of  # noqa: E402
-from service.state.queue.redis import RedisQueue  # noqa: E402
-from service.state.rolling.redis import RollingStats  # noqa: E402
-from service.state.rolling.scan import catch_up, full_stats  # noqa: E402
+from icefloe.base.config import DeciderSettings, build_config  # noqa: E402
+from icefloe.base.keys import Keys  # noqa: E402
+from icefloe.base.redis_client import connect  # noqa: E402
+from icefloe.service.decider.loop import Decider  # noqa: E402
+from icefloe.service.decider.wiring import open_decider, redis_adapters  # noqa: E402
+from icefloe.state.queue import ActionItem, budget_of  # noqa: E402
+from icefloe.state.queue.redis import RedisQueue  # noqa: E402
+from icefloe.state.rolling.redis import RollingStats  # noqa: E402
+from icefloe.state.rolling.scan import catch_up, full_stats  # noqa: E402
 from tests.support.cluster import LocalCluster, primaries  # noqa: E402
 
 CHAIN = 10  # commits per table between two passes, for the events figure

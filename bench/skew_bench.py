@@ -9,7 +9,7 @@ shuffle bytes; max/median is over its tasks. Makespan on 16/64 slots is simulate
 the measured task durations (LPT schedule, stages run one after another).
 
 Variants: ``default`` (AQE as shipped), ``tuned`` (AQE with small skew thresholds and
-advisory size), ``salted`` (jobs.skew on the default settings with its automatic strategy:
+advisory size), ``salted`` (icefloe.jobs.skew on the default settings with its automatic strategy:
 isolate-and-broadcast for the inner join, salting for the rest; it replaces AQE's skew
 split, which would otherwise re-split the salted partitions). Plus a non-skewed join
 (guardrail overhead on Iceberg tables: salted_join taking the stored skew report, and with
@@ -31,10 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.skew.aggregate import salted_aggregate  # noqa: E402
-from jobs.skew.hot_keys import detect_hot_keys  # noqa: E402
-from jobs.skew.salting import plan_salted_join, salted_join  # noqa: E402
-from jobs.skew.stage_metrics import Meter  # noqa: E402
+from icefloe.jobs.skew.aggregate import salted_aggregate  # noqa: E402
+from icefloe.jobs.skew.hot_keys import detect_hot_keys  # noqa: E402
+from icefloe.jobs.skew.salting import plan_salted_join, salted_join  # noqa: E402
+from icefloe.jobs.skew.stage_metrics import Meter  # noqa: E402
 
 # Coalescing is off in every variant: on inputs this small AQE would merge all shuffle
 # partitions into one or two tasks and there would be no task distribution to measure.
@@ -56,7 +56,7 @@ TUNED_AQE = {
 
 def bench_config(home: Path) -> Any:
     """A throw-away warehouse (JDBC catalog on SQLite) for the tables the guardrail reads."""
-    from service.base.config import build_config
+    from icefloe.base.config import build_config
 
     return build_config(
         {
@@ -74,7 +74,7 @@ def bench_config(home: Path) -> Any:
 
 
 def build_session(partitions: int, cfg: Any = None) -> Any:
-    from service.base.spark import build_spark
+    from icefloe.base.spark import build_spark
 
     if cfg is None:
         cfg = bench_config(Path(tempfile.mkdtemp(prefix="icefloe-skew-bench-")))
@@ -157,8 +157,8 @@ def measure_guardrail(spark: Any, meter: Any, args: argparse.Namespace) -> dict[
     lookup is inside the timed span). ``auto``: no report, salted_join samples the input
     itself first. Alternating runs, medians; overhead = median / plain median - 1.
     """
-    from jobs.skew.detect import detect_table, stored_hot_keys
-    from service.base.catalog import load_catalog
+    from icefloe.base.catalog import load_catalog
+    from icefloe.jobs.skew.detect import detect_table, stored_hot_keys
 
     cfg = args.cfg
     catalog = load_catalog(cfg)

@@ -3,7 +3,7 @@
 Not a test: a script that builds its OWN SparkSession (local[2], UI on for the REST API,
 icefloe's extension jar on ``spark.jars``), writes a skewed fact table and a dimension as
 Iceberg tables, stores the fact table's hot-key report in its table property
-``icefloe.skew.hot-keys.k`` (``optimizer.skew_report``) and runs plain SQL:
+``icefloe.skew.hot-keys.k`` (``icefloe.optimizer.skew_report``) and runs plain SQL:
 
 * ``left_dim_fact``: dimension LEFT JOIN fact, the skewed side on the right (AQE cannot
   split the preserved side; the rule asks which hot keys the fact table holds),
@@ -24,7 +24,7 @@ runs compiled (0: none recompiled). Each rep runs every query on and off back to
 (alternating which goes first); figures are medians over the reps, and ``wall on/off`` is
 the median of the reps' own on/off ratios (the JSON also has the ratio of the medians).
 Per query the "stage" is
-the one that read the most shuffle bytes (``jobs.skew.stage_metrics``): the max and
+the one that read the most shuffle bytes (``icefloe.jobs.skew.stage_metrics``): the max and
 median time of its tasks that read the shuffle (an isolated join's hot part runs in that
 stage too, as map-side join tasks over the fact table's splits: counted and shown apart);
 ``task-s`` sums every task of the query; ``mk16`` is the makespan its task times would
@@ -65,16 +65,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.skew.stage_metrics import Meter, reads_shuffle  # noqa: E402
-from optimizer import skew_report  # noqa: E402
-from optimizer.skew_stats import makespan  # noqa: E402
-from service.base.versions import (  # noqa: E402
+from icefloe.base.versions import (  # noqa: E402
     PROJECT_ROOT,
     extensions_jar,
     is_extensions_jar,
     local_jars,
     sql_extensions,
 )
+from icefloe.jobs.skew.stage_metrics import Meter, reads_shuffle  # noqa: E402
+from icefloe.optimizer import skew_report  # noqa: E402
+from icefloe.optimizer.skew_stats import makespan  # noqa: E402
 
 NS = "skewsql"
 ENABLED = "spark.icefloe.skew.enabled"
@@ -210,8 +210,8 @@ def session_jars() -> list[str]:
 
 
 def build_session(partitions: int) -> Any:
-    from service.base.config import build_config
-    from service.base.spark import build_spark
+    from icefloe.base.config import build_config
+    from icefloe.base.spark import build_spark
 
     home = Path(tempfile.mkdtemp(prefix="icefloe-skew-sql-bench-"))
     cfg = build_config(

@@ -18,7 +18,7 @@ commit). Then, in one Spark session (``local[2]``) and a temporary lake:
    the previous one registered are removed (Iceberg's ``updateStatistics`` /
    ``updatePartitionStatistics``, a metadata commit), so every run computes from nothing.
    The two procedures' shares are timed inside the same runs: the bench wraps
-   ``jobs.maintenance.procedures.call_procedure`` (each share includes that function's own
+   ``icefloe.jobs.maintenance.procedures.call_procedure`` (each share includes that function's own
    PyIceberg table load); what is left is icefloe's (catalog loads, facts, verification);
 3. one append of ~5% more rows: the rule's verdict (``stats_changed_ratio`` 0.2: not due);
    then enough rows to cross 0.2: due; the refresh timed (``--runs``, median; before each,
@@ -34,7 +34,7 @@ commit). Then, in one Spark session (``local[2]``) and a temporary lake:
    metadata, and the metadata JSON's growth), snapshots before/after, NDV sketch against the
    exact distinct counts, and a last line ``stats-summary {json}``.
 
-The rule's verdicts are ``optimizer.actions.table_needs`` on ``read_health`` of the table,
+The rule's verdicts are ``icefloe.optimizer.actions.table_needs`` on ``read_health`` of the table,
 as ``icefloe maintain`` and the decider compute them, with no last run recorded (the 1 h
 ``stats_interval_hours`` is the service's pacing, not measured here).
 
@@ -56,12 +56,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.maintenance import procedures  # noqa: E402
-from jobs.maintenance.run import run_table_action  # noqa: E402
-from optimizer.actions import table_needs  # noqa: E402
-from service.base.catalog import load_catalog, load_table, spark_table_name  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.state.health import read_health  # noqa: E402
+from icefloe.base.catalog import load_catalog, load_table, spark_table_name  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
+from icefloe.jobs.maintenance import procedures  # noqa: E402
+from icefloe.jobs.maintenance.run import run_table_action  # noqa: E402
+from icefloe.optimizer.actions import table_needs  # noqa: E402
+from icefloe.state.health import read_health  # noqa: E402
 
 ACTION = "compute_stats"
 IDENT = "bench.events"
@@ -118,7 +118,7 @@ def checksum(spark: Any, name: str) -> tuple[int, int]:
 
 def java_table(spark: Any, name: str) -> Any:
     """The Iceberg Java table behind ``name`` (the catalog caches nothing: icefloe's conf)."""
-    from service.base.spark import activate
+    from icefloe.base.spark import activate
 
     activate(spark)
     jvm = spark.sparkContext._jvm
@@ -280,7 +280,7 @@ def stats_runs(
 
 # ---- the run --------------------------------------------------------------------------
 def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    from service.base.spark import build_spark  # after the arguments: a JVM takes seconds
+    from icefloe.base.spark import build_spark  # after the arguments: a JVM takes seconds
 
     cfg = make_config(home)
     catalog = load_catalog(cfg)

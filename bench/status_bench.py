@@ -37,17 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow as pa  # noqa: E402
 import redis  # noqa: E402
 
-from jobs.history.flush import Kept, flush, read_all  # noqa: E402
-from optimizer.layout import FileBounds  # noqa: E402
-from service.base.catalog import load_catalog, managed_tables  # noqa: E402
-from service.base.keys import Keys  # noqa: E402
-from service.decider.wiring import open_decider  # noqa: E402
-from service.observe.kept import kept_depths  # noqa: E402
-from service.observe.tables import table_summary  # noqa: E402
-from service.state.layout import depths  # noqa: E402
-from service.state.layout.redis import RedisLayouts  # noqa: E402
-from service.state.ledger.memory import MemoryLedger  # noqa: E402
-from service.web.data import Dashboard  # noqa: E402
+from icefloe.app.web.data import Dashboard  # noqa: E402
+from icefloe.base.catalog import load_catalog, managed_tables  # noqa: E402
+from icefloe.base.keys import Keys  # noqa: E402
+from icefloe.jobs.history.flush import Kept, flush, read_all  # noqa: E402
+from icefloe.optimizer.layout import FileBounds  # noqa: E402
+from icefloe.service.decider.wiring import open_decider  # noqa: E402
+from icefloe.service.observe.kept import kept_depths  # noqa: E402
+from icefloe.service.observe.tables import table_summary  # noqa: E402
+from icefloe.state.layout import depths  # noqa: E402
+from icefloe.state.layout.redis import RedisLayouts  # noqa: E402
+from icefloe.state.ledger.memory import MemoryLedger  # noqa: E402
 from tests.support.config import make_config  # noqa: E402
 
 TABLE, SIG = "bench.sorted", "sort:ts"

@@ -3,8 +3,9 @@
 Real tables cost a catalog round trip to create and an Avro manifest per commit; a bench of
 10,000 tables × 100 partitions cannot afford either. These tables are plain Python objects
 that answer what the decider, the rolling stats and the table health read from a PyIceberg
-table (:meth:`service.decider.loop.Decider.refresh`, :func:`service.state.rolling.scan.catch_up`,
-:func:`service.base.tablestats.current_partitions`, :func:`service.state.health.read_health`):
+table (:meth:`icefloe.service.decider.loop.Decider.refresh`,
+:func:`icefloe.state.rolling.scan.catch_up`, :func:`icefloe.base.tablestats.current_partitions`,
+:func:`icefloe.state.health.read_health`):
 
 * ``table.properties``, ``.current_snapshot()``, ``.snapshots()``, ``.metadata_location``,
   ``.io.new_input(location)`` (only its ``len``);
@@ -46,7 +47,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import LongType, NestedField, StructType, TimestampType
 
-from service.base.partition_key import PartitionKey
+from icefloe.base.partition_key import PartitionKey
 
 MiB = 1 << 20
 TARGET = 128 * MiB  # icefloe's default target
@@ -98,7 +99,7 @@ class ManifestEntry:
 
 class Manifest:
     """The manifest one snapshot wrote; its entries may be generated on demand, so its
-    length (what ``service.state.health`` reads from the manifest list) is given."""
+    length (what ``icefloe.state.health`` reads from the manifest list) is given."""
 
     partition_spec_id = 0
 
@@ -365,7 +366,7 @@ class SyntheticWarehouse:
 
 
 class SyntheticCatalog:
-    """The catalog calls the decider makes (``service.base.catalog.load_table``,
+    """The catalog calls the decider makes (``icefloe.base.catalog.load_table``,
     ``managed_tables``), answered from a :class:`SyntheticWarehouse`."""
 
     name = "synthetic"

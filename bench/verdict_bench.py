@@ -10,9 +10,9 @@ queued that the plan then refused (a wasted round trip of the actor: lease, file
 plan, ack) and those the plan would merge that the decider never queued (left as they
 are), for
 
-* before: the verdict from the sums of all undersized files (``optimizer.estimate``: one
+* before: the verdict from the sums of all undersized files (``icefloe.optimizer.estimate``: one
   rolling writer over them), the floor counting undersized files on both sides;
-* now: ``optimizer.merge_need`` (small files' count and bytes, ``merge_lowers``), the floor
+* now: ``icefloe.optimizer.merge_need`` (small files' count and bytes, ``merge_lowers``), the floor
   counting small files on both sides.
 
 Then the time of one verdict (median of 5 passes over the partitions), and one
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optimizer import (  # noqa: E402
+from icefloe.optimizer import (  # noqa: E402
     PartitionStats,
     estimate,
     merge_need,

@@ -59,9 +59,9 @@ from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from service.base.catalog import load_catalog  # noqa: E402
-from service.base.config import Config, build_config  # noqa: E402
-from service.ops import dev  # noqa: E402
+from icefloe.app.ops import dev  # noqa: E402
+from icefloe.base.catalog import load_catalog  # noqa: E402
+from icefloe.base.config import Config, build_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ("iceberg", "loop", "optimize")
@@ -78,8 +78,8 @@ PAYLOAD_BYTES = 32  # hex characters per row's payload
 
 ICEBERG_CALL = """
 import json, sys
-from service.base.config import load_config
-from service.base.spark import build_spark
+from icefloe.base.config import load_config
+from icefloe.base.spark import build_spark
 cfg = load_config(sys.argv[1])
 spark = build_spark(cfg, app_name="iceberg-rewrite-data-files")
 rows = spark.sql(
@@ -92,8 +92,8 @@ spark.stop()
 FRESH_READER = """
 import json, statistics, sys, time
 from pyiceberg import manifest
-from service.base.catalog import load_catalog
-from service.base.config import load_config
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
 catalog = load_catalog(load_config(sys.argv[1]))
 samples = []
 for _ in range(1 + int(sys.argv[3])):
@@ -216,7 +216,7 @@ def run_process(argv: list[str], config: Path | None = None) -> tuple[float, str
 
 
 def icefloe(config: Path, *args: str) -> tuple[float, str]:
-    return run_process([sys.executable, "-m", "service", *args], config)
+    return run_process([sys.executable, "-m", "icefloe", *args], config)
 
 
 def parse_json(text: str) -> Any:

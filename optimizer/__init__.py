@@ -1,11 +1,12 @@
-"""icefloe's pure optimizer core: entropy stats, minimum-replacement planning, layout, scheduling.
+"""Layer 6 of 6, the pure core: entropy stats, minimum-replacement planning, layout,
+scheduling.
 
-Standard library only; no Spark, Redis, PyIceberg, ``service`` or ``jobs`` imports (a
+Standard library only; no Spark, Redis, PyIceberg or other icefloe imports (a
 contract enforces it), no clocks, no I/O. Adapters pass data and ``now`` in.
 """
 
-from optimizer.binpack import first_fit_decreasing
-from optimizer.entropy import (
+from icefloe.optimizer.binpack import first_fit_decreasing
+from icefloe.optimizer.entropy import (
     PartitionStats,
     apply_delta,
     estimate,
@@ -20,7 +21,7 @@ from optimizer.entropy import (
     predict_output_sizes,
     stats_from_sizes,
 )
-from optimizer.fairqueue import (
+from icefloe.optimizer.fairqueue import (
     DeficitWeightedRoundRobin,
     FlowView,
     PriorityScheduler,
@@ -28,17 +29,17 @@ from optimizer.fairqueue import (
     WeightedRoundRobin,
     fair_priority_scheduler,
 )
-from optimizer.layout import Depth, FileBounds, clustering_depth
-from optimizer.layoutplan import LayoutPlan, plan_layout
-from optimizer.linebreak import best_runs
-from optimizer.planner import (
+from icefloe.optimizer.layout import Depth, FileBounds, clustering_depth
+from icefloe.optimizer.layoutplan import LayoutPlan, plan_layout
+from icefloe.optimizer.linebreak import best_runs
+from icefloe.optimizer.planner import (
     DEFAULT_TOLERANCE_FRACTION,
     NEAR_TARGET_FRACTION,
     Plan,
     default_tolerance,
     plan_partition,
 )
-from optimizer.zorder import ordered_value, zorder_bytes, zorder_key
+from icefloe.optimizer.zorder import ordered_value, zorder_bytes, zorder_key
 
 __all__ = [
     "DEFAULT_TOLERANCE_FRACTION",

@@ -7,7 +7,7 @@ candidates to do.
 
 What a merge writes is not what it reads: merged rows compress better than many small
 files of them (one dictionary and one set of pages instead of many). Every function here
-takes ``merged``, each file's bytes once merged (:mod:`optimizer.output_model`; default:
+takes ``merged``, each file's bytes once merged (:mod:`icefloe.optimizer.output_model`; default:
 its size), and packs, balances and predicts outputs by it, while a file's own error and
 the bytes a group reads come from its size.
 """
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import mul
 
-from optimizer.binpack import ffd_packing, lpt_spread
-from optimizer.entropy import is_short, one_file_max, output_count, output_sse
-from optimizer.linebreak import best_runs
+from icefloe.optimizer.binpack import ffd_packing, lpt_spread
+from icefloe.optimizer.entropy import is_short, one_file_max, output_count, output_sse
+from icefloe.optimizer.linebreak import best_runs
 
 __all__ = [
     "Group",

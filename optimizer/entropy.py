@@ -105,7 +105,7 @@ class PartitionStats:
         """Does merging the partition's small files (:func:`is_small`, the only files the
         planner packs) lower its SSE? Iff there are two or more and a rewrite of all of
         them writes fewer files than they are: ``output_count(small_bytes) < small_files``.
-        Exact for the planner (``optimizer.plan_partition`` finds a group then, and none
+        Exact for the planner (``icefloe.optimizer.plan_partition`` finds a group then, and none
         otherwise): four or more small files always make fewer (each is under 0.75·T);
         two make one file up to 1.1·T, and three make two up to 2.2·T (both Iceberg's
         fold of a remainder); past that, two files cannot share one, and three are each
@@ -279,7 +279,7 @@ def predict_output_sizes(total: int, target: int) -> list[int]:
     that arrive: 1.3·T as two files of 0.65·T rewrites 1.3·T at the next pass, as one of
     ``T`` and one of 0.3·T only the 0.3·T. (Only two or three outputs can fall under
     0.8·T: 1.1-1.6·T as two, 2.2-2.4·T as three.) ``total`` is what the group writes:
-    the caller's merged bytes (:mod:`optimizer.output_model`).
+    the caller's merged bytes (:mod:`icefloe.optimizer.output_model`).
     """
     count = output_count(total, target)
     if count == 0:

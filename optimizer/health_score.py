@@ -7,8 +7,8 @@ tolerance is not marked down for what its policy allows). Each component maps on
 
 * ``data_files`` (40): ``x`` = sqrt(removable MSE) / target size, where the removable MSE
   is what merging each partition's small files would take off its file-size MSE
-  (:func:`optimizer.merge_estimate`, the decider's own estimate), averaged over the data files
-  (:func:`removable_mse`); healthy at tolerance / target (the decider leaves the table
+  (:func:`icefloe.optimizer.merge_estimate`, the decider's own estimate), averaged over the data
+  files (:func:`removable_mse`); healthy at tolerance / target (the decider leaves the table
   alone), full at 1. A partition whose one small file has nothing to merge with costs
   nothing: there is nothing to do about it;
 * ``deletes`` (25): ``x`` = rows the delete files delete per data row; healthy at the
@@ -43,8 +43,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from optimizer.entropy import PartitionStats, merge_estimate
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from icefloe.optimizer.entropy import PartitionStats, merge_estimate
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 __all__ = [
     "WEIGHTS",
@@ -168,7 +168,7 @@ class Score:
 def removable_mse(parts: Iterable[PartitionStats], target: int) -> float:
     """The file-size MSE that merging each partition's small files would remove, averaged
     over the table's data files: ``Σ n_p · reduction_p / Σ n_p`` (``reduction_p`` from
-    :func:`optimizer.merge_estimate`); 0 for a table with nothing to merge."""
+    :func:`icefloe.optimizer.merge_estimate`); 0 for a table with nothing to merge."""
     files = 0
     removed = 0.0
     for p in parts:

@@ -58,8 +58,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic
 
-from optimizer.entropy import predict_output_sizes
-from optimizer.layout import (
+from icefloe.optimizer.entropy import predict_output_sizes
+from icefloe.optimizer.layout import (
     Depth,
     FileBounds,
     K,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from optimizer.entropy import one_file_max
+from icefloe.optimizer.entropy import one_file_max
 
 __all__ = ["best_runs", "runs_sse"]
 

@@ -9,9 +9,9 @@ current snapshot's manifest list and the table metadata alone, never from data f
 
 The entropy math is the data files' unchanged: manifests are scored against a manifest
 target size (Iceberg's ``commit.manifest.target-size-bytes``, 8 MiB by default). When each
-action pays is its own module's rule (``optimizer.actions``: ``rewrite_manifests``,
+action pays is its own module's rule (``icefloe.optimizer.actions``: ``rewrite_manifests``,
 ``expire_snapshots``, ``remove_orphan_files``, ``compute_stats``, ``skew_report``; a partition's
-``compact_deletes``: ``optimizer.verdict``); this module holds what they read.
+``compact_deletes``: ``icefloe.optimizer.verdict``); this module holds what they read.
 
 Pure: no clocks (``now_ms`` is passed in), no I/O.
 """
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from optimizer.entropy import PartitionStats, stats_from_sizes
-from optimizer.skew_report import ReportAge
+from icefloe.optimizer.entropy import PartitionStats, stats_from_sizes
+from icefloe.optimizer.skew_report import ReportAge
 
 DEFAULT_MANIFEST_TARGET = 8 << 20  # Iceberg's commit.manifest.target-size-bytes
 
@@ -103,7 +103,7 @@ class MaintenanceRules:
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # ... of column names
 
     def setting(self, key: str, default: float) -> float:
-        """A registered action's setting (``optimizer.actions``): the policy's, else
+        """A registered action's setting (``icefloe.optimizer.actions``): the policy's, else
         ``default`` (the action's own)."""
         return self.settings.get(key, default)
 

@@ -39,7 +39,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from optimizer.entropy import predict_output_sizes
+from icefloe.optimizer.entropy import predict_output_sizes
 
 __all__ = [
     "BytesPerRow",
@@ -165,7 +165,7 @@ class OutputSplit:
     ``rows``: the group's rows; ``predicted``: the bytes it is predicted to write (0: not
     known); ``target``: the target file size (0: rows spread evenly over ``files``);
     ``files``: the most files it may write (its planned output locations). Before each
-    file, the rows left are cut into the files :func:`optimizer.predict_output_sizes` makes
+    file, the rows left are cut into the files :func:`icefloe.optimizer.predict_output_sizes` makes
     of them (even files, or files of the target and one remainder; never more than the
     locations left) at the latest rate: the prediction until a file is written, then the
     bytes per row of what was written (with no prediction, the first file gets an even

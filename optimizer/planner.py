@@ -6,7 +6,7 @@ Output model (the actors' engines match it): a group whose rows take ``S`` bytes
 merged yields ``predict_output_sizes(S, T)``: Iceberg's output count (``output_count``:
 ``floor(S/T)`` files, plus one for a remainder over 0.75·T or one that would take the
 others to 1.1·T) of even size. A group of up to 1.1·T is one file. ``S`` is the sum of
-the files' ``merged`` bytes (:mod:`optimizer.output_model`: their rows at the bytes per
+the files' ``merged`` bytes (:mod:`icefloe.optimizer.output_model`: their rows at the bytes per
 row the table's rewrites write), or of their sizes when the caller knows nothing better;
 small streaming files compress better merged, so planning by their sizes would write
 outputs under the target that are merged again at the next pass.
@@ -62,8 +62,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
-from optimizer.entropy import (
+from icefloe.optimizer.candidates import Group, absorbed, balanced, candidate_groups, ffd_groups
+from icefloe.optimizer.entropy import (
     PartitionStats,
     output_count,
     output_sse,

@@ -2,7 +2,7 @@
 
 Iceberg's sort order names, for each field, a source column, a transform, a direction and
 a null order (``WRITE ORDERED BY s DESC NULLS FIRST, bucket(8, id)``). :class:`SortField`
-keeps all four (``service.base.sortorder.declared_fields`` reads them from a table).
+keeps all four (``icefloe.base.sortorder.declared_fields`` reads them from a table).
 Floating point NaN sorts above every other value, as Iceberg's comparators (and Spark's
 ``ORDER BY``) define it: last ascending, first descending.
 

@@ -3,7 +3,7 @@ decision is made.
 
 The decider (its queue items), ``plan``, ``status``, ``tables`` and the dashboard all call
 :func:`partition_verdict`; none of them re-derives a decision. It takes what is known of one
-partition -- its entropy stats (:class:`~optimizer.entropy.PartitionStats`: kept rolling by
+partition -- its entropy stats (:class:`~icefloe.optimizer.entropy.PartitionStats`: kept rolling by
 the decider, or from a scan), its files' sizes in key order and its layout plan when the
 table keeps a layout -- and the table's :class:`Rules` (its policy, resolved), and returns a
 :class:`Verdict`: the action to queue now (or None), whether it waits for more small files,
@@ -15,12 +15,12 @@ The order of the rules, first match wins (the actors plan in the same order):
 2. ``compact_deletes`` when the policy enables it and the partition's delete files delete
    ``delete_ratio`` of its rows or more (its small files are merged in the same rewrite);
 3. the table's layout (``sort`` or ``zorder``) when its mean clustering depth is over
-   ``clustering_tolerance`` and the least rewrite lowers it (:func:`optimizer.layout.lowers_depth`)
-   -- unless only icefloe's own rewrites changed the partition since it was decided
-   (*settled*: re-planning the same rows would churn);
+   ``clustering_tolerance`` and the least rewrite lowers it
+   (:func:`icefloe.optimizer.layout.lowers_depth`) -- unless only icefloe's own rewrites changed the
+   partition since it was decided (*settled*: re-planning the same rows would churn);
 4. the rewrite of its small files (:func:`rewrite_action`: a ``zorder`` or ``sort`` where
    the table keeps that layout, else ``merge``) when its MSE is over tolerance² and a merge
-   lowers it (:func:`optimizer.entropy.merge_need`), once it holds ``min_input_files`` small
+   lowers it (:func:`icefloe.optimizer.entropy.merge_need`), once it holds ``min_input_files`` small
    files (or small files filling a target file); with fewer it *waits*. A table with a
    layout merges neighbours in key order only: there, a merge is due only where the ordered
    plan finds a run (``key_sizes``).
@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.entropy import PartitionStats, merge_estimate, merge_need
-from optimizer.layout import Depth, lowers_depth
-from optimizer.planner import plan_partition
+from icefloe.optimizer.entropy import PartitionStats, merge_estimate, merge_need
+from icefloe.optimizer.layout import Depth, lowers_depth
+from icefloe.optimizer.planner import plan_partition
 
 MERGE, SORT, ZORDER, COMPACT_DELETES = "merge", "sort", "zorder", "compact_deletes"
 
@@ -156,7 +156,7 @@ def deletes_verdict(stats: PartitionStats, delete_ratio: float) -> Verdict | Non
 
 def layout_verdict(rules: Rules, layout: Layout) -> Verdict:
     """The layout's action when the partition is clustered deeper than the tolerance and
-    its least re-sort lowers the depth enough (:func:`~optimizer.layout.lowers_depth`);
+    its least re-sort lowers the depth enough (:func:`~icefloe.optimizer.layout.lowers_depth`);
     benefit: the depth removed times its files."""
     before, after, tol = layout.before, layout.after, rules.clustering_tolerance
     depth = f"depth {before.mean:.3g}"
@@ -185,7 +185,7 @@ def merge_verdict(
     key_sizes: Sequence[int] | None = None,
     floor: int | None = None,
 ) -> Verdict:
-    """The rewrite of the partition's small files (:func:`~optimizer.entropy.merge_need`),
+    """The rewrite of the partition's small files (:func:`~icefloe.optimizer.entropy.merge_need`),
     in key order where ``key_sizes`` are given."""
     action = rules.rewrite
     if action not in rules.actions:

@@ -3,9 +3,9 @@
 A z-order serves predicates on any of its columns, so a file is described by its *box*:
 one ``[lower, upper]`` per z-order column (``FileBounds.lower``/``upper`` hold one value
 per column, ``None`` unbounded; values are the columns' order-preserving unsigned ints,
-``optimizer.zorder.ordered_value``). A predicate on one column opens the files whose
+``icefloe.optimizer.zorder.ordered_value``). A predicate on one column opens the files whose
 interval on that column holds the value: that column's clustering depth
-(``optimizer.layout``: the deepest point within a file's interval).
+(``icefloe.optimizer.layout``: the deepest point within a file's interval).
 
 Depth (``zorder_depth``). A file's depth is the mean over the ``d`` columns of its
 per-column depth divided by that column's depth in an ideal z-order of the partition's
@@ -21,7 +21,7 @@ rewrite.
 
 Which files (``plan_zorder``). When the mean is over the tolerance, the files whose
 interleaved-key intervals (corners' keys) overlap another's are rewritten, one group per
-chain-overlapping cluster (``optimizer.layoutplan`` asked for depth 1 in key space, the
+chain-overlapping cluster (``icefloe.optimizer.layoutplan`` asked for depth 1 in key space, the
 fewest bytes): files apart in key space hold rows no other file's key range reaches and
 stay. The predicted depth after counts each group as one file spanning its hull (its
 outputs tile the hull; where their boxes split is known once they are written), so the
@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from optimizer.layout import (
+from icefloe.optimizer.layout import (
     Bound,
     Depth,
     FileBounds,
@@ -44,8 +44,8 @@ from optimizer.layout import (
     lowers_depth,
     max_depths,
 )
-from optimizer.layoutplan import LayoutPlan, plan_layout
-from optimizer.zorder import ZORDER_BITS, zorder_key
+from icefloe.optimizer.layoutplan import LayoutPlan, plan_layout
+from icefloe.optimizer.zorder import ZORDER_BITS, zorder_key
 
 __all__ = ["ideal_depths", "key_ordered", "plan_zorder", "zorder_depth"]
 

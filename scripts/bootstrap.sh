@@ -51,11 +51,11 @@ fetch_jar() {  # fetch_jar MAVEN_PATH DIR: once, checked against Maven Central's
   fi
   mv "$file.part" "$file"
 }
-# the one list of artifacts and versions: service/base/versions.py (importable after the pip install)
-mapfile -t JARS < <(.venv/bin/python -m service.base.versions maven-paths)
-[ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by service.base.versions"; exit 1; }
+# the one list of artifacts and versions: base/versions.py (importable after the pip install)
+mapfile -t JARS < <(.venv/bin/python -m icefloe.base.versions maven-paths)
+[ "${#JARS[@]}" -gt 0 ] || { say "no jars listed by icefloe.base.versions"; exit 1; }
 # .jars/*.jar is Spark's classpath: the servers' jars live in folders below it
-mapfile -t SERVER_JARS < <(.venv/bin/python -m service.base.versions server-maven-paths)
+mapfile -t SERVER_JARS < <(.venv/bin/python -m icefloe.base.versions server-maven-paths)
 mkdir -p .jars/servers
 for path in "${JARS[@]}"; do fetch_jar "$path" .jars; done
 for path in "${SERVER_JARS[@]}"; do fetch_jar "$path" .jars/servers; done
@@ -93,7 +93,7 @@ say "rest catalog server: ready ($(find "$REST" -maxdepth 1 -name '*.jar' | wc -
 # moved into place in one rename, replacing any other version's jar.
 build_extension() {  # build_extension JVM_DIR: .jars/icefloe-spark-extensions-<pom version>.jar
   local src=$1 name sum stamp=.jars/.icefloe-spark-extensions.sha256 tmp log old
-  name=$(.venv/bin/python -m service.base.versions extensions-jar "$src/pom.xml")
+  name=$(.venv/bin/python -m icefloe.base.versions extensions-jar "$src/pom.xml")
   sum=$( (cd "$src" && find pom.xml src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
          sha256sum | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$sum $name" ] || [ ! -s ".jars/$name" ]; then
@@ -123,10 +123,10 @@ say "postgresql 15: installed"
 
 # --- Redis ---------------------------------------------------------------------------------
 need_pkg redis-server redis-server
-REDIS_URL=$(.venv/bin/python -c 'from service.base.config import load_config; print(load_config().redis.url)')
-if .venv/bin/python -m service.ops.redis_local ping "$REDIS_URL"; then
+REDIS_URL=$(.venv/bin/python -c 'from icefloe.base.config import load_config; print(load_config().redis.url)')
+if .venv/bin/python -m icefloe.app.ops.redis_local ping "$REDIS_URL"; then
   say "redis: answering"
 else
-  .venv/bin/python -m service.ops.redis_local start "$REDIS_URL" "$ROOT/.redis"
+  .venv/bin/python -m icefloe.app.ops.redis_local start "$REDIS_URL" "$ROOT/.redis"
 fi
 say "ready"

@@ -18,8 +18,8 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from service.base.config import load_config
-from service.web.server import make_server, serve_in_thread
+from icefloe.app.web.server import make_server, serve_in_thread
+from icefloe.base.config import load_config
 
 READY = """return document.querySelectorAll('#tables tbody tr[data-table]').length > 0
   && document.querySelectorAll('#histogram svg rect.mark').length > 0

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 mode=${1:-}
 echo "== ruff"; ruff check .; ruff format --check --quiet .
-echo "== mypy"; mypy optimizer service jobs
+echo "== mypy"; mypy -p icefloe
 echo "== import contracts"; lint-imports --no-cache >/dev/null; echo "contracts kept"
 [ "$mode" = "--lint-only" ] && exit 0
 # promtool checks the alert rules (tests/integration/test_alert_rules.py): Debian's prometheus

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from service.base.config import Config
+from icefloe.base.config import Config
 from tests.support.config import REPO, TEST_REDIS_URL, config_raw, make_config
 
 # CI runs hypothesis derandomized: a red CI run is then reproducible, never a coin toss.
@@ -68,7 +68,7 @@ def cfg(lake_home: Path) -> Config:
 @pytest.fixture(scope="session")
 def spark(cfg: Config) -> Iterator[Any]:
     """The one SparkSession of the test run (local[2], UI off, few shuffle partitions)."""
-    from service.base.spark import build_spark
+    from icefloe.base.spark import build_spark
 
     session = build_spark(cfg, app_name="icefloe-tests")
     yield session
@@ -78,7 +78,7 @@ def spark(cfg: Config) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def catalog(cfg: Config) -> Any:
     """The PyIceberg catalog over the same store as the ``spark`` fixture's ``lake``."""
-    from service.base.catalog import load_catalog
+    from icefloe.base.catalog import load_catalog
 
     cat = load_catalog(cfg)
     return cat

@@ -2,11 +2,11 @@
 
 Trigger with a conf such as ``{"table": "demo.events", "partitions": ["day=2026-11-02"],
 "action": "merge", "dry_run": false}``; the args are validated before anything runs, then
-``spark-submit jobs/scripts/actor_optimize.py`` (``icefloe optimize``) does the work and
+``spark-submit app/scripts/actor_optimize.py`` (``icefloe optimize``) does the work and
 prints its JSON report. Parsing this file loads no config: ``build_args`` builds the whole
 spark-submit (conf, jars, args) at run time from the ``icefloe_config`` Variable.
 
-Limits (``service/dags/limits.py``): ``optimize`` times out after the config's
+Limits (``app/dags/limits.py``): ``optimize`` times out after the config's
 ``airflow.job_timeout_seconds`` and is retried with backoff (it plans again from the table's
 current state); ``build_args`` is not retried (a bad conf fails again).
 """
@@ -19,8 +19,8 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from service.dags.limits import JOB, VALIDATE, dagrun_timeout
-from service.dags.support import ACTIONS, DEFAULT_CONN_ID
+from icefloe.app.dags.limits import JOB, VALIDATE, dagrun_timeout
+from icefloe.app.dags.support import ACTIONS, DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_adhoc",
@@ -41,7 +41,7 @@ with DAG(
     @task(**VALIDATE.kwargs)
     def build_args(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Validate the run's conf into one spark-submit (operator kwargs)."""
-        from service.dags import support as ds
+        from icefloe.app.dags import support as ds
 
         config = ds.config_path()
         return ds.submit_runs("actor_optimize", config, [ds.adhoc_args(params or {}, config)])

@@ -1,15 +1,15 @@
 """icefloe_optimize: one decider pass, then actor runs sized to the backlog, then a report.
 
 decide_once (``icefloe decide --once``) → plan_actor_runs (backlog → N runs) →
-actor[0..N) (``spark-submit jobs/scripts/actor.py``, one mapped run each) → status_report.
+actor[0..N) (``spark-submit app/scripts/actor.py``, one mapped run each) → status_report.
 
 Connection ``spark_default`` (its host is the Spark master). Variables, with defaults in
-``service/dags/support.py``: ``icefloe_config``, ``icefloe_max_actors``,
+``app/dags/support.py``: ``icefloe_config``, ``icefloe_max_actors``,
 ``icefloe_actions_per_actor``. Parsing this file loads no config: the spark-submit
 settings come from ``plan_actor_runs`` at run time, the config path of the bash commands
 is rendered from the Variable.
 
-Limits (``service/dags/limits.py``): every task has an ``execution_timeout`` and is retried
+Limits (``app/dags/limits.py``): every task has an ``execution_timeout`` and is retried
 with backoff (each is safe to run again); an actor run's ``--max-seconds`` and timeout come
 from the config's ``airflow:`` section at run time; ``dagrun_timeout`` covers the longest path.
 """
@@ -23,8 +23,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG, task
 
-from service.dags.limits import ACTOR, DECIDE, PLAN_ACTORS, REPORT, dagrun_timeout
-from service.dags.support import DEFAULT_CONN_ID, JINJA_FILTERS, icefloe_command
+from icefloe.app.dags.limits import ACTOR, DECIDE, PLAN_ACTORS, REPORT, dagrun_timeout
+from icefloe.app.dags.support import DEFAULT_CONN_ID, JINJA_FILTERS, icefloe_command
 
 with DAG(
     dag_id="icefloe_optimize",
@@ -47,7 +47,7 @@ with DAG(
         (0: nothing to do)."""
         from airflow.sdk import Variable
 
-        from service.dags import support as ds
+        from icefloe.app.dags import support as ds
 
         config = ds.config_path()
         max_actors = int(Variable.get("icefloe_max_actors", default=ds.DEFAULT_MAX_ACTORS))

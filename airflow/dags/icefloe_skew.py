@@ -6,7 +6,7 @@ The ``icefloe_skew`` Variable (JSON) names what to look at, e.g.
 "output": "demo.events_users"}}``. Without it the DAG does nothing. Parsing this file loads
 no config: the planning tasks build each spark-submit from the ``icefloe_config`` Variable.
 
-Limits (``service/dags/limits.py``): every task has an ``execution_timeout`` (each run's from
+Limits (``app/dags/limits.py``): every task has an ``execution_timeout`` (each run's from
 the config's ``airflow.job_timeout_seconds``); ``skew_detect`` is retried with backoff (it only
 reads and stores a report), the salted join is not (its output mode may be ``append``), nor
 are the planning tasks (a bad spec fails again); ``dagrun_timeout`` covers the longest path.
@@ -20,8 +20,8 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from service.dags.limits import JOB, JOIN, VALIDATE, dagrun_timeout
-from service.dags.support import DEFAULT_CONN_ID
+from icefloe.app.dags.limits import JOB, JOIN, VALIDATE, dagrun_timeout
+from icefloe.app.dags.support import DEFAULT_CONN_ID
 
 with DAG(
     dag_id="icefloe_skew",
@@ -38,7 +38,7 @@ with DAG(
     def plan_detection() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
-        from service.dags import support as ds
+        from icefloe.app.dags import support as ds
 
         config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={"tables": []}, deserialize_json=True)
@@ -48,7 +48,7 @@ with DAG(
     def plan_join() -> list[dict[str, Any]]:
         from airflow.sdk import Variable
 
-        from service.dags import support as ds
+        from icefloe.app.dags import support as ds
 
         config = ds.config_path()
         spec = Variable.get("icefloe_skew", default={}, deserialize_json=True)

@@ -1,9 +1,9 @@
 """The layout side of planning a sort or z-order: files' key bounds and the least re-sort.
 
-A partition of a table with a layout (``service.base.layoutspec``) has a clustering depth
-(``optimizer.layout``) read from its files' manifest bounds. When its mean depth is over
+A partition of a table with a layout (``icefloe.base.layoutspec``) has a clustering depth
+(``icefloe.optimizer.layout``) read from its files' manifest bounds. When its mean depth is over
 the policy's ``clustering_tolerance``, :func:`layout_groups` picks the minimum replacement
-(``optimizer.plan_layout``): groups of overlapping files, each rewritten as sorted,
+(``icefloe.optimizer.plan_layout``): groups of overlapping files, each rewritten as sorted,
 non-overlapping files. Otherwise the action plans like a merge, over the files in key
 order (Knuth-Plass keeps them sorted), so merging small neighbours keeps the layout.
 
@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer import Depth, FileBounds
-from optimizer.layout import lowers_depth
-from optimizer.zlayout import key_ordered
-from service.base.layoutspec import Bound, LayoutSpec
+from icefloe.base.layoutspec import Bound, LayoutSpec
+from icefloe.optimizer import Depth, FileBounds
+from icefloe.optimizer.layout import lowers_depth
+from icefloe.optimizer.zlayout import key_ordered
 
 Bounds = tuple[Bound | None, Bound | None]
 
@@ -50,7 +50,7 @@ def file_bounds(
 def key_order(paths: Sequence[str], bounds: Mapping[str, Bounds], spec: LayoutSpec) -> list[int]:
     """Indexes of ``paths`` by their files' lower bounds (unbounded first; a z-order's by
     the interleaved key of its box's lower corner), then path
-    (``optimizer.zlayout.key_ordered``)."""
+    (``icefloe.optimizer.zlayout.key_ordered``)."""
     return key_ordered(file_bounds(paths, [0] * len(paths), bounds), spec.corner_columns)
 
 
@@ -69,7 +69,7 @@ def layout_groups(
 
 def depth_allows(before: float, after: float, tolerance: float, relayout: bool) -> bool:
     """Whether a rewrite's real depth ``after`` may be committed: a re-sort or re-z-order
-    must lower the mean depth by enough to matter (``optimizer.layout.lowers_depth``); a
+    must lower the mean depth by enough to matter (``icefloe.optimizer.layout.lowers_depth``); a
     merge in key order must not take it past the tolerance (its outputs span each group's
     hull, which may reach over files it left alone)."""
     if relayout:

@@ -2,10 +2,10 @@
 
 PyIceberg metadata only: no data is read and no Spark is needed (``icefloe plan`` runs it
 without a JVM). The partition scan gives each (spec, partition) its files; the core
-(``optimizer.plan_partition``) picks the minimum replacement: order-free FFD for merges,
+(``icefloe.optimizer.plan_partition``) picks the minimum replacement: order-free FFD for merges,
 Knuth-Plass over files ordered by the sort key's lower bounds for sorts. Groups are packed
 and their outputs predicted by what the files take once merged: their rows at the bytes
-per row the table's rewrites write (``optimizer.output_model``; one figure per table,
+per row the table's rewrites write (``icefloe.optimizer.output_model``; one figure per table,
 from its snapshots' summaries or its files). Data files with
 file-scoped position deletes are always rewritten (delete-file compaction), and files of
 older partition specs are left alone. Delete compaction (``deletes``) also rewrites every
@@ -19,22 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.layout import Bounds, LayoutGroups, depth_text, key_order, layout_groups
-from jobs.base.selectors import parse_selectors, require_matches
-from optimizer import (
-    Depth,
-    FileBounds,
-    plan_partition,
-    predict_output_sizes,
-    stats_from_sizes,
-)
-from optimizer.actions import LAYOUT_ACTIONS
-from optimizer.output_model import BytesPerRow, bytes_per_row, group_bytes, merged_sizes
-from optimizer.verdict import MERGE, Rules, Verdict, merge_verdict
-from service.base.catalog import load_table
-from service.base.config import Config, PlanInputs, TablePolicy
-from service.base.errors import UsageError
-from service.base.layoutspec import (
+from icefloe.base.catalog import load_table
+from icefloe.base.config import Config, PlanInputs, TablePolicy
+from icefloe.base.errors import UsageError
+from icefloe.base.layoutspec import (
     LayoutSpec,
     decided_layout,
     declared_order,
@@ -42,12 +30,24 @@ from service.base.layoutspec import (
     rewrite_action,
     sort_columns,
 )
-from service.base.tablestats import (
+from icefloe.base.tablestats import (
     PartitionFiles,
     current_partitions,
     rewrite_outputs,
 )
-from service.base.verdicts import files_verdict, rules_of
+from icefloe.base.verdicts import files_verdict, rules_of
+from icefloe.jobs.base.layout import Bounds, LayoutGroups, depth_text, key_order, layout_groups
+from icefloe.jobs.base.selectors import parse_selectors, require_matches
+from icefloe.optimizer import (
+    Depth,
+    FileBounds,
+    plan_partition,
+    predict_output_sizes,
+    stats_from_sizes,
+)
+from icefloe.optimizer.actions import LAYOUT_ACTIONS
+from icefloe.optimizer.output_model import BytesPerRow, bytes_per_row, group_bytes, merged_sizes
+from icefloe.optimizer.verdict import MERGE, Rules, Verdict, merge_verdict
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -56,12 +56,12 @@ if TYPE_CHECKING:
 
 Calibrate = Callable[["Table", Sequence[PartitionFiles], int], "BytesPerRow | None"]
 """Measures what a merged row takes when the table's rewrites do not say it yet (an
-actor's ``jobs.rewrite.calibrate.sampled_rate``; data is read, so never in ``plan``)."""
+actor's ``icefloe.jobs.rewrite.calibrate.sampled_rate``; data is read, so never in ``plan``)."""
 
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Files of one (spec, partition) rewritten together (``optimizer.output_count``
+    """Files of one (spec, partition) rewritten together (``icefloe.optimizer.output_count``
     files)."""
 
     partition: str
@@ -162,7 +162,7 @@ def _plan_partition(
     reason = ""
     groups = []
     rules = Rules(True, frozenset({MERGE}), target, tolerance, min_input_files)
-    gate = merge_verdict(rules, stats)  # the one rule (``optimizer.verdict``), ad hoc
+    gate = merge_verdict(rules, stats)  # the one rule (``icefloe.optimizer.verdict``), ad hoc
     enough = stats.small_files >= min_input_files or stats.fills_target(target)
     if gate.action is None and not (stats.needs_work(tolerance) and enough) and not must:
         reason = gate.reason  # else the plan itself says whether a group lowers it
@@ -242,7 +242,7 @@ def plan_table(
     (delete compaction): also every data file a delete file may apply to, so that no delete
     file is left applying to the partition. A partition with fewer than ``min_input_files``
     small files (under 0.75·T) is left for later (delete compaction aside). ``layout`` (a sort or a
-    z-order): partitions deeper than its tolerance are re-sorted (``jobs.base.layout``)."""
+    z-order): partitions deeper than its tolerance are re-sorted (``icefloe.jobs.base.layout``)."""
     wanted = parse_selectors(table, selectors)
     snapshot = table.current_snapshot()
     if snapshot is None:
@@ -282,7 +282,7 @@ def plan_table(
 def table_bytes_per_row(
     table: Table, files: Sequence[PartitionFiles], target: int
 ) -> BytesPerRow | None:
-    """What a merged row of ``table`` takes (:func:`optimizer.output_model.bytes_per_row`):
+    """What a merged row of ``table`` takes (:func:`icefloe.optimizer.output_model.bytes_per_row`):
     from its recent rewrites' snapshot summaries, else from ``files``."""
     sizes = [s for pf in files for s in pf.sizes]
     records = [r for pf in files for r in pf.records]
@@ -358,7 +358,7 @@ def load_and_plan(
 def policy_verdicts(
     table: Table, inputs: PlanInputs, snapshot_id: int | None
 ) -> dict[tuple[int, str], Verdict]:
-    """Each (spec, partition)'s verdict under the table's own policy (``optimizer.verdict``,
+    """Each (spec, partition)'s verdict under the table's own policy (``icefloe.optimizer.verdict``,
     what the decider would do, whatever ``plan`` was asked to run); one read of the
     manifests, with the bounds of the layout the decider keeps."""
     if snapshot_id is None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jobs.base.plan import PartitionPlan
-from service.base.partition_key import display_key
+from icefloe.base.partition_key import display_key
+from icefloe.jobs.base.plan import PartitionPlan
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class OptimizeReport:
     seconds: float
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
     partitions: tuple[PartitionReport, ...] = field(default_factory=tuple)
-    # what the plan took a merged row to take, and from where (optimizer.output_model)
+    # what the plan took a merged row to take, and from where (icefloe.optimizer.output_model)
     bytes_per_row: float | None = None
     bytes_per_row_source: str = ""
     predicted_bytes_added: int = 0  # of the rewritten partitions'; ``bytes_added``: measured

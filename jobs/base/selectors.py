@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from service.base.errors import UsageError
-from service.base.tablestats import PartitionFiles, current_partitions, split_selector
+from icefloe.base.errors import UsageError
+from icefloe.base.tablestats import PartitionFiles, current_partitions, split_selector
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -68,7 +68,7 @@ def require_matches(
 
 
 def require_partitions(table: Table, selectors: list[str]) -> list[str]:
-    """The keys (encoded :class:`~service.base.partition_key.PartitionKey`) of the partitions of
+    """The keys (encoded :class:`~icefloe.base.partition_key.PartitionKey`) of the partitions of
     the current spec that the selectors name; UsageError unless every selector names one
     the table has now (what ``plan_table`` checks, for callers that queue work to run
     later: each queued item then names exactly one partition)."""

@@ -100,7 +100,7 @@ def _hashable(df: DataFrame, name: str) -> Column:
 def row_hash(df: DataFrame) -> Column:
     """xxhash64 over every column of a row but :data:`KEY`, maps included (as JSON):
     deterministic per row content. The checksums here and the salts of the skew joins
-    (:mod:`jobs.skew.join_strategies`) both use it."""
+    (:mod:`icefloe.jobs.skew.join_strategies`) both use it."""
     # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
 
@@ -248,8 +248,8 @@ _READY_LOCK = threading.Lock()
 def prepare() -> Future[_Suite]:
     """This process's GE suite, built once, on a background thread started by the first
     call: ``import great_expectations`` alone takes 4-5 s of a cold process (pandas,
-    scipy, altair, SQLAlchemy), so :func:`jobs.data.optimize.optimize_table` calls this as soon
-    as it knows it will write, and the import overlaps the rewrite instead of following
+    scipy, altair, SQLAlchemy), so :func:`icefloe.jobs.data.optimize.optimize_table` calls this as
+    soon as it knows it will write, and the import overlaps the rewrite instead of following
     it. Every later action (a long-running actor's) reuses the same context and suite."""
     global _READY
     with _READY_LOCK:

@@ -1,11 +1,11 @@
 """Committing an action's verified partitions: which are worth it, then one ``replace``
 snapshot for all of them. After a conflict (a change to the table since the rewrite's
 start touched some of them: an ad-hoc run's rewrite, a delete), the partitions the change
-did not touch still go in one snapshot (:mod:`jobs.rewrite.changes`), the others one by
+did not touch still go in one snapshot (:mod:`icefloe.jobs.rewrite.changes`), the others one by
 one, so that only those that really conflict are re-planned.
 
 A partition leaves the caller's ``untried`` set the moment it is handed to a commit: from
-then on the committer (:class:`jobs.rewrite.commit.Committer`) alone owns its outcome, so
+then on the committer (:class:`icefloe.jobs.rewrite.commit.Committer`) alone owns its outcome, so
 a commit whose reply was lost keeps its files (they may be live) and no clean-up path of
 the caller deletes them.
 """
@@ -17,16 +17,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from jobs.base.layout import depth_after, depth_allows
-from jobs.base.plan import PartitionPlan
-from jobs.base.report import PartitionReport
-from jobs.rewrite.changes import partition_of, since
-from jobs.rewrite.exact import CommitConflict
-from optimizer import stats_from_sizes
-from service.base.layoutspec import LayoutSpec
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.jobs.base.layout import depth_after, depth_allows
+from icefloe.jobs.base.plan import PartitionPlan
+from icefloe.jobs.base.report import PartitionReport
+from icefloe.jobs.rewrite.changes import partition_of, since
+from icefloe.jobs.rewrite.exact import CommitConflict
+from icefloe.optimizer import stats_from_sizes
 
 if TYPE_CHECKING:
-    from jobs.rewrite.exact import ExactRewrite, GroupResult
+    from icefloe.jobs.rewrite.exact import ExactRewrite, GroupResult
 
 
 def worth_committing(sizes_before: Sequence[int], sse_after: int, target: int) -> bool:
@@ -175,7 +175,7 @@ def _commit_together(
 
 def _untouched(rewrite: ExactRewrite, ready: list[Ready]) -> list[Ready]:
     """The ready partitions that no commit since the rewrite's start touched
-    (:func:`jobs.rewrite.changes.since`); none when that cannot be told."""
+    (:func:`icefloe.jobs.rewrite.changes.since`); none when that cannot be told."""
     try:
         changes = since(rewrite.jvm, rewrite.table, rewrite.snapshot_id)
     except Exception:  # noqa: BLE001 - the table's history unreadable: one by one, as before

@@ -1,7 +1,8 @@
 """The actors' logic: plan from metadata, rewrite exactly the plan, commit, report.
 
-Planning is :mod:`jobs.base.plan` (PyIceberg only), the report :mod:`jobs.base.report`;
-``optimize_table`` is what the decider's actor loop and ``icefloe optimize`` call.
+Planning is :mod:`icefloe.jobs.base.plan` (PyIceberg only), the report
+:mod:`icefloe.jobs.base.report`; ``optimize_table`` is what the decider's actor loop and ``icefloe
+optimize`` call.
 
 Choices, and why:
 
@@ -9,7 +10,7 @@ Choices, and why:
   go into one ``replace`` snapshot (one metadata write, as Iceberg's own procedure does).
   If that commit fails validation, the partitions the table's changes since the start did
   not touch go in one snapshot again and the others one by one
-  (:mod:`jobs.data.committing`), so a conflict costs only the partitions it touched a
+  (:mod:`icefloe.jobs.data.committing`), so a conflict costs only the partitions it touched a
   re-plan.
 * **Everything written and verified before the first commit.** Checksums are per group,
   from one pass over the new files (the Spark engine's one aggregation; the Arrow
@@ -37,25 +38,25 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.plan import TablePlan, load_and_plan, plan_table
-from jobs.base.report import OptimizeReport, PartitionReport, build_report
-from jobs.base.verify import Checksum
-from jobs.base.verify import prepare as prepare_suite
-from jobs.data.committing import Ready, commit_ready, ready_to_commit
-from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
-from jobs.rewrite.calibrate import sampled_rate
-from jobs.rewrite.exact import ExactRewrite
-from service.base.catalog import load_catalog, load_table, spark_table_name
-from service.base.config import ACTIONS, Config, parse_table_identifier
-from service.base.errors import OperationFailed, UsageError
-from service.base.layoutspec import LayoutSpec
+from icefloe.base.catalog import load_catalog, load_table, spark_table_name
+from icefloe.base.config import ACTIONS, Config, parse_table_identifier
+from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.jobs.base.plan import TablePlan, load_and_plan, plan_table
+from icefloe.jobs.base.report import OptimizeReport, PartitionReport, build_report
+from icefloe.jobs.base.verify import Checksum
+from icefloe.jobs.base.verify import prepare as prepare_suite
+from icefloe.jobs.data.committing import Ready, commit_ready, ready_to_commit
+from icefloe.jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
+from icefloe.jobs.rewrite.calibrate import sampled_rate
+from icefloe.jobs.rewrite.exact import ExactRewrite
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyspark.sql import SparkSession
 
-    from jobs.rewrite.arrow_engine import ArrowTable
-    from jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
+    from icefloe.jobs.rewrite.arrow_engine import ArrowTable
+    from icefloe.jobs.rewrite.exact import Collaborators, ExactRewrite, GroupResult
 
 MAX_ATTEMPTS = 3
 

@@ -2,14 +2,14 @@
 
 Actors add each record to a Redis stream as they finish (``record_action``); every
 ``history.flush_seconds`` the leader takes the records after the newest one the table
-holds and appends them in one commit (:func:`jobs.history.table.append`: the rows and that
+holds and appends them in one commit (:func:`icefloe.jobs.history.table.append`: the rows and that
 newest id together), then trims the stream up to it. A crash between the commit and the
 trim leaves records the table already holds in the stream; the next flush starts after
 the table's newest id, so they are skipped: nothing is lost, nothing appended twice. The
 commit is conditional on the table as read (PyIceberg does not retry it on a refreshed
 table): a flusher that stalled while another leader appended the same records finds its
 commit refused, reads the newest id again and appends only what is still new. An actor
-flushes too before it exits (:func:`service.actor.loop.run_actor`), so a run's records do
+flushes too before it exits (:func:`icefloe.service.actor.loop.run_actor`), so a run's records do
 not wait in Redis for the next leader pass. A Redis ``FLUSHALL`` loses only what was not
 yet flushed.
 """
@@ -20,9 +20,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from jobs.history import table as history
-from service.base.config import Config
-from service.state.ledger import Ledger
+from icefloe.base.config import Config
+from icefloe.jobs.history import table as history
+from icefloe.state.ledger import Ledger
 
 log = logging.getLogger("icefloe.history")
 

@@ -1,6 +1,6 @@
 """The action history as an Iceberg table: its schema, one row per action, the append.
 
-Actors hand each action's record to Redis (a stream, ``service.base.keys.Keys.history``);
+Actors hand each action's record to Redis (a stream, ``icefloe.base.keys.Keys.history``);
 the decider's leader appends them here in batches, one commit per flush. Exactly once: the
 append and the id of the newest record it holds go into one commit (the rows and the
 table property :data:`LAST_ID` in one transaction), so a flush that died after the
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from service.base.tablestats import REWRITE_ID_PROPERTY
-from service.state.ledger import stream_order
+from icefloe.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.state.ledger import stream_order
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -280,7 +280,7 @@ def load(catalog: Catalog, identifier: str) -> Table | None:
 
 def commit_facts(table: Table, start_id: int | None, end_id: int) -> dict[str, Any]:
     """What a record says of a rewrite's commit: the table's manifests before and after,
-    and the rewrite id the commit carries in its summary (``jobs.rewrite.commit``)."""
+    and the rewrite id the commit carries in its summary (``icefloe.jobs.rewrite.commit``)."""
     before = None if start_id is None else table.snapshot_by_id(start_id)
     after = table.snapshot_by_id(end_id)
     summary = None if after is None else after.summary

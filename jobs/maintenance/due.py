@@ -1,6 +1,6 @@
 """Which table-level maintenance is due on a table now, without a queue.
 
-The decider turns the same decision into queue items (``service.decider.needs``); this is
+The decider turns the same decision into queue items (``icefloe.service.decider.needs``); this is
 what ``icefloe maintain`` shows and what an actor checks before rewriting a table's
 manifests in the lease of the batch it just committed.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from optimizer.actions import TABLE_ACTIONS, table_needs
-from optimizer.maintenance_rules import MetadataHealth, Need
-from service.state.health import read_health
+from icefloe.optimizer.actions import TABLE_ACTIONS, table_needs
+from icefloe.optimizer.maintenance_rules import MetadataHealth, Need
+from icefloe.state.health import read_health
 
 if TYPE_CHECKING:
-    from service.base.config import TablePolicy
+    from icefloe.base.config import TablePolicy
 
 ORPHANS = "remove_orphan_files"
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
-from jobs.rewrite.java_errors import java_class_name, java_message
-from service.base.errors import OperationFailed
-from service.base.spark import activate
+from icefloe.base.errors import OperationFailed
+from icefloe.base.spark import activate
+from icefloe.jobs.rewrite.java_errors import java_class_name, java_message
 
 REWRITE_ID_PROPERTY = "icefloe.manifest-rewrite-id"
 DATA, DELETES = 0, 1  # ManifestContent ids

@@ -1,6 +1,6 @@
 """Deleting the files an abandoned attempt wrote and no snapshot references.
 
-An attempt records its new files before writing them (:mod:`service.state.intents`): exact paths
+An attempt records its new files before writing them (:mod:`icefloe.state.intents`): exact paths
 (the Arrow engine names its files in advance) and one prefix (Spark's writer names files
 itself, so its files of one rewrite go under ``<data>/icefloe-<rewrite id>/``). When the
 attempt is abandoned (failed, rejected, or its actor killed), :func:`remove_unreferenced`
@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.base.catalog import load_table
-from service.base.errors import TableNotFound
-from service.state.intents import Intent
+from icefloe.base.catalog import load_table
+from icefloe.base.errors import TableNotFound
+from icefloe.state.intents import Intent
 
 CLOCK_SKEW_SECONDS = 600.0
 
@@ -124,7 +124,7 @@ def remove_unreferenced(
 
 
 def cleaner(catalog: Any) -> Callable[[Intent], int]:
-    """What :func:`service.state.intents.sweep` calls for each abandoned intent: its files that
+    """What :func:`icefloe.state.intents.sweep` calls for each abandoned intent: its files that
     no snapshot references are deleted (a dropped table has nothing left to clean)."""
 
     def clean(intent: Intent) -> int:

@@ -10,7 +10,8 @@ Iceberg already does these well; what this module adds is the guard rails:
   could break readers and time travel in flight; removing "orphan" files newer than
   ``MIN_ORPHAN_AGE`` could delete the files of a write (or of an actor's rewrite) that
   has not committed yet, which is data loss. Both limits are hard: a UsageError;
-* orphan removal never runs on a location another table shares (``jobs.maintenance.sharing``: a
+* orphan removal never runs on a location another table shares
+(``icefloe.jobs.maintenance.sharing``: a
   ``register_table`` clone, a table nested inside, or around, this one) unless each such
   table is explicitly allowed.
 
@@ -24,11 +25,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobs.maintenance.sharing import guard_orphan_removal
-from jobs.rewrite.locations import local_path
-from service.base.catalog import load_catalog, load_table
-from service.base.config import Config, parse_table_identifier
-from service.base.errors import OperationFailed, UsageError
+from icefloe.base.catalog import load_catalog, load_table
+from icefloe.base.config import Config, parse_table_identifier
+from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.jobs.maintenance.sharing import guard_orphan_removal
+from icefloe.jobs.rewrite.locations import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,7 +81,7 @@ def call_procedure(
 ) -> MaintenanceReport:
     """``CALL <catalog>.system.<procedure>(table => '<table>'<args>)``: its rows' numbers
     summed, other values listed by column (a registered action's procedures,
-    ``optimizer.actions``, go through here: the identifier is checked first)."""
+    ``icefloe.optimizer.actions``, go through here: the identifier is checked first)."""
     parse_table_identifier(table)
     load_table(load_catalog(cfg), table)  # TableNotFound before any SQL
     sql = f"CALL {cfg.catalog.name}.system.{procedure}(table => '{table}'{args})"
@@ -136,7 +137,7 @@ def remove_orphan_files(
     older than ``older_than`` (default 3 days, never less than one day). Refused
     (:class:`OperationFailed`, nothing deleted) while another table of the catalog has
     files under that location, unless each such table is in ``allow_shared``
-    (``jobs.maintenance.sharing``)."""
+    (``icefloe.jobs.maintenance.sharing``)."""
     cutoff = _cutoff(
         older_than, _now(now), DEFAULT_ORPHAN_AGE, MIN_ORPHAN_AGE, "remove_orphan_files"
     )

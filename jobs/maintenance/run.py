@@ -1,9 +1,9 @@
 """A table's metadata maintenance as an actor's action: run it, then prove nothing was lost.
 
-The procedures are Iceberg's own (``jobs.maintenance.procedures``: guard rails and hard age floors);
-their parameters come from the table's ``maintenance`` policy. A manifest rewrite whose
-output is one manifest runs in the driver instead (``jobs.maintenance.manifests``: Iceberg's core
-``RewriteManifests``, no Spark job). Each run is verified from
+The procedures are Iceberg's own (``icefloe.jobs.maintenance.procedures``: guard rails and hard age
+floors); their parameters come from the table's ``maintenance`` policy. A manifest rewrite whose
+output is one manifest runs in the driver instead (``icefloe.jobs.maintenance.manifests``: Iceberg's
+core ``RewriteManifests``, no Spark job). Each run is verified from
 the metadata, exactly, before the action is acked:
 
 * ``rewrite_manifests`` — the snapshot it committed holds exactly the live files (path,
@@ -18,7 +18,7 @@ the metadata, exactly, before the action is acked:
   ``remove_orphan_files`` this is the proof that no referenced file was taken for an
   orphan, whatever a concurrent writer committed.
 
-A failed verification raises :class:`~service.base.errors.OperationFailed`: the action is
+A failed verification raises :class:`~icefloe.base.errors.OperationFailed`: the action is
 nacked and its error kept, as for a merge whose checksum differs.
 """
 
@@ -29,15 +29,15 @@ from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.maintenance import procedures as maintenance
-from jobs.maintenance.manifests import driver_rewrite
-from jobs.maintenance.skew_report import refresh_reports
-from optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
-from optimizer.actions.skew_report import NAME as SKEW_REPORT
-from service.base.catalog import load_catalog, load_table, spark_table_name
-from service.base.config import Config
-from service.base.errors import OperationFailed, UsageError
-from service.state.health import statistics_facts
+from icefloe.base.catalog import load_catalog, load_table, spark_table_name
+from icefloe.base.config import Config
+from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.jobs.maintenance import procedures as maintenance
+from icefloe.jobs.maintenance.manifests import driver_rewrite
+from icefloe.jobs.maintenance.skew_report import refresh_reports
+from icefloe.optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
+from icefloe.optimizer.actions.skew_report import NAME as SKEW_REPORT
+from icefloe.state.health import statistics_facts
 
 Runner = Callable[[Any, Config, Any, str, Any, bool], tuple[dict[str, Any], dict[str, Any]]]
 """A registered action with neither Iceberg procedures nor a case below, run in Python:
@@ -128,7 +128,7 @@ def _check_expiry(before: Any, after: Any, cutoff_ms: int, retain_last: int) -> 
 def _rewrite_manifests(
     spark: Any, cfg: Config, name: str, target: int, m: Any
 ) -> maintenance.MaintenanceReport:
-    """In the driver when the output is one manifest (``jobs.maintenance.manifests``),
+    """In the driver when the output is one manifest (``icefloe.jobs.maintenance.manifests``),
     else Iceberg's procedure."""
     result = driver_rewrite(spark, spark_table_name(cfg, name), target, m.min_manifests)
     if result is None:

@@ -6,11 +6,11 @@ table's own metadata does not reference. Another table whose files lie there —
 ``write.data.path`` pointing into it — loses its data files, manifests and current metadata.
 So before orphan removal icefloe lists every table of the catalog (namespaces recursively)
 and reads each one's location and write paths (:func:`neighbours`);
-``optimizer.locations.shared_location_hold`` decides. A table that fails to load is
+``icefloe.optimizer.locations.shared_location_hold`` decides. A table that fails to load is
 unknown, and unknown holds (the safe side) unless it is explicitly allowed.
 
 :func:`orphan_hold` is the decision (the decider, ``plan``, ``maintain``);
-:func:`guard_orphan_removal` raises it (``jobs.maintenance.procedures.remove_orphan_files``,
+:func:`guard_orphan_removal` raises it (``icefloe.jobs.maintenance.procedures.remove_orphan_files``,
 on every path, right before the procedure).
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.locations import shared_location_hold
-from service.base.errors import OperationFailed
+from icefloe.base.errors import OperationFailed
+from icefloe.optimizer.locations import shared_location_hold
 
 # where a table writes besides its location (Iceberg's table properties)
 WRITE_PATH_PROPERTIES = (

@@ -1,7 +1,7 @@
-"""The ``skew_report`` action's runner (``optimizer.actions.skew_report``): the hot-key
+"""The ``skew_report`` action's runner (``icefloe.optimizer.actions.skew_report``): the hot-key
 reports of the policy's ``maintenance.skew_keys`` counted again at the table's current
 snapshot and published as its ``icefloe.skew.hot-keys.<column>`` properties
-(:func:`jobs.skew.detect.detect_table` with ``refresh``), then verified from the metadata:
+(:func:`icefloe.jobs.skew.detect.detect_table` with ``refresh``), then verified from the metadata:
 each column's property decodes and describes the snapshot counted (or a later report
 written meanwhile)."""
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from jobs.skew.detect import detect_table
-from optimizer.actions.skew_report import KEYS, NAME
-from optimizer.skew_report import reports_in
-from service.base.catalog import load_table
-from service.base.config import Config
-from service.base.errors import OperationFailed, UsageError
+from icefloe.base.catalog import load_table
+from icefloe.base.config import Config
+from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.jobs.skew.detect import detect_table
+from icefloe.optimizer.actions.skew_report import KEYS, NAME
+from icefloe.optimizer.skew_report import reports_in
 
 
 def refresh_reports(

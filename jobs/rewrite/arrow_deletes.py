@@ -4,7 +4,7 @@ A merge-on-read ``DELETE`` writes Parquet *position delete* files: rows of
 (``file_path``, ``pos``), each naming one row of one data file by its 0-based ordinal.
 A data file's live rows are its rows minus the positions that any position delete file
 applying to it names for its path. A rewrite must write exactly those rows; the commit
-then drops the delete files left dangling (``jobs.rewrite.tasks``).
+then drops the delete files left dangling (``icefloe.jobs.rewrite.tasks``).
 
 Only Parquet position delete files are read here; a group with any other delete file
 (equality deletes, deletion vectors in Puffin files) is not eligible for the Arrow engine
@@ -92,7 +92,7 @@ def drop_positions(batches: Sequence[pa.RecordBatch], positions: pa.Array) -> li
     (file-wide 0-based ordinals, distinct).
 
     Pure Arrow: this runs in the executors' Python, whose packed archive
-    (:mod:`service.ops.pack`) holds pyarrow but not numpy."""
+    (:mod:`icefloe.app.ops.pack`) holds pyarrow but not numpy."""
     # pyarrow: only when files are read or written
     import pyarrow.compute as pc
 

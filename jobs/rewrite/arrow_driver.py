@@ -1,4 +1,4 @@
-"""Running the Arrow engine's groups (:mod:`jobs.rewrite.arrow_engine`) for a rewrite.
+"""Running the Arrow engine's groups (:mod:`icefloe.jobs.rewrite.arrow_engine`) for a rewrite.
 
 Under a local master the groups run in this process's threads (the same cores, without a
 Python worker round trip per task, which costs ~0.1 s); on any cluster they run in the
@@ -13,30 +13,30 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.plan import FileGroup
-from jobs.base.verify import Checksum
-from jobs.rewrite.arrow_engine import (
+from icefloe.base.spark import in_process_master
+from icefloe.jobs.base.plan import FileGroup
+from icefloe.jobs.base.verify import Checksum
+from icefloe.jobs.rewrite.arrow_engine import (
     ArrowGroup,
     ArrowTable,
     eligible,
     rewrite_group,
     rewrite_groups,
 )
-from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from jobs.rewrite.locations import new_locations
-from jobs.rewrite.new_files import NewFiles
-from jobs.rewrite.results import GroupResult
-from jobs.rewrite.tasks import ScanTasks
-from jobs.rewrite.write_properties import spark_only_reason
-from optimizer import output_count
-from optimizer.binpack import balance
-from optimizer.sortorder import SortField
-from service.base.spark import in_process_master
+from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
+from icefloe.jobs.rewrite.locations import new_locations
+from icefloe.jobs.rewrite.new_files import NewFiles
+from icefloe.jobs.rewrite.results import GroupResult
+from icefloe.jobs.rewrite.tasks import ScanTasks
+from icefloe.jobs.rewrite.write_properties import spark_only_reason
+from icefloe.optimizer import output_count
+from icefloe.optimizer.binpack import balance
+from icefloe.optimizer.sortorder import SortField
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from jobs.rewrite.arrow_engine import ArrowResult
+    from icefloe.jobs.rewrite.arrow_engine import ArrowResult
 
 Built = dict[str, list[tuple[Any, int]]]
 """Per group id, the Java ``DataFile`` and size of each new file."""
@@ -80,7 +80,7 @@ class ArrowDriver:
     def refusal(self, arrow: ArrowTable) -> str:
         """Why none of the table's groups may go to the Arrow engine ("" when they may): a
         write property it does not honour, or row lineage
-        (:func:`jobs.rewrite.write_properties.spark_only_reason`)."""
+        (:func:`icefloe.jobs.rewrite.write_properties.spark_only_reason`)."""
         metadata = arrow.metadata
         return spark_only_reason(metadata.properties, int(metadata.format_version))
 

@@ -6,21 +6,21 @@ read + write of the same files it ran at 0.04-0.10x). This engine does the data 
 with Arrow instead (on a cluster in the Python tasks of one Spark job, the groups dealt
 to as many tasks as there are cores; under a local master in the driver's threads, the
 same cores without a Python worker round trip per task), and leaves the commit to the
-same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`):
+same Java ``RewriteFiles`` path as the Spark engine (:mod:`icefloe.jobs.rewrite.commit`):
 
 1. read the group's files in the table's current schema: a file that holds exactly
    its columns (names, field ids, types) as it is, any other through PyIceberg's
    ``ArrowScan`` (field-id projection, so renamed, added and promoted columns read as
    Iceberg reads them); optionally order the rows (in the sort order, as Spark's writer
-   does: :mod:`jobs.rewrite.sort_rows`; or by z-order key: :mod:`jobs.rewrite.zorder_rows`);
+   does: :mod:`icefloe.jobs.rewrite.sort_rows`; or by z-order key:
+   :mod:`icefloe.jobs.rewrite.zorder_rows`);
 2. split the rows into output files by the bytes they are predicted to write, each later
    file's share taken from the bytes per row the group's files so far really took
-   (:class:`optimizer.output_model.OutputSplit`; z-ordered rows into the predicted number
-   of files, at the curve's cell edges nearby: ``zordered_files``) and write each with
-   pyarrow's Parquet writer and PyIceberg's options for it (the table's codec, level,
-   page settings; row groups by :func:`~jobs.rewrite.write_properties.row_group_rows`;
-   Iceberg field ids; dictionaries where Iceberg's writer keeps them,
-   :mod:`jobs.rewrite.dictionaries`);
+   (:class:`icefloe.optimizer.output_model.OutputSplit`; z-ordered rows into the predicted
+   number of files, at the curve's cell edges nearby: ``zordered_files``) and write each
+   with pyarrow's Parquet writer and PyIceberg's options for it (the table's codec, level,
+   page settings; row groups by :func:`.write_properties.row_group_rows`; Iceberg field
+   ids; dictionaries where Iceberg's writer keeps them, :mod:`.dictionaries`);
 3. **verify every file before it counts**: read it back and compare it value by value
    with the rows that were written (floating point compared by bit pattern, so a NaN
    equals itself), and check that the rows read equal the inputs' record counts. This is
@@ -28,13 +28,13 @@ same Java ``RewriteFiles`` path as the Spark engine (:mod:`jobs.rewrite.commit`)
    equal checksums, and a row dropped, duplicated or altered anywhere fails.
 
 Only groups this engine can do exactly are sent to it (:func:`eligible`): Parquet files
-whose delete files are all Parquet position deletes (``jobs.rewrite.arrow_deletes``), no
-more than ``MAX_IN_MEMORY_BYTES`` to hold at once, of a table without row lineage whose
-write properties it all honours (``jobs.rewrite.write_properties``). Anything else, and
-any group whose Arrow task fails for any reason, goes through the Spark engine (the
-caller's job); files a failed task wrote are deleted by the caller, which knows them all.
+whose delete files are all Parquet position deletes (:mod:`.arrow_deletes`), no more than
+``MAX_IN_MEMORY_BYTES`` to hold at once, of a table without row lineage whose write
+properties it all honours (:mod:`.write_properties`). Anything else, and any group whose
+Arrow task fails for any reason, goes through the Spark engine (the caller's job); files
+a failed task wrote are deleted by the caller, which knows them all.
 
-This module runs in Spark's Python workers: no SparkSession, no py4j, no ``service``.
+This module runs in Spark's Python workers: no SparkSession, no py4j, nothing above ``icefloe.jobs``.
 """
 
 from __future__ import annotations
@@ -44,17 +44,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
-from jobs.rewrite.dictionaries import dictionary_columns
-from jobs.rewrite.file_bytes import (
+from icefloe.jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
+from icefloe.jobs.rewrite.dictionaries import dictionary_columns
+from icefloe.jobs.rewrite.file_bytes import (
     Footer,
     VerificationError,
     parquet_of,
     plain_readable,
     whole,
 )
-from jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
-from optimizer.output_model import OutputSplit
+from icefloe.jobs.rewrite.write_properties import ROW_GROUP_BYTES, row_group_rows
+from icefloe.optimizer.output_model import OutputSplit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
 
-    from optimizer.sortorder import SortField
+    from icefloe.optimizer.sortorder import SortField
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class ArrowGroup:
     spec_id: int
     inputs: tuple[tuple[str, int], ...]  # (path, record count)
     outputs: tuple[str, ...]  # one per planned output file, in order
-    sort_order: tuple[SortField, ...] = ()  # optimizer.sortorder
+    sort_order: tuple[SortField, ...] = ()  # icefloe.optimizer.sortorder
     deletes: tuple[tuple[str, ...], ...] = ()  # per input: its position delete files
     zorder_columns: tuple[str, ...] = ()  # when given: z-order, not the sort columns
     predicted_bytes: int = 0  # what the group is predicted to write (0: not known)
@@ -135,7 +135,7 @@ class ArrowResult:
     files: list[tuple[str, int]] = field(default_factory=list)  # (path, rows), verified
     non_null_out: dict[str, int] = field(default_factory=dict)  # of the files read back
     # each file's size and Parquet footer, as read back: its DataFile's metrics, with no
-    # further request (jobs.rewrite.new_files)
+    # further request (icefloe.jobs.rewrite.new_files)
     footers: dict[str, Footer] = field(default_factory=dict)
 
 
@@ -181,7 +181,7 @@ def rewrite_group(table: ArrowTable, group: ArrowGroup) -> ArrowResult:
     """Read, (sort or z-order), write and verify one group. Raises on any mismatch."""
     from pyiceberg.io import load_file_io  # pyiceberg: only when a catalog, table or file is used
 
-    from jobs.rewrite import sort_rows, zorder_rows  # pyarrow: files read
+    from icefloe.jobs.rewrite import sort_rows, zorder_rows  # pyarrow: files read
 
     io = load_file_io(table.io_properties, table.metadata.location)
     index, deleted = DeleteIndex(io), {}
@@ -254,7 +254,7 @@ def read_data_file(
 
 def _plain_rows(parquet: pq.ParquetFile, table: ArrowTable) -> list[pa.RecordBatch] | None:
     """The file's rows in the table's written schema when it holds exactly those columns
-    (:func:`jobs.rewrite.file_bytes.plain_readable`), else None."""
+    (:func:`icefloe.jobs.rewrite.file_bytes.plain_readable`), else None."""
     if not plain_readable(parquet.schema_arrow, table.written_schema):
         return None
     batches: list[pa.RecordBatch] = parquet.read().cast(table.written_schema).to_batches()

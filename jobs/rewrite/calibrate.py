@@ -1,14 +1,14 @@
 """The output model's rate measured on a table that has never been rewritten.
 
 Until a table's first rewrite, nothing in its metadata says what its rows take merged
-(:mod:`optimizer.output_model`): the slope of size on rows over its small files is the
+(:mod:`icefloe.optimizer.output_model`): the slope of size on rows over its small files is the
 best guess, and on streamed order lines it was 24% over what the merge wrote, so every
 output landed under 0.75·T and was merged again at once. Before its first plan, an actor
 measures instead: the rows of the small files it is about to merge, up to about one
 target's worth of input (and at most :data:`SAMPLE_BYTES_MAX`), encoded in memory exactly
-as the Arrow engine writes a file (:func:`jobs.rewrite.arrow_engine.write_parquet`), half
+as the Arrow engine writes a file (:func:`icefloe.jobs.rewrite.arrow_engine.write_parquet`), half
 of them and all of them; the two sizes give the rate of a file of the target size
-(:func:`optimizer.output_model.extrapolated_rate`). Nothing is written to storage. After
+(:func:`icefloe.optimizer.output_model.extrapolated_rate`). Nothing is written to storage. After
 the first rewrite the table's snapshot summaries say it, and no sample is taken.
 """
 
@@ -18,14 +18,19 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.rewrite.arrow_engine import ArrowTable, read_data_file, slim_metadata, write_parquet
-from optimizer import is_small
-from optimizer.output_model import BytesPerRow, extrapolated_rate
+from icefloe.jobs.rewrite.arrow_engine import (
+    ArrowTable,
+    read_data_file,
+    slim_metadata,
+    write_parquet,
+)
+from icefloe.optimizer import is_small
+from icefloe.optimizer.output_model import BytesPerRow, extrapolated_rate
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from service.base.tablestats import PartitionFiles
+    from icefloe.base.tablestats import PartitionFiles
 
 log = logging.getLogger(__name__)
 

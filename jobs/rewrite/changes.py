@@ -1,7 +1,7 @@
 """What the commits since a rewrite's start snapshot changed that its ``replace`` may
 conflict on, read from the Java table's history: so that after one commit of several
 partitions fails validation, the partitions those commits did not touch can still be
-committed together (:mod:`jobs.data.committing`).
+committed together (:mod:`icefloe.jobs.data.committing`).
 
 ``RewriteFiles`` validated from the start snapshot fails when a file it removes is gone
 (``Missing required files to delete``: an ad-hoc run's rewrite, a copy-on-write delete) or
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.rewrite.tasks import POSITION_DELETES
+from icefloe.jobs.rewrite.tasks import POSITION_DELETES
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from jobs.rewrite.locations import local_path
-from jobs.rewrite.results import GroupResult
+from icefloe.jobs.rewrite.locations import local_path
+from icefloe.jobs.rewrite.results import GroupResult
 
 
 def discard(io: Any, results: Iterable[GroupResult]) -> None:
@@ -30,7 +30,7 @@ def discard(io: Any, results: Iterable[GroupResult]) -> None:
 
 def prune(prefix: str | None) -> None:
     """Remove the empty folders under one attempt's own ``prefix`` (Spark's writer's, see
-    ``jobs.rewrite.locations.attempt_table``) on a local file system, the prefix's own
+    ``icefloe.jobs.rewrite.locations.attempt_table``) on a local file system, the prefix's own
     included: a discarded attempt leaves its partition folders behind there. A folder
     that still holds a file (a committed one) stays; object stores have no folders."""
     local = local_path(prefix) if prefix else None

@@ -3,7 +3,7 @@
 ``newRewrite().validateFromSnapshot(start).dataSequenceNumber(startSeq)``, delete the
 replaced data files and the position delete files that referenced only them, add the new
 files, and merge the table's small manifests in the same snapshot when that is cheap
-(:mod:`jobs.rewrite.manifest_merge`). Validation from the start snapshot is what makes a
+(:mod:`icefloe.jobs.rewrite.manifest_merge`). Validation from the start snapshot is what makes a
 concurrent append harmless and a concurrent delete of a replaced file a clean
 :class:`CommitConflict` instead of a resurrected row.
 """
@@ -15,11 +15,11 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from jobs.rewrite.java_errors import java_class_name, java_message
-from jobs.rewrite.manifest_merge import merge_small_manifests
-from jobs.rewrite.results import GroupResult
-from service.base.errors import OperationFailed
-from service.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.base.errors import OperationFailed
+from icefloe.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.jobs.rewrite.java_errors import java_class_name, java_message
+from icefloe.jobs.rewrite.manifest_merge import merge_small_manifests
+from icefloe.jobs.rewrite.results import GroupResult
 
 STATUS_CHECK_PAUSES = (0.5, 1.0, 2.0)
 """Pauses between reads of the table after a commit failed with an unclear outcome."""

@@ -13,7 +13,7 @@ later merge rewrote those extra bytes).
 before it is written: a leaf column keeps its dictionary when ``dictionary + indices <
 plain`` on those rows. Nested columns (structs, lists, maps) keep pyarrow's default.
 
-Runs where :mod:`jobs.rewrite.arrow_engine` runs: pyarrow and the standard library only.
+Runs where :mod:`icefloe.jobs.rewrite.arrow_engine` runs: pyarrow and the standard library only.
 """
 
 from __future__ import annotations

@@ -6,24 +6,25 @@ rewrite runners (``SparkBinPackFileRewriteRunner``: staged scan tasks, then ``Re
 :class:`ExactRewrite` runs the steps, each in its own module:
 
 1. the Java table at a fixed starting snapshot; whole-file scan tasks of exactly the
-   planned files, their position deletes attached (:mod:`jobs.rewrite.tasks`);
+   planned files, their position deletes attached (:mod:`icefloe.jobs.rewrite.tasks`);
 2. write every group: plain Parquet groups with the Arrow engine
-   (:mod:`jobs.rewrite.arrow_driver`, :mod:`jobs.rewrite.arrow_engine`; the new files'
-   ``DataFile`` objects from :mod:`jobs.rewrite.new_files`), the others, and Arrow groups
-   whose job failed, with Spark's writer (:mod:`jobs.rewrite.spark_engine`);
-3. verify (``jobs.base.verify``): the input's row count and checksum (observed on the rows
+   (:mod:`icefloe.jobs.rewrite.arrow_driver`, :mod:`icefloe.jobs.rewrite.arrow_engine`; the new
+   files' ``DataFile`` objects from :mod:`icefloe.jobs.rewrite.new_files`), the others, and Arrow
+   groups whose job failed, with Spark's writer (:mod:`icefloe.jobs.rewrite.spark_engine`);
+3. verify (``icefloe.jobs.base.verify``): the input's row count and checksum (observed on the rows
    each group's write consumes, no extra pass) equal the new files' (one Spark job over
    their plain read, which also counts each column's non-nulls); the Arrow engine
    verifies its files as it writes them, reading each back; the data checks then run on
    those measures, with no Spark job of their own;
 4. commit (every partition at once; one by one after a conflict) from the starting
-   snapshot (:mod:`jobs.rewrite.commit`).
+   snapshot (:mod:`icefloe.jobs.rewrite.commit`).
 
 Files written by a rewrite that does not commit are deleted at once through the table's
-FileIO, never left for orphan cleanup (:mod:`jobs.rewrite.cleanup`). For a rewrite that
-dies before it can, the ``guard`` (an actor's lease, :mod:`jobs.rewrite.guard`) is told
+FileIO, never left for orphan cleanup (:mod:`icefloe.jobs.rewrite.cleanup`). For a rewrite that
+dies before it can, the ``guard`` (an actor's lease, :mod:`icefloe.jobs.rewrite.guard`) is told
 every new file before it is written: the Arrow engine's by name, Spark's writer's by the
-one prefix it writes this rewrite's files under (:func:`jobs.rewrite.locations.attempt_table`).
+one prefix it writes this rewrite's files under
+(:func:`icefloe.jobs.rewrite.locations.attempt_table`).
 """
 
 from __future__ import annotations
@@ -35,24 +36,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.base.plan import FileGroup
-from jobs.base.verify import Checksum, SuiteResult, checksums_by_key, run_suite
-from jobs.rewrite import cleanup
-from jobs.rewrite.arrow_driver import ArrowDriver
-from jobs.rewrite.arrow_engine import ArrowTable
-from jobs.rewrite.commit import CommitConflict, Committer
-from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from jobs.rewrite.java_errors import arrow_failure, java_class_name, java_message, may_be_missing
-from jobs.rewrite.locations import attempt_table
-from jobs.rewrite.new_files import NewFiles
-from jobs.rewrite.partitions import partition_mismatch
-from jobs.rewrite.results import GroupResult
-from jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
-from jobs.rewrite.tasks import MissingDataFile, ScanTasks
-from optimizer.sortorder import SortField
-from service.base.errors import OperationFailed
-from service.base.spark import activate
-from service.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.base.errors import OperationFailed
+from icefloe.base.spark import activate
+from icefloe.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.jobs.base.plan import FileGroup
+from icefloe.jobs.base.verify import Checksum, SuiteResult, checksums_by_key, run_suite
+from icefloe.jobs.rewrite import cleanup
+from icefloe.jobs.rewrite.arrow_driver import ArrowDriver
+from icefloe.jobs.rewrite.arrow_engine import ArrowTable
+from icefloe.jobs.rewrite.commit import CommitConflict, Committer
+from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
+from icefloe.jobs.rewrite.java_errors import (
+    arrow_failure,
+    java_class_name,
+    java_message,
+    may_be_missing,
+)
+from icefloe.jobs.rewrite.locations import attempt_table
+from icefloe.jobs.rewrite.new_files import NewFiles
+from icefloe.jobs.rewrite.partitions import partition_mismatch
+from icefloe.jobs.rewrite.results import GroupResult
+from icefloe.jobs.rewrite.spark_engine import ChecksumsByKey, SparkEngine
+from icefloe.jobs.rewrite.tasks import MissingDataFile, ScanTasks
+from icefloe.optimizer.sortorder import SortField
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,11 +81,11 @@ class Collaborators:
     ``arrow_in_driver``: where Arrow groups run, None = by the master (see
     :class:`ArrowDriver`). ``write_arrow``: writes the Arrow engine's groups.
     ``checksums``: the output's checksums per group. ``run_suite``: the data checks over
-    the written files' measures (:func:`jobs.base.verify.run_suite`; given the written rows and
-    non-null counts, the input's rows and null-free columns). ``before_commit``:
+    the written files' measures (:func:`icefloe.jobs.base.verify.run_suite`; given the written rows
+    and non-null counts, the input's rows and null-free columns). ``before_commit``:
     called with the rewrite and the results just before each commit. ``guard``: told the
     new files before they are written and asked before each commit (an actor's lease,
-    :mod:`jobs.rewrite.guard`)."""
+    :mod:`icefloe.jobs.rewrite.guard`)."""
 
     arrow_in_driver: bool | None = None
     write_arrow: WriteArrow = ArrowDriver.write
@@ -185,12 +191,12 @@ class ExactRewrite:
     ) -> list[GroupResult]:
         """Stage, checksum, write and verify every group; commit nothing.
 
-        ``sort_order``: each group's rows in this order (:mod:`jobs.rewrite.sort_rows`:
+        ``sort_order``: each group's rows in this order (:mod:`icefloe.jobs.rewrite.sort_rows`:
         every field's direction, null order and transform), its files stamped with
         ``sort_order_id`` (the table's order they follow; None: unsorted, 0).
         ``arrow``: the table as the Arrow engine needs it; None = Spark's writer only.
         ``zorder_columns``: each group's rows in z-order over these columns
-        (:mod:`jobs.rewrite.zorder_rows`), instead of by ``sort_order``.
+        (:mod:`icefloe.jobs.rewrite.zorder_rows`), instead of by ``sort_order``.
 
         ``also_check(results)`` (the data checks) runs once every group's output is
         measured (``GroupResult.output``); its result is kept in ``self.check_result``.
@@ -293,7 +299,7 @@ class ExactRewrite:
         of the groups Spark wrote, in one Spark job (the Arrow engine measured its files as
         it wrote them); then ``also_check`` on every group's measures. Raises when a check
         fails or any group's output does not match its input, or any new file is not in
-        the partition of the files it replaces (:mod:`jobs.rewrite.partitions`)."""
+        the partition of the files it replaces (:mod:`icefloe.jobs.rewrite.partitions`)."""
         moved = partition_mismatch(self.jvm, self.table, self.scan.files, results)
         if moved:
             raise OperationFailed(

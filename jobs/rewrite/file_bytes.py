@@ -1,14 +1,14 @@
 """A data file's bytes as the Arrow engine reads them: whole, in one request; whether a
 file holds exactly the table's columns (:func:`plain_readable`); and the footer of a file
 it wrote (:class:`Footer`), which the commit's ``DataFile`` metrics are parsed from
-(:mod:`jobs.rewrite.new_files`)."""
+(:mod:`icefloe.jobs.rewrite.new_files`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobs.rewrite.float_metrics import FloatMetrics, float_metrics
+from icefloe.jobs.rewrite.float_metrics import FloatMetrics, float_metrics
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,7 +24,7 @@ class VerificationError(Exception):
 class Footer:
     """A written file's size and its Parquet footer (the Thrift ``FileMetaData`` bytes),
     and the metrics of its floating-point columns that Iceberg's writer counts and a
-    footer does not hold (NaNs: :mod:`jobs.rewrite.float_metrics`)."""
+    footer does not hold (NaNs: :mod:`icefloe.jobs.rewrite.float_metrics`)."""
 
     size: int
     metadata: bytes

@@ -8,7 +8,7 @@ Iceberg's writer counts every ``float`` and ``double`` column's values itself
 below ``0.0``, as Java's ``Float.compare`` orders them). A file whose metrics come from its
 footer alone has no NaN counts. :func:`float_metrics` counts the same from the rows a file
 was written from, so the Arrow engine's files carry what Iceberg's writer records
-(:mod:`jobs.rewrite.new_files` gives them to ``footerMetrics``).
+(:mod:`icefloe.jobs.rewrite.new_files` gives them to ``footerMetrics``).
 
 Like Iceberg's metrics, it covers top-level columns and fields of structs (a struct's
 nulls count as its fields' nulls), not the elements of lists or maps.

@@ -1,9 +1,9 @@
 """The write guard: what a rewrite tells its caller before it writes and before it commits.
 
-An actor passes one bound to its lease (``service.actor.loop``): ``before_write`` records the
-files about to be written (with the lease, in Redis) so that a killed attempt's files can
-be found and deleted (:mod:`jobs.maintenance.orphans`); ``before_commit`` raises when the lease is
-gone (another actor may now be running the same action, and the files may be deleted as
+An actor passes one bound to its lease (``icefloe.service.actor.loop``): ``before_write`` records
+the files about to be written (with the lease, in Redis) so that a killed attempt's files can
+be found and deleted (:mod:`icefloe.jobs.maintenance.orphans`); ``before_commit`` raises when the
+lease is gone (another actor may now be running the same action, and the files may be deleted as
 an abandoned attempt's). Ad-hoc runs (``icefloe optimize``) use :data:`NO_GUARD`.
 """
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.maintenance_rules import DEFAULT_MANIFEST_TARGET
-from service.base.config.maintenance_policy import MANIFEST_TARGET_PROPERTY
+from icefloe.base.config.maintenance_policy import MANIFEST_TARGET_PROPERTY
+from icefloe.optimizer.maintenance_rules import DEFAULT_MANIFEST_TARGET
 
 MERGE_AT = 2
 MAX_LISTED = 2_000

@@ -11,7 +11,7 @@ session's configuration instead (~2 ms).
 
 A footer holds no NaN counts: Iceberg's writer counts its floating-point columns as it
 writes and gives ``footerMetrics`` those counts (``FieldMetrics``). The Arrow engine
-counts the same from the rows it wrote (:mod:`jobs.rewrite.float_metrics`), and they are
+counts the same from the rows it wrote (:mod:`icefloe.jobs.rewrite.float_metrics`), and they are
 given to ``footerMetrics`` the same way, so its files carry ``nan_value_counts`` and the
 bounds Iceberg's writer records.
 """
@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.rewrite.file_bytes import Footer
-from jobs.rewrite.float_metrics import FloatMetrics
-from jobs.rewrite.locations import local_path
+from icefloe.jobs.rewrite.file_bytes import Footer
+from icefloe.jobs.rewrite.float_metrics import FloatMetrics
+from icefloe.jobs.rewrite.locations import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,7 +57,7 @@ class NewFiles:
     """Builds the ``DataFile`` of new Parquet files of the Java ``table``.
 
     ``local``: the local path of a location, or None to read it through the table's FileIO
-    (:func:`jobs.rewrite.locations.local_path`)."""
+    (:func:`icefloe.jobs.rewrite.locations.local_path`)."""
 
     def __init__(
         self, spark: SparkSession, table: Any, local: Callable[[str], str | None] = local_path

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobs.rewrite.results import GroupResult
-from service.base.partition_key import display_key
+from icefloe.base.partition_key import display_key
+from icefloe.jobs.rewrite.results import GroupResult
 
 
 def partition_mismatch(

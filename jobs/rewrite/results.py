@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.base.plan import FileGroup
-from jobs.base.verify import Checksum
+from icefloe.jobs.base.plan import FileGroup
+from icefloe.jobs.base.verify import Checksum
 
 
 @dataclass
@@ -18,4 +18,4 @@ class GroupResult:
     new_sizes: list[int] = field(default_factory=list)
     input: Checksum = field(default_factory=Checksum)
     output: Checksum = field(default_factory=Checksum)
-    engine: str = "spark"  # "arrow" when jobs.rewrite.arrow_engine wrote (and verified) it
+    engine: str = "spark"  # "arrow" when icefloe.jobs.rewrite.arrow_engine wrote (and verified) it

@@ -1,6 +1,6 @@
 """A declared write order as a row order, for both rewrite engines.
 
-:class:`service.base.sortorder.SortField` says, per field, the column, its transform, its
+:class:`icefloe.base.sortorder.SortField` says, per field, the column, its transform, its
 direction and its null order. The Arrow engine sorts a group's rows with
 :func:`row_order`; Spark's writer sorts by :func:`spark_order`'s columns. Each field's key
 is the column itself when its transform keeps order (identity, truncate, year … hour),
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from optimizer.sortorder import SortField, arrow_sort_keys
+from icefloe.optimizer.sortorder import SortField, arrow_sort_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

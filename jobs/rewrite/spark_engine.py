@@ -3,9 +3,9 @@ Iceberg's own Spark rewrite runners (``ScanTaskSetManager``, ``FileRewriteCoordi
 
 Per group that Spark writes: stage the group's scan tasks under its id, read the id as one
 Spark task (split size >= group bytes, so a group is one writer: one file when
-``optimizer.output_count`` says one, else rolled at 1.4 x T as Iceberg's runner rolls),
+``icefloe.optimizer.output_count`` says one, else rolled at 1.4 x T as Iceberg's runner rolls),
 optionally sorted (by the sort columns, or by a z-order key that an Arrow UDF computes
-as the Arrow engine does, :mod:`jobs.rewrite.zorder_rows`, and drops before the write),
+as the Arrow engine does, :mod:`icefloe.jobs.rewrite.zorder_rows`, and drops before the write),
 and write with
 ``distribution-mode=none`` into the group's own partition spec. The input's checksum is
 observed on the rows the writer consumes (no extra pass); the output's comes from one
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any, cast
 
-from jobs.base.verify import (
+from icefloe.jobs.base.verify import (
     KEY,
     Checksum,
     checksum_exprs,
@@ -31,18 +31,18 @@ from jobs.base.verify import (
     conform,
     quoted,
 )
-from jobs.rewrite.locations import local_path
-from jobs.rewrite.results import GroupResult
-from jobs.rewrite.tasks import ScanTasks
-from optimizer import output_count
+from icefloe.jobs.rewrite.locations import local_path
+from icefloe.jobs.rewrite.results import GroupResult
+from icefloe.jobs.rewrite.tasks import ScanTasks
+from icefloe.optimizer import output_count
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from optimizer.sortorder import SortField
+    from icefloe.optimizer.sortorder import SortField
 
 ChecksumsByKey = Callable[["DataFrame", list[str]], dict[str, Checksum]]
-"""How the output's checksums are taken (:func:`jobs.base.verify.checksums_by_key`)."""
+"""How the output's checksums are taken (:func:`icefloe.jobs.base.verify.checksums_by_key`)."""
 
 WRITE_TARGET_FACTOR = 1.4
 """Writers roll on their *estimated* size, taken before compression, so a file rolled at
@@ -50,7 +50,7 @@ WRITE_TARGET_FACTOR = 1.4
 writes with ``target + (max - target) / 2`` = 1.4 x target for the default max of 1.8 x
 target; we do the same for groups larger than T. A group of S <= T is planned as exactly
 one file (and so is one of up to 1.1 x T, its remainder folded in:
-``optimizer.output_count``), so its writer gets a roll size it can never reach
+``icefloe.optimizer.output_count``), so its writer gets a roll size it can never reach
 (``NO_ROLL_FACTOR`` x T): a roll on a misestimate would leave a tiny remainder file, the
 very thing we remove."""
 NO_ROLL_FACTOR = 8
@@ -79,14 +79,14 @@ ZORDER_KEY = "__icefloe_zorder_key"
 def zordered(df: DataFrame, columns: Sequence[str]) -> DataFrame:
     """``df``'s rows sorted within each Spark partition by their z-order key over
     ``columns``: the key a vectorized Arrow UDF computes with the Arrow engine's code
-    (:func:`jobs.rewrite.zorder_rows.spark_keys`), a temporary column, dropped again."""
+    (:func:`icefloe.jobs.rewrite.zorder_rows.spark_keys`), a temporary column, dropped again."""
     # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.functions import arrow_udf
     from pyspark.sql.types import BinaryType
 
     # pyarrow and numpy at its top: loaded only where Spark z-orders
-    from jobs.rewrite.zorder_rows import spark_keys
+    from icefloe.jobs.rewrite.zorder_rows import spark_keys
 
     # a scalar Arrow UDF by its type hints (PySpark's stubs know only the functionType form)
     key = arrow_udf(spark_keys, BinaryType())  # type: ignore[call-overload]
@@ -134,7 +134,7 @@ class SparkEngine:
         self.gateway: Any = cast(Any, spark.sparkContext._gateway)
         self.table = table
         # what the writer sees: the same table, its data files under one attempt's prefix
-        # (jobs.rewrite.locations.attempt_table); the staged read sees the same object
+        # (icefloe.jobs.rewrite.locations.attempt_table); the staged read sees the same object
         self.write_table = table if write_table is None else write_table
         self.scan = scan
         self.file_format = file_format
@@ -199,7 +199,7 @@ class SparkEngine:
     ) -> None:
         """Write one group; its input checksum is observed on the rows the writer consumes
         (the table's columns only). ``zorder_columns``: rows in z-order (:func:`zordered`),
-        not in ``sort_order`` (:func:`jobs.rewrite.sort_rows.spark_order`)."""
+        not in ``sort_order`` (:func:`icefloe.jobs.rewrite.sort_rows.spark_order`)."""
         # pyspark: only where Spark runs (the module loads without it)
         from pyspark.sql import Observation
 
@@ -210,7 +210,7 @@ class SparkEngine:
         if zorder_columns:
             df = zordered(df, zorder_columns)
         elif sort_order:
-            from jobs.rewrite.sort_rows import spark_order  # pyarrow: where Spark sorts
+            from icefloe.jobs.rewrite.sort_rows import spark_order  # pyarrow: where Spark sorts
 
             df, exprs, keys = spark_order(df, sort_order, quoted)
             df = df.sortWithinPartitions(*exprs).drop(*keys)
@@ -332,7 +332,7 @@ class SparkEngine:
         of the table is of a primitive type that Spark's Parquet reader reads as Iceberg's
         Spark reader does, its schema is given to the reader, which then infers none (a
         Spark job that opens a file); otherwise the files' own schema is inferred (callers
-        cast to ``like``'s types, :func:`jobs.base.verify.conform`).
+        cast to ``like``'s types, :func:`icefloe.jobs.base.verify.conform`).
 
         Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a
         Spark job of one task per path, ~1 s for a few hundred files on two cores; they are

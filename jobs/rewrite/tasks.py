@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from jobs.rewrite.java_errors import java_class_name, java_message
-from jobs.rewrite.locations import local_path
-from service.base.errors import OperationFailed
+from icefloe.base.errors import OperationFailed
+from icefloe.jobs.rewrite.java_errors import java_class_name, java_message
+from icefloe.jobs.rewrite.locations import local_path
 
 POSITION_DELETES = "POSITION_DELETES"
 PUFFIN = "PUFFIN"  # the format of deletion vectors (format version 3)

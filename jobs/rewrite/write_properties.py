@@ -2,7 +2,7 @@
 table's groups to Spark's writer.
 
 Spark's Iceberg writer applies every ``write.*`` property of the table. The Arrow engine
-(:mod:`jobs.rewrite.arrow_engine`) writes with pyarrow and honours exactly these:
+(:mod:`icefloe.jobs.rewrite.arrow_engine`) writes with pyarrow and honours exactly these:
 
 * **in the file it writes**: ``write.parquet.compression-codec`` and
   ``write.parquet.compression-level``, ``write.parquet.page-size-bytes``,
@@ -17,10 +17,10 @@ Spark's Iceberg writer applies every ``write.*`` property of the table. The Arro
 * **around it**: ``write.target-file-size-bytes`` (the planner sizes every output),
   ``write.metadata.metrics.*`` (the new files' metrics are Iceberg's own, built in the
   JVM from each file's footer with the table's ``MetricsConfig``:
-  :mod:`jobs.rewrite.new_files`), and where files go (``write.data.path``,
+  :mod:`icefloe.jobs.rewrite.new_files`), and where files go (``write.data.path``,
   ``write.object-storage.*``, ``write.folder-storage.path``,
   ``write.location-provider.impl``: new locations come from the table's own location
-  provider, :func:`jobs.rewrite.locations.new_locations`);
+  provider, :func:`icefloe.jobs.rewrite.locations.new_locations`);
 * a per-column flag at the value pyarrow writes anyway: ``bloom-filter-enabled`` false,
   ``stats-enabled`` and ``dict-encoding-enabled`` true; and the bloom filters' tuning
   (``bloom-filter-max-bytes``, ``-fpp``, ``-ndv``, ``-adaptive-enabled``) while no column
@@ -35,7 +35,7 @@ isolation, Spark-only switches, other file formats) do not matter here. A format
 3 table keeps row lineage (``_row_id``, ``_last_updated_sequence_number``), which only
 Spark's writer carries over into the new files: its groups go to Spark too.
 
-Standard library only: this module runs where :mod:`jobs.rewrite.arrow_engine` runs.
+Standard library only: this module runs where :mod:`icefloe.jobs.rewrite.arrow_engine` runs.
 """
 
 from __future__ import annotations

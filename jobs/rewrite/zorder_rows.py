@@ -1,11 +1,11 @@
-"""Z-order as a row order: :mod:`optimizer.zorder`'s keys, vectorized over Arrow columns.
+"""Z-order as a row order: :mod:`icefloe.optimizer.zorder`'s keys, vectorized over Arrow columns.
 
 Both rewrite engines order a z-order group's rows by the same key: the Arrow engine sorts
 the group's rows by it and cuts them into files at the curve's cell edges
 (:func:`zordered_files`, the keys computed once for both), Spark's writer by a temporary
-column that an Arrow UDF computes with :func:`keys_of` (:mod:`jobs.rewrite.spark_engine`).
-Row for row, the key equals ``optimizer.zorder.zorder_bytes([ordered_value(v) for v in row])``, the
-bytes Iceberg's ``ZOrderByteUtils`` produce: each column mapped to an unsigned 64-bit
+column that an Arrow UDF computes with :func:`keys_of` (:mod:`icefloe.jobs.rewrite.spark_engine`).
+Row for row, the key equals ``icefloe.optimizer.zorder.zorder_bytes([ordered_value(v) for v in
+row])``, the bytes Iceberg's ``ZOrderByteUtils`` produce: each column mapped to an unsigned 64-bit
 integer of the same order, then their bits interleaved, column 0's most significant bit
 first, into ``8 · k`` big-endian bytes.
 
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from optimizer.zorder import ZORDER_BITS
+from icefloe.optimizer.zorder import ZORDER_BITS
 
 __all__ = [
     "aligned_cuts",
@@ -185,7 +185,7 @@ def _interleave(columns: Sequence[Any]) -> Words:
     """The interleaved bits of ``k`` ``uint64`` columns as ``k`` words per row.
 
     Bit ``b`` of column ``c`` lands at bit ``b·k + (k-1-c)`` of the key (as
-    ``optimizer.zorder.zorder_key``). A column is spread ``width`` bits at a time, the
+    ``icefloe.optimizer.zorder.zorder_key``). A column is spread ``width`` bits at a time, the
     widest run whose spread fits one word (at most 16: a 64 K-entry table); a spread run
     that crosses a word boundary is split between the two words."""
     k = len(columns)

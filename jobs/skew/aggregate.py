@@ -1,6 +1,6 @@
 """Salted two-phase aggregation that equals the plain ``groupBy(...).agg(...)``.
 
-    from jobs.skew.aggregate import salted_aggregate
+    from icefloe.jobs.skew.aggregate import salted_aggregate
 
 Which aggregates :func:`salted_aggregate` splits, and why:
 
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.skew.hot_keys import detect_hot_keys, key_columns, key_lookup, measure_keys
-from jobs.skew.join_strategies import SALT, row_hash
-from jobs.skew.salting import check_salts
-from optimizer.skew_stats import HotKeyRules, salt_count
-from service.base.errors import UsageError
+from icefloe.base.errors import UsageError
+from icefloe.jobs.skew.hot_keys import detect_hot_keys, key_columns, key_lookup, measure_keys
+from icefloe.jobs.skew.join_strategies import SALT, row_hash
+from icefloe.jobs.skew.salting import check_salts
+from icefloe.optimizer.skew_stats import HotKeyRules, salt_count
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

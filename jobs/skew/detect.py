@@ -1,14 +1,15 @@
 """Skew detection over Iceberg tables, and the stored reports later jobs reuse.
 
 Storage skew per partition comes from Iceberg metadata only (``inspect.partitions()``, no
-data file is opened); key skew is counted with Spark by :mod:`jobs.skew.hot_keys` (exact or
+data file is opened); key skew is counted with Spark by :mod:`icefloe.jobs.skew.hot_keys` (exact or
 sample-then-verify). The report is persisted per table snapshot in
 ``<namespace>.skew_reports`` so later jobs (and :func:`salted_join`) reuse it instead of
 recounting, and each single-column key's hot keys are published as the table property
-``icefloe.skew.hot-keys.<column>`` the JVM's ``SkewRule`` salts by (:mod:`jobs.skew.publish`).
+``icefloe.skew.hot-keys.<column>`` the JVM's ``SkewRule`` salts by
+(:mod:`icefloe.jobs.skew.publish`).
 
 Run as ``icefloe skew detect TABLE --key COL [--key COL] [--join-with T2 --on COL] [--json]``,
-or under ``spark-submit jobs/scripts/skew_detect.py`` with the same arguments.
+or under ``spark-submit app/scripts/skew_detect.py`` with the same arguments.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
-from jobs.skew.publish import publish_report, unpublished
-from optimizer.actions.skew_report import HOUR_MS, MAX_AGE
-from optimizer.skew_stats import HotKeyRules, SkewMetrics, sigma_outliers, skew_metrics
-from service.base.catalog import load_table, spark_table_name
-from service.base.config import parse_table_identifier
-from service.base.errors import UsageError
-from service.base.partition_key import PartitionKey
-from service.base.tablestats import spec_fields
+from icefloe.base.catalog import load_table, spark_table_name
+from icefloe.base.config import parse_table_identifier
+from icefloe.base.errors import UsageError
+from icefloe.base.partition_key import PartitionKey
+from icefloe.base.tablestats import spec_fields
+from icefloe.jobs.skew.hot_keys import KeyReport, detect_hot_keys, jsonable, measure_keys
+from icefloe.jobs.skew.publish import publish_report, unpublished
+from icefloe.optimizer.actions.skew_report import HOUR_MS, MAX_AGE
+from icefloe.optimizer.skew_stats import HotKeyRules, SkewMetrics, sigma_outliers, skew_metrics
 
 if TYPE_CHECKING:
-    from service.base.config import Config
+    from icefloe.base.config import Config
 
 REPORTS_NAMESPACE = "icefloe"
 REPORTS_TABLE = "skew_reports"

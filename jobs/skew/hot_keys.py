@@ -1,7 +1,7 @@
 """Hot keys and partition skew of any DataFrame: the counting half of skew detection.
 
 The Spark side only counts; the rules (what is hot, what is an outlier) are the pure
-core's (:mod:`optimizer.skew_stats`). Two ways to count keys:
+core's (:mod:`icefloe.optimizer.skew_stats`). Two ways to count keys:
 
 * ``exact`` — one GROUP BY over the key columns; the key counts stay in Spark and only the
   candidates above the thresholds come back to the driver.
@@ -13,7 +13,7 @@ core's (:mod:`optimizer.skew_stats`). Two ways to count keys:
 The key helpers here (``key_equals``, ``key_lookup``...) build NULL-correct expressions over
 one or several key columns without concatenating or casting them; the salted joins and
 aggregations use them too. Table-level detection and the stored reports are in
-:mod:`jobs.skew.detect`.
+:mod:`icefloe.jobs.skew.detect`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.verify import has_null
-from optimizer.skew_stats import (
+from icefloe.base.errors import UsageError
+from icefloe.jobs.base.verify import has_null
+from icefloe.optimizer.skew_stats import (
     HotKey,
     HotKeyRules,
     SkewMetrics,
@@ -33,7 +34,6 @@ from optimizer.skew_stats import (
     sigma_outliers,
     skew_metrics,
 )
-from service.base.errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -1,10 +1,10 @@
 """The salted-join job: ``icefloe skew join LEFT RIGHT --on COL --how HOW --into OUT``
-(``spark-submit jobs/scripts/salted_join.py ...`` runs the same command).
+(``spark-submit app/scripts/salted_join.py ...`` runs the same command).
 
 Joins two Iceberg tables (or a table and ``--right-sql "SELECT ..."``) with
-:func:`jobs.skew.salting.salted_join`, optionally taking the hot keys from the left or right
+:func:`icefloe.jobs.skew.salting.salted_join`, optionally taking the hot keys from the left or right
 table's stored skew report (``--reuse-reports``), and writes ``OUT``. The options are
-declared once, on the click command (``service/cli/skew.py``); this module holds what the
+declared once, on the click command (``app/cli/skew.py``); this module holds what the
 job does (:func:`run`) and the argument list a scheduler passes (:func:`build_command_args`).
 """
 
@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobs.skew.detect import stored_hot_keys
-from jobs.skew.salting import plan_salted_join
-from service.base.catalog import load_table, spark_table_name
-from service.base.config import parse_table_identifier
-from service.base.errors import UsageError
+from icefloe.base.catalog import load_table, spark_table_name
+from icefloe.base.config import parse_table_identifier
+from icefloe.base.errors import UsageError
+from icefloe.jobs.skew.detect import stored_hot_keys
+from icefloe.jobs.skew.salting import plan_salted_join
 
 if TYPE_CHECKING:
-    from service.base.config import Config
+    from icefloe.base.config import Config
 
 MODES = ("create", "replace", "append")
 
@@ -59,7 +59,7 @@ def build_command_args(
     right_sql: str | None = None,
     mode: str = "create",
 ) -> list[str]:
-    """The arguments of ``icefloe skew join`` (and ``jobs/scripts/salted_join.py``), pure."""
+    """The arguments of ``icefloe skew join`` (and ``app/scripts/salted_join.py``), pure."""
     args = [left]
     args += ["--right-sql", right_sql] if right_sql else [right or ""]
     for col in on:

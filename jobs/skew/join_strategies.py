@@ -1,7 +1,7 @@
 """How a skew-handling join is built: salted rows, replicated rows, isolated hot keys.
 
-:mod:`jobs.skew.salting` decides (which keys, how many salts, which strategy); this module
-builds the DataFrames. See :mod:`jobs.skew.salting` for why each construction is exact.
+:mod:`icefloe.jobs.skew.salting` decides (which keys, how many salts, which strategy); this module
+builds the DataFrames. See :mod:`icefloe.jobs.skew.salting` for why each construction is exact.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.verify import row_hash
-from jobs.skew.hot_keys import key_is_null, key_lookup
-from optimizer.skew_stats import spread_salts
+from icefloe.jobs.base.verify import row_hash
+from icefloe.jobs.skew.hot_keys import key_is_null, key_lookup
+from icefloe.optimizer.skew_stats import spread_salts
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 SALT = "__icefloe_salt"
 MARK = "__icefloe_present"
 
-__all__ = ["MARK", "SALT", "row_hash"]  # row_hash: the one of jobs.base.verify, maps included
+__all__ = [
+    "MARK",
+    "SALT",
+    "row_hash",
+]  # row_hash: the one of icefloe.jobs.base.verify, maps included
 
 
 def _bucket(h: Column, n: Column | int) -> Column:
@@ -74,8 +78,8 @@ def salt_values(
 
     Evaluates Spark's shuffle hash (``pmod(hash(key..., salt), partitions)``, the same
     Murmur3 as HashPartitioning) for candidate salts in one tiny query, then lets the core
-    (:func:`optimizer.skew_stats.spread_salts`) choose. Falls back to ``0..N-1`` when the two
-    sides' key types differ (the join would hash a coerced type).
+    (:func:`icefloe.optimizer.skew_stats.spread_salts`) choose. Falls back to ``0..N-1`` when the
+    two sides' key types differ (the join would hash a coerced type).
     """
     # pyspark: only where Spark runs (the module loads without it)
     from pyspark.sql import functions as F

@@ -1,10 +1,10 @@
 """Hot-key reports published as table properties, for the JVM's ``SkewRule``.
 
-:func:`publish_report` turns the single-column keys of a :func:`jobs.skew.detect.detect_table`
-report into ``icefloe.skew.hot-keys.<column>`` properties (the codec:
-:mod:`optimizer.skew_report`; the format: ``jvm/README.md``) and sets them on the analysed
-table in one metadata commit (no snapshot is added). Each names the column's Spark type,
-the snapshot the report was computed at, when, and for how long it is trusted.
+:func:`publish_report` turns the single-column keys of a
+:func:`icefloe.jobs.skew.detect.detect_table` report into ``icefloe.skew.hot-keys.<column>``
+properties (the codec: :mod:`icefloe.optimizer.skew_report`; the format: ``jvm/README.md``) and sets
+them on the analysed table in one metadata commit (no snapshot is added). Each names the column's
+Spark type, the snapshot the report was computed at, when, and for how long it is trusted.
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from optimizer.skew_report import HotKeyReport, build, encode, parse_value, reports_in, supported
-from service.base.catalog import load_table
+from icefloe.base.catalog import load_table
+from icefloe.optimizer.skew_report import (
+    HotKeyReport,
+    build,
+    encode,
+    parse_value,
+    reports_in,
+    supported,
+)
 
 COMMIT_ATTEMPTS = 3  # a writer's commit meanwhile: the properties are set again on its metadata
 _NATIVE_AS_TEXT = ("decimal", "date", "timestamp")  # a stored report keeps these as str(value)

@@ -29,8 +29,8 @@ takes it when it applies, salting otherwise. With the hot keys gone, the cold jo
 build a hash table of the other side per task (no sort of the big side) when that side
 is small per task: what makes it faster than Spark's adaptive skew split.
 
-The guardrail (:func:`optimizer.skew_stats.salt_plan`) runs the plain join when no key is hot
-or the predicted gain is below the replication cost. Keys are given as column names
+The guardrail (:func:`icefloe.optimizer.skew_stats.salt_plan`) runs the plain join when no key is
+hot or the predicted gain is below the replication cost. Keys are given as column names
 present on both sides (a USING join), so the output schema is exactly the plain one's.
 """
 
@@ -40,15 +40,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobs.base.verify import has_null
-from jobs.skew.hot_keys import (
+from icefloe.base.errors import UsageError
+from icefloe.jobs.base.verify import has_null
+from icefloe.jobs.skew.hot_keys import (
     detect_hot_keys,
     estimated_rows,
     key_columns,
     key_lookup,
     measure_keys,
 )
-from jobs.skew.join_strategies import (
+from icefloe.jobs.skew.join_strategies import (
     MARK,
     SALT,
     broadcastable,
@@ -58,8 +59,7 @@ from jobs.skew.join_strategies import (
     salt_rows,
     salt_values,
 )
-from optimizer.skew_stats import HotKeyRules, salt_count, salt_plan
-from service.base.errors import UsageError
+from icefloe.optimizer.skew_stats import HotKeyRules, salt_count, salt_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

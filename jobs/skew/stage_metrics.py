@@ -17,7 +17,7 @@ import time
 import urllib.request
 from typing import Any
 
-from optimizer.skew_stats import makespan
+from icefloe.optimizer.skew_stats import makespan
 
 
 class Meter:

@@ -1,5 +1,5 @@
 """The action registry: every action icefloe decides and runs, one module each
-(:class:`~optimizer.actions.spec.ActionSpec`), registered here once. Adding an action is
+(:class:`~icefloe.optimizer.actions.spec.ActionSpec`), registered here once. Adding an action is
 its module and one line below.
 
 Everything that names actions takes them from here: config validation (a policy's
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from optimizer.actions import (
+from icefloe.optimizer.actions import (
     compact_deletes,
     compute_stats,
     expire_snapshots,
@@ -22,8 +22,8 @@ from optimizer.actions import (
     sort,
     zorder,
 )
-from optimizer.actions.spec import PARTITION, TABLE, ActionSpec, Setting
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import PARTITION, TABLE, ActionSpec, Setting
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 REGISTRY: tuple[ActionSpec, ...] = (
     merge.SPEC,
@@ -75,7 +75,7 @@ def table_needs(
     """The table-level actions due among ``enabled``, in the registry's order, by each one's
     rule. ``last_runs_ms``: when each action last ran (orphan removal: when the table was
     first seen). ``held``: actions that must not run whatever is due, action → why (orphan
-    removal on a location another table shares: ``optimizer.locations``)."""
+    removal on a location another table shares: ``icefloe.optimizer.locations``)."""
     on = set(enabled) - set(held or {})
     needs = []
     for spec in REGISTRY:

@@ -1,8 +1,8 @@
 """``compact_deletes``: a partition whose delete files delete ``delete_ratio`` of its rows or
-more is rewritten without them (:func:`optimizer.verdict.deletes_verdict`), by the table's
+more is rewritten without them (:func:`icefloe.optimizer.verdict.deletes_verdict`), by the table's
 merge, sort or z-order."""
 
-from optimizer.actions.spec import PARTITION, ActionSpec
+from icefloe.optimizer.actions.spec import PARTITION, ActionSpec
 
 SPEC = ActionSpec(
     "compact_deletes",

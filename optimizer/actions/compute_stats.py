@@ -7,16 +7,16 @@ due at once. Engines' cost-based optimizers read both; compaction changes the fi
 describe.
 
 The first action built on the registry: this module and one line in
-:mod:`optimizer.actions` (its facts -- the snapshot the statistics describe and the rows
-changed since -- are read with every table's health, ``optimizer.maintenance_rules``)."""
+:mod:`icefloe.optimizer.actions` (its facts -- the snapshot the statistics describe and the rows
+changed since -- are read with every table's health, ``icefloe.optimizer.maintenance_rules``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from optimizer.actions.spec import TABLE, ActionSpec, Call, Setting
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import TABLE, ActionSpec, Call, Setting
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 NAME = "compute_stats"
 RATIO, INTERVAL = "stats_changed_ratio", "stats_interval_hours"

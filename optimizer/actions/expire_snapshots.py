@@ -3,8 +3,8 @@ than ``snapshot_max_age_hours``, and the last expiry is ``expire_interval_hours`
 
 from __future__ import annotations
 
-from optimizer.actions.spec import TABLE, ActionSpec
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import TABLE, ActionSpec
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 NAME = "expire_snapshots"
 

@@ -1,7 +1,7 @@
 """``merge``: a partition's small files merged into files of the target size (FFD bin packing,
-``optimizer.planner``), decided by :func:`optimizer.verdict.merge_verdict`."""
+``icefloe.optimizer.planner``), decided by :func:`icefloe.optimizer.verdict.merge_verdict`."""
 
-from optimizer.actions.spec import PARTITION, ActionSpec
+from icefloe.optimizer.actions.spec import PARTITION, ActionSpec
 
 SPEC = ActionSpec(
     "merge",

@@ -1,12 +1,12 @@
 """``remove_orphan_files``: every ``orphan_interval_hours``, counted from the last run -- or,
 never run yet, from when the decider first saw the table (a new table has nothing to clean
 yet; ``icefloe maintain`` passes 0: due now). Never while it is *held*: another table's
-files lie under its location (``optimizer.locations``)."""
+files lie under its location (``icefloe.optimizer.locations``)."""
 
 from __future__ import annotations
 
-from optimizer.actions.spec import TABLE, ActionSpec
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import TABLE, ActionSpec
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 NAME = "remove_orphan_files"
 NEVER_RUN = 0  # a last run at the epoch: due now (what ``maintain`` assumes of a new table)

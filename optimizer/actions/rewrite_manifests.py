@@ -4,9 +4,9 @@ commit (a rewrite of two tiny manifests leaves one tiny manifest: nothing gained
 
 from __future__ import annotations
 
-from optimizer.actions.spec import TABLE, ActionSpec
-from optimizer.entropy import estimate
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import TABLE, ActionSpec
+from icefloe.optimizer.entropy import estimate
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 NAME = "rewrite_manifests"
 

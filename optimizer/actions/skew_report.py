@@ -1,5 +1,5 @@
 """``skew_report``: the hot-key reports the JVM's ``SkewRule`` salts by (table properties
-``icefloe.skew.hot-keys.<column>``, :mod:`optimizer.skew_report`) computed again before they
+``icefloe.skew.hot-keys.<column>``, :mod:`icefloe.optimizer.skew_report`) computed again before they
 go stale, for the policy's ``skew_keys`` columns.
 
 Due when a key column has no report, or its report is not of the current snapshot and
@@ -10,12 +10,12 @@ stops trusting it. No ``skew_keys``, or a table without rows: never due.
 
 Its facts (each report's snapshot, age and the rows changed since) come with every table's
 health (``MetadataHealth.skew_reports``, from the table's properties and snapshot log); it
-runs ``icefloe skew detect`` for the key columns (``jobs.maintenance.skew_report``)."""
+runs ``icefloe skew detect`` for the key columns (``icefloe.jobs.maintenance.skew_report``)."""
 
 from __future__ import annotations
 
-from optimizer.actions.spec import COLUMNS, TABLE, ActionSpec, Setting
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.actions.spec import COLUMNS, TABLE, ActionSpec, Setting
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 NAME = "skew_report"
 KEYS, RATIO, MAX_AGE = "skew_keys", "skew_report_changed_ratio", "skew_report_max_age_hours"

@@ -1,8 +1,8 @@
 """``sort``: a partition's files rewritten in the table's sort order -- its small files merged
 in key order, or its overlapping files re-sorted when its clustering depth is over
-``clustering_tolerance`` (:func:`optimizer.verdict.layout_verdict`)."""
+``clustering_tolerance`` (:func:`icefloe.optimizer.verdict.layout_verdict`)."""
 
-from optimizer.actions.spec import PARTITION, ActionSpec
+from icefloe.optimizer.actions.spec import PARTITION, ActionSpec
 
 SPEC = ActionSpec(
     "sort",

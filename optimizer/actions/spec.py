@@ -1,4 +1,4 @@
-"""What an action is: :class:`ActionSpec`, registered once in :mod:`optimizer.actions`.
+"""What an action is: :class:`ActionSpec`, registered once in :mod:`icefloe.optimizer.actions`.
 
 An action's module holds everything about it that is not Spark code: its name and scope
 (one partition's data files, or a whole table's metadata), its rule (when it is due, over
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
 PARTITION, TABLE = "partition", "table"
 
@@ -68,7 +68,7 @@ class ActionSpec:
     requestable: bool = False  # ``optimize``/``request``/the ad-hoc DAG take it by name
     keys: tuple[str, ...] = ()  # the policy keys its rule reads (documentation)
     settings: tuple[Setting, ...] = ()  # keys it adds under ``maintenance:``
-    due: Due | None = None  # TABLE scope: when it is due (PARTITION: ``optimizer.verdict``)
+    due: Due | None = None  # TABLE scope: when it is due (PARTITION: ``icefloe.optimizer.verdict``)
     calls: Calls | None = None  # Iceberg procedures a generic runner CALLs (None: own runner)
     verify: Verify | None = None  # the generic runner's check of the calls' result
     history: tuple[str, ...] = ()  # result fields the action history keeps

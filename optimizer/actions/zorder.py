@@ -1,7 +1,7 @@
 """``zorder``: a partition's files rewritten along the Z-curve of the policy's ``zorder``
 columns when their boxes overlap deeper than ``clustering_tolerance``."""
 
-from optimizer.actions.spec import PARTITION, ActionSpec
+from icefloe.optimizer.actions.spec import PARTITION, ActionSpec
 
 SPEC = ActionSpec(
     "zorder",

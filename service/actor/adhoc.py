@@ -1,6 +1,6 @@
 """Write intents for ad-hoc runs (``icefloe optimize``): no orphan after a crash there either.
 
-An actor records its new files under its queue lease (:mod:`service.state.intents`); an ad-hoc
+An actor records its new files under its queue lease (:mod:`icefloe.state.intents`); an ad-hoc
 run has no queue item, so it takes a lease of its own: a deadline in Redis that a
 background thread renews while the run is alive. Before any byte is written, the new files
 (or the one prefix Spark's writer writes under) are recorded under that lease; a commit
@@ -29,15 +29,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from jobs.maintenance.orphans import cleaner
-from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from service.base.catalog import load_catalog
-from service.base.config import Config
-from service.base.errors import OperationFailed, ServiceUnavailable
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.state.intents import ADHOC, AdhocLeases, Intent, sweep
-from service.state.intents.redis import RedisIntents
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import Config
+from icefloe.base.errors import OperationFailed, ServiceUnavailable
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
+from icefloe.state.intents import ADHOC, AdhocLeases, Intent, sweep
+from icefloe.state.intents.redis import RedisIntents
 
 log = logging.getLogger("icefloe.adhoc")
 
@@ -51,7 +51,8 @@ class AdhocLeaseLost(OperationFailed):
 
 
 class AdhocGuard:
-    """The write guard of one ad-hoc run on one table (:class:`jobs.rewrite.guard.WriteGuard`)."""
+    """The write guard of one ad-hoc run on one table
+    (:class:`icefloe.jobs.rewrite.guard.WriteGuard`)."""
 
     def __init__(
         self,

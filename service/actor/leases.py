@@ -9,9 +9,9 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from service.base.errors import OperationFailed
-from service.state.intents import Intents
-from service.state.queue import Lease, PriorityQueue
+from icefloe.base.errors import OperationFailed
+from icefloe.state.intents import Intents
+from icefloe.state.queue import Lease, PriorityQueue
 
 log = logging.getLogger("icefloe.actor")
 
@@ -71,7 +71,7 @@ class LeaseLost(OperationFailed):
 class LeaseGuard:
     """The write guard of one leased attempt (one item, or a batch: every lease of it): new
     files are recorded under the first lease before they are written
-    (:mod:`service.state.intents`), and a commit needs every lease renewed a moment before (an
+    (:mod:`icefloe.state.intents`), and a commit needs every lease renewed a moment before (an
     attempt whose lease expired may have its files deleted as an abandoned attempt's, and
     another actor may be running the same action)."""
 

@@ -7,12 +7,13 @@ actor run the same action again, which is safe because the rewrite replans from 
 current files (a partition already fixed has nothing left to do).
 
 The work itself is a *runner* (``(item, guard) -> report dict``), injected: tests pass a fake, the
-real one (:func:`spark_runner`) calls ``jobs.data.optimize.optimize_table`` on one SparkSession.
+real one (:func:`spark_runner`) calls ``icefloe.jobs.data.optimize.optimize_table`` on one
+SparkSession.
 
 Each attempt records the files it is about to write under its lease (:class:`LeaseGuard`,
-:mod:`service.state.intents`); an abandoned attempt's files are deleted before its retry runs.
+:mod:`icefloe.state.intents`); an abandoned attempt's files are deleted before its retry runs.
 A Redis outage is waited out: no dequeue while it lasts, and an ack or nack is retried
-while the lease would hold. The pool's size and launchers: :mod:`service.decider.pool`.
+while the lease would hold. The pool's size and launchers: :mod:`icefloe.service.decider.pool`.
 """
 
 from __future__ import annotations
@@ -26,31 +27,31 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.history.flush import flush
-from jobs.maintenance.orphans import cleaner
-from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from service.actor.leases import LeaseGuard, Renewer
-from service.actor.outcomes import ack_outcome, one_line, outcomes_text, stop_reason
-from service.actor.runners import (
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import Config
+from icefloe.base.errors import ServiceUnavailable
+from icefloe.base.keys import Keys
+from icefloe.base.partition_key import display_key
+from icefloe.base.redact import service_logging
+from icefloe.base.redis_client import connect
+from icefloe.base.signals import on_sigterm
+from icefloe.jobs.history.flush import flush
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
+from icefloe.service.actor.leases import LeaseGuard, Renewer
+from icefloe.service.actor.outcomes import ack_outcome, one_line, outcomes_text, stop_reason
+from icefloe.service.actor.runners import (
     BatchRunner,
     Runner,
     batch_figures,
     spark_runners,
     summary,
 )
-from service.base.catalog import load_catalog
-from service.base.config import Config
-from service.base.errors import ServiceUnavailable
-from service.base.keys import Keys
-from service.base.partition_key import display_key
-from service.base.redact import service_logging
-from service.base.redis_client import connect
-from service.base.signals import on_sigterm
-from service.state.intents import Intent, Intents, sweep
-from service.state.intents.redis import RedisIntents
-from service.state.ledger.redis import RedisLedger
-from service.state.queue import Budget, Lease, PriorityQueue, budget_of
-from service.state.queue.redis import open_queue
+from icefloe.state.intents import Intent, Intents, sweep
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.queue import Budget, Lease, PriorityQueue, budget_of
+from icefloe.state.queue.redis import open_queue
 
 log = logging.getLogger("icefloe.actor")
 
@@ -68,7 +69,7 @@ class ActorReport:
 
 class Actor:
     """Takes items off the queue and runs them. With ``intents`` and ``clean`` (Redis and
-    :func:`jobs.maintenance.orphans.cleaner`), each attempt records its new files before
+    :func:`icefloe.jobs.maintenance.orphans.cleaner`), each attempt records its new files before
     writing them, and the files of an abandoned attempt of the same item are deleted before a retry
     starts and right after a failure; without them the runner gets :data:`NO_GUARD`."""
 
@@ -355,7 +356,7 @@ def run_actor(
     ``runner``, the production runners (batches on); a given ``runner`` runs one item at
     a time unless ``batch_runner`` is given too. SIGTERM (Airflow's kill, systemd's stop)
     stops it after the action under way; before it exits, the records of what it ran are
-    appended to the history table (:func:`jobs.history.flush.flush`), so they do not wait
+    appended to the history table (:func:`icefloe.jobs.history.flush.flush`), so they do not wait
     in Redis for the next leader pass."""
     service_logging()
     settings = cfg.decider

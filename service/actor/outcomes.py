@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.base.errors import IcefloeError, describe
+from icefloe.base.errors import IcefloeError, describe
 
 
 def stop_reason(

@@ -2,11 +2,11 @@
 run's report says in an action's record.
 
 A *runner* is ``(item, guard) -> report dict``, a *batch runner* ``(items, guard) ->``
-:class:`BatchResult`; both are injected into :class:`service.actor.loop.Actor` (tests pass
+:class:`BatchResult`; both are injected into :class:`icefloe.service.actor.loop.Actor` (tests pass
 fakes). The production ones (:func:`spark_runners`) share one SparkSession: a data item
-or a batch is ``jobs.data.optimize.optimize_table`` over exactly its partitions (one plan, one
-commit; then the table's manifests rewritten in the same lease when due), a table-level
-maintenance item ``jobs.maintenance.run.run_table_action`` (the procedure, verified).
+or a batch is ``icefloe.jobs.data.optimize.optimize_table`` over exactly its partitions (one plan,
+one commit; then the table's manifests rewritten in the same lease when due), a table-level
+maintenance item ``icefloe.jobs.maintenance.run.run_table_action`` (the procedure, verified).
 """
 
 from __future__ import annotations
@@ -17,25 +17,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.data.optimize import optimize_table
-from jobs.history.table import commit_facts
-from jobs.maintenance.due import assess
-from jobs.maintenance.run import run_table_action
-from jobs.rewrite.exact import Collaborators
-from jobs.rewrite.guard import NO_GUARD, WriteGuard
-from optimizer.actions import BY_NAME
-from optimizer.actions import TABLE_ACTIONS as TABLE_MAINTENANCE
-from service.base.catalog import load_catalog, load_table
-from service.base.config import Config
-from service.base.errors import OperationFailed, describe
-from service.base.partition_key import is_key
-from service.base.spark import build_spark
-from service.state.queue import REQUESTED, ActionItem
+from icefloe.base.catalog import load_catalog, load_table
+from icefloe.base.config import Config
+from icefloe.base.errors import OperationFailed, describe
+from icefloe.base.partition_key import is_key
+from icefloe.base.spark import build_spark
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.history.table import commit_facts
+from icefloe.jobs.maintenance.due import assess
+from icefloe.jobs.maintenance.run import run_table_action
+from icefloe.jobs.rewrite.exact import Collaborators
+from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
+from icefloe.optimizer.actions import BY_NAME
+from icefloe.optimizer.actions import TABLE_ACTIONS as TABLE_MAINTENANCE
+from icefloe.state.queue import REQUESTED, ActionItem
 
 log = logging.getLogger("icefloe.actor")
 
 Runner = Callable[[ActionItem, WriteGuard], dict[str, Any]]
-"""Runs one item; tells the guard its new files before writing them (``jobs.rewrite.guard``)."""
+"""Runs one item; tells the guard its new files before writing them
+(``icefloe.jobs.rewrite.guard``)."""
 
 
 @dataclass
@@ -112,11 +113,11 @@ def spark_runner(cfg: Config, spark: Any = None) -> Runner:
 
 
 def spark_runners(cfg: Config, spark: Any = None) -> tuple[Runner, BatchRunner]:
-    """The production runners, on one SparkSession: ``jobs.data.optimize.optimize_table`` per
-    data item, or per batch of a table's items (one plan, one commit, then its manifests
+    """The production runners, on one SparkSession: ``icefloe.jobs.data.optimize.optimize_table``
+    per data item, or per batch of a table's items (one plan, one commit, then its manifests
     rewritten in the same lease when that is due: :func:`_manifests_after`);
-    ``jobs.maintenance.run.run_table_action`` (the procedure, verified) per table-level maintenance
-    item."""
+    ``icefloe.jobs.maintenance.run.run_table_action`` (the procedure, verified) per table-level
+    maintenance item."""
     state: dict[str, Any] = {"spark": spark}
 
     def session() -> Any:
@@ -185,7 +186,7 @@ def _optimize(
 
 def _manifests_due(cfg: Config, name: str) -> bool:
     """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
-    rule of ``optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
+    rule of ``icefloe.optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
 
     table = load_table(load_catalog(cfg), name)
     policy = cfg.policy_for(name, table.properties)

@@ -1,22 +1,22 @@
 """One table's new snapshots applied to the decider's kept state, and what they touched
-decided: the catch-up step of :meth:`service.decider.loop.Decider.refresh`."""
+decided: the catch-up step of :meth:`icefloe.service.decider.loop.Decider.refresh`."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from optimizer.verdict import Rules
-from service.base.config import TablePolicy
-from service.base.layoutspec import LayoutSpec
-from service.decider.layout import enqueue_layout, pass_reads
-from service.decider.needs import Waits, enqueue_touched
-from service.decider.report import StepReport
-from service.state.layout import LayoutStore
-from service.state.ledger import Ledger
-from service.state.queue import PriorityQueue
-from service.state.rolling import StatsStore
-from service.state.rolling.scan import catch_up
+from icefloe.base.config import TablePolicy
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.optimizer.verdict import Rules
+from icefloe.service.decider.layout import enqueue_layout, pass_reads
+from icefloe.service.decider.needs import Waits, enqueue_touched
+from icefloe.service.decider.report import StepReport
+from icefloe.state.layout import LayoutStore
+from icefloe.state.ledger import Ledger
+from icefloe.state.queue import PriorityQueue
+from icefloe.state.rolling import StatsStore
+from icefloe.state.rolling.scan import catch_up
 
 log = logging.getLogger("icefloe.decider")
 

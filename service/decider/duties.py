@@ -1,4 +1,5 @@
-"""The leader's warehouse-wide duties, owned and called by :class:`service.decider.loop.Decider`.
+"""The leader's warehouse-wide duties, owned and called by
+:class:`icefloe.service.decider.loop.Decider`.
 
 Whatever concerns the whole queue rather than one table is done by the one decider holding
 the leader lease, once per step: fair dispatch from the pending sets to the actors' ready
@@ -11,13 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from optimizer import FlowView, fair_priority_scheduler
-from service.base.config import Config, DeciderSettings
-from service.base.errors import ServiceUnavailable, describe
-from service.decider.pool import Launcher, desired_actors
-from service.state.intents import Intent, Intents, sweep
-from service.state.ledger import Ledger
-from service.state.queue import PriorityQueue, budget_of
+from icefloe.base.config import Config, DeciderSettings
+from icefloe.base.errors import ServiceUnavailable, describe
+from icefloe.optimizer import FlowView, fair_priority_scheduler
+from icefloe.service.decider.pool import Launcher, desired_actors
+from icefloe.state.intents import Intent, Intents, sweep
+from icefloe.state.ledger import Ledger
+from icefloe.state.queue import PriorityQueue, budget_of
 
 log = logging.getLogger("icefloe.decider")
 
@@ -27,9 +28,9 @@ class LeaderDuties:
 
     ``weights``: each table's weight as the decider last read it from its policy (table
     properties included), shared with the decider; a table not in it weighs what its
-    configured policy says. ``intents`` and ``clean`` (:func:`jobs.maintenance.orphans.cleaner`):
-    the records of abandoned attempts and what deletes their files; without ``intents``
-    there is no sweep."""
+    configured policy says. ``intents`` and ``clean``
+    (:func:`icefloe.jobs.maintenance.orphans.cleaner`): the records of abandoned attempts and what
+    deletes their files; without ``intents`` there is no sweep."""
 
     def __init__(
         self,
@@ -51,11 +52,11 @@ class LeaderDuties:
         self.intents, self.clean = intents, clean
         self.history = history  # appends the actors' records to the history table
         self._next_flush = float("-inf")
-        self.budget = budget_of(cfg)  # each table's batch (service.state.queue.budget_of)
+        self.budget = budget_of(cfg)  # each table's batch (icefloe.state.queue.budget_of)
 
     def dispatch(self, now: float, everything: bool = False) -> int:
         """Fill the ready set up to ``ready_depth`` items in fair order, a table's batch at a
-        time (its next items that one actor takes together, ``service.state.queue.take_batch``:
+        time (its next items that one actor takes together, ``icefloe.state.queue.take_batch``:
         the scheduler charges the batch's bytes to the table's share, so shares stay fair
         in bytes and the budget caps how much one pick can take); persist the scheduler's
         state. Returns the items moved.
@@ -122,7 +123,7 @@ class LeaderDuties:
 
     def sweep(self) -> int:
         """Delete the files of abandoned attempts (an actor killed, a lease expired) that
-        no snapshot references; returns how many (:func:`service.state.intents.sweep`)."""
+        no snapshot references; returns how many (:func:`icefloe.state.intents.sweep`)."""
         if self.intents is None or self.clean is None:
             return 0
         deleted = sweep(self.intents, self.clean)
@@ -134,7 +135,7 @@ class LeaderDuties:
     def flush_history(self, now: float, due_only: bool = True) -> int:
         """Every ``history.flush_seconds`` (at once with ``due_only`` False: a leader that
         stops): the actors' records appended to the history table
-        (:func:`jobs.history.flush.flush`, one commit); how many. A failure (the catalog
+        (:func:`icefloe.jobs.history.flush.flush`, one commit); how many. A failure (the catalog
         away, a commit conflict) waits for the next time: the records stay in Redis until
         the table holds them."""
         if self.history is None or (due_only and now < self._next_flush):

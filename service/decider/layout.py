@@ -1,16 +1,16 @@
 """What a table's layout needs: one sort or z-order item per partition clustered too deep.
 
-A table with a layout (:func:`service.base.layoutspec.decided_layout`: the policy's
+A table with a layout (:func:`icefloe.base.layoutspec.decided_layout`: the policy's
 ``zorder``, else ``sort`` with a sort order) has its partitions' data files' key bounds
-kept by the decider (:mod:`service.state.layout`, brought up to date with the rolling
-stats by :func:`service.state.rolling.scan.catch_up`). Each partition whose layout a
-catch-up changed is planned with :meth:`~service.base.layoutspec.LayoutSpec.plan` (the least
+kept by the decider (:mod:`icefloe.state.layout`, brought up to date with the rolling
+stats by :func:`icefloe.state.rolling.scan.catch_up`). Each partition whose layout a
+catch-up changed is planned with :meth:`~icefloe.base.layoutspec.LayoutSpec.plan` (the least
 rewrite that brings its mean clustering depth within ``clustering_tolerance``); one whose
 mean depth is over the tolerance, and that a rewrite helps, becomes one item of the
 layout's action, valued by the mean depth removed times the files per byte
 rewritten. Its id is the action's lane (``sort:<table>:<partition>``), so it coalesces
 with the partition's merge when the policy's data action is a sort too. Beside the merges
-of :mod:`service.decider.needs`, not instead of them.
+of :mod:`icefloe.service.decider.needs`, not instead of them.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from optimizer.layout import Depth, FileBounds
-from optimizer.verdict import Rules, layout_verdict
-from service.base.config import TablePolicy
-from service.base.errors import UsageError
-from service.base.layoutspec import LayoutSpec, decided_layout, key_sizes
-from service.base.tablestats import current_partitions
-from service.base.verdicts import layout_of
-from service.decider.needs import Ordered, verdict_item
-from service.state.layout import LayoutStore, kept_and_missing, signature
-from service.state.layout.scan import rebuild
-from service.state.queue import ActionItem, PriorityQueue
+from icefloe.base.config import TablePolicy
+from icefloe.base.errors import UsageError
+from icefloe.base.layoutspec import LayoutSpec, decided_layout, key_sizes
+from icefloe.base.tablestats import current_partitions
+from icefloe.base.verdicts import layout_of
+from icefloe.optimizer.layout import Depth, FileBounds
+from icefloe.optimizer.verdict import Rules, layout_verdict
+from icefloe.service.decider.needs import Ordered, verdict_item
+from icefloe.state.layout import LayoutStore, kept_and_missing, signature
+from icefloe.state.layout.scan import rebuild
+from icefloe.state.queue import ActionItem, PriorityQueue
 
 log = logging.getLogger("icefloe.decider")
 
@@ -61,12 +61,12 @@ def layout_items(
     measured: dict[str, Depth] | None = None,
     settled: frozenset[str] = frozenset(),
 ) -> list[ActionItem]:
-    """One item per partition whose layout verdict (:func:`optimizer.verdict.layout_verdict`)
-    is to act: clustered deeper than the tolerance, and a rewrite brings it down (cost: the
-    plan's bytes; benefit: the depth excess removed). ``measured``: gets each partition's
-    depth. ``settled``: partitions only icefloe's own rewrites changed since they were last
-    decided (measured, never queued: their layout is what a rewrite of the same rows makes,
-    and re-planning it would churn)."""
+    """One item per partition whose layout verdict
+    (:func:`icefloe.optimizer.verdict.layout_verdict`) is to act: clustered deeper than the
+    tolerance, and a rewrite brings it down (cost: the plan's bytes; benefit: the depth excess
+    removed). ``measured``: gets each partition's depth. ``settled``: partitions only icefloe's own
+    rewrites changed since they were last decided (measured, never queued: their layout is what a
+    rewrite of the same rows makes, and re-planning it would churn)."""
     items = []
     for key, files in sorted(files_by_partition.items()):
         layout = layout_of(spec, files, rules.target, settled=key in settled)
@@ -129,7 +129,7 @@ def ordered_sizes(
     keys: Sequence[str],
 ) -> dict[str, list[int]]:
     """Each of ``keys``' data file sizes in the key order the actor merges them in
-    (``service.base.layoutspec.key_sizes``: only neighbours merge, so a table with a layout
+    (``icefloe.base.layoutspec.key_sizes``: only neighbours merge, so a table with a layout
     is merged only where its ordered plan finds a run; those without files kept: left
     out)."""
     out = {}
@@ -142,7 +142,7 @@ def ordered_sizes(
 
 def ordered_of(layouts: LayoutStore, name: str, spec: LayoutSpec | None) -> Ordered | None:
     """:func:`ordered_sizes` of the table read from the store when asked, for
-    ``service.decider.needs`` (None: no layout)."""
+    ``icefloe.service.decider.needs`` (None: no layout)."""
     if spec is None:
         return None
     return lambda keys: ordered_sizes(layouts.files(name, keys), spec, keys)

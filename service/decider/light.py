@@ -5,7 +5,7 @@ At the start of each poll the decider asks the catalog for every table's version
 as the catalog allows: a SQL catalog's metadata locations in one query
 (:func:`sql_locations`: its ``iceberg_tables`` rows); a REST catalog, for each table this
 process has refreshed, one conditional ``loadTable`` with the ETag it last got
-(:func:`service.base.rest_versions.conditional_load`, ``PROBE_THREADS`` at once): a 304 is
+(:func:`icefloe.base.rest_versions.conditional_load`, ``PROBE_THREADS`` at once): a 304 is
 "unchanged", a 200's table is kept for the refresh that follows (no second load); other
 catalogs: none, every table is loaded as before. A polled table whose version is the one
 this process last refreshed it at, and that was refreshed in full
@@ -28,13 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.verdict import Rules
-from service.base.catalog import catalog_error, load_table
-from service.base.config import PlanInputs, parse_table_identifier
-from service.base.errors import TableNotFound
-from service.base.layoutspec import LayoutSpec
-from service.base.rest_versions import Probe, Settings, conditional_load, is_rest
-from service.state.rolling import StatsStore
+from icefloe.base.catalog import catalog_error, load_table
+from icefloe.base.config import PlanInputs, parse_table_identifier
+from icefloe.base.errors import TableNotFound
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.base.rest_versions import Probe, Settings, conditional_load, is_rest
+from icefloe.optimizer.verdict import Rules
+from icefloe.state.rolling import StatsStore
 
 FULL_REFRESH_SECONDS = 600.0
 PROBE_THREADS = 8  # a REST catalog's conditional loads in flight at once

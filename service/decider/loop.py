@@ -1,22 +1,23 @@
 """The decider: an observe → orient → decide loop over the managed tables; state in Redis.
 
 * **Observe** — poll the catalog (PyIceberg, no JVM) for each managed table's current
-  snapshot, and read commit events from the Redis Stream (``service.state.events``); bring each
-  changed table's rolling stats up to date (``service.state.rolling``).
+  snapshot, and read commit events from the Redis Stream (``icefloe.state.events``); bring each
+  changed table's rolling stats up to date (``icefloe.state.rolling``).
 * **Orient** — the table's policy (``cfg.policy_for``): target, tolerance, class, weight,
   actions; size the actor pool to the backlog (:func:`desired_actors`).
-* **Decide** — every touched partition whose verdict (``optimizer.verdict``: ``MSE >=
+* **Decide** — every touched partition whose verdict (``icefloe.optimizer.verdict``: ``MSE >=
   tolerance²``, ``min_input_files`` small files or ``max_wait_hours`` waited for them;
-  ``service.decider.needs``) is to act becomes one item (coalesced by id); then the fair
+  ``icefloe.service.decider.needs``) is to act becomes one item (coalesced by id); then the fair
   scheduler (fixed priority across classes, DWRR in bytes across tables, from
-  ``optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
+  ``icefloe.optimizer.fairqueue``) moves pending items to the actors' ready set, a few at a time, so
   one noisy table never starves the others. A table with a layout (sort or z-order) also
   gets one item per touched partition clustered deeper than its ``clustering_tolerance``
-  (``service.decider.layout``); each table's record is kept (``service.decider.records``).
+  (``icefloe.service.decider.layout``); each table's record is kept
+  (``icefloe.service.decider.records``).
 
 Several deciders may run against one Redis and share the warehouse. The tables are split
 into ``decider.shards`` shards, and each live decider holds leases on its fair share of
-them (``service.state.shards``): it observes, and reads the commit events of, only the tables of
+them (``icefloe.state.shards``): it observes, and reads the commit events of, only the tables of
 its shards, so no table is observed by two at once. A decider that joins gets its share
 at the next claims; one that dies stops renewing and its shards pass to the others within
 ``leader_ttl_seconds``. The warehouse-wide duties (reaping expired leases, sweeping
@@ -32,9 +33,9 @@ worked through ``poll_budget_seconds`` per step, between the event batches, so a
 never waits behind a poll of every table (a one-shot pass polls everything at once).
 
 The decider talks to Redis only through its adapters (:class:`Adapters`, given: the Redis
-ones from :func:`service.decider.wiring.open_decider`, in-memory ones in tests); every
+ones from :func:`icefloe.service.decider.wiring.open_decider`, in-memory ones in tests); every
 failure of a backing service reaches it as :class:`ServiceUnavailable`. The leader's duties
-are :class:`service.decider.duties.LeaderDuties`, called by :meth:`Decider.step`.
+are :class:`icefloe.service.decider.duties.LeaderDuties`, called by :meth:`Decider.step`.
 """
 
 from __future__ import annotations
@@ -46,33 +47,33 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.history.flush import flush
-from optimizer.maintenance_rules import MetadataHealth
-from service.base.catalog import managed_tables
-from service.base.config import Config, DeciderSettings, parse_table_identifier
-from service.base.errors import IcefloeError, ServiceUnavailable, describe
-from service.base.keys import shard_of
-from service.base.verdicts import rules_of
-from service.decider.catchup import catch_up_table
-from service.decider.duties import LeaderDuties
-from service.decider.layout import new_layout, ordered_of, table_layout
-from service.decider.light import Light, Seen
-from service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
-from service.decider.pool import Launcher, LogLauncher
-from service.decider.records import Records
-from service.decider.report import StepReport
-from service.decider.scores import Scores
-from service.state.events import CommitEvent, CommitEvents
-from service.state.health import HealthStore
-from service.state.intents import Intent, Intents
-from service.state.layout import LayoutStore
-from service.state.layout.memory import MemoryLayouts
-from service.state.leader import Leader
-from service.state.ledger import Ledger
-from service.state.ledger.memory import MemoryLedger
-from service.state.queue import PriorityQueue
-from service.state.rolling import StatsStore
-from service.state.shards import Claim, Shards
+from icefloe.base.catalog import managed_tables
+from icefloe.base.config import Config, DeciderSettings, parse_table_identifier
+from icefloe.base.errors import IcefloeError, ServiceUnavailable, describe
+from icefloe.base.keys import shard_of
+from icefloe.base.verdicts import rules_of
+from icefloe.jobs.history.flush import flush
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.decider.catchup import catch_up_table
+from icefloe.service.decider.duties import LeaderDuties
+from icefloe.service.decider.layout import new_layout, ordered_of, table_layout
+from icefloe.service.decider.light import Light, Seen
+from icefloe.service.decider.needs import Waits, check_table, enqueue_overdue, enqueue_touched
+from icefloe.service.decider.pool import Launcher, LogLauncher
+from icefloe.service.decider.records import Records
+from icefloe.service.decider.report import StepReport
+from icefloe.service.decider.scores import Scores
+from icefloe.state.events import CommitEvent, CommitEvents
+from icefloe.state.health import HealthStore
+from icefloe.state.intents import Intent, Intents
+from icefloe.state.layout import LayoutStore
+from icefloe.state.layout.memory import MemoryLayouts
+from icefloe.state.leader import Leader
+from icefloe.state.ledger import Ledger
+from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.queue import PriorityQueue
+from icefloe.state.rolling import StatsStore
+from icefloe.state.shards import Claim, Shards
 
 log = logging.getLogger("icefloe.decider")
 
@@ -80,7 +81,7 @@ log = logging.getLogger("icefloe.decider")
 @dataclass(frozen=True)
 class Adapters:
     """What the decider keeps its state in, one adapter per concern: the Redis ones
-    (:func:`service.decider.wiring.open_decider`) or the in-memory ones (unit tests).
+    (:func:`icefloe.service.decider.wiring.open_decider`) or the in-memory ones (unit tests).
     ``intents``: the records of the actors' write attempts, swept by the leader (none: no
     sweep)."""
 
@@ -299,8 +300,9 @@ class Decider:
     def _refresh_unchanged(
         self, name: str, seen: Seen, now: float, report: StepReport, waiting: dict[str, float]
     ) -> None:
-        """``name``'s metadata is as :meth:`refresh` last read it (``service.decider.light``):
-        what time alone changes -- overdue waits, snapshot expiry -- from what is held."""
+        """``name``'s metadata is as :meth:`refresh` last read it
+        (``icefloe.service.decider.light``): what time alone changes -- overdue waits, snapshot
+        expiry -- from what is held."""
         before, policy, health = report.enqueued, seen.inputs.policy, self.healths[name]
         outcomes, _ = check_table(name, None, policy, now, self.queue, self.health, health)
         report.count(outcomes)

@@ -1,9 +1,9 @@
 """What one table needs, as queue items: its partitions' rewrites and its maintenance.
 
 :func:`partition_items`: every touched partition whose data files' MSE is over tolerance²
-and whose small files' merge lowers it (``optimizer.merge_need``) becomes one ``merge`` item
+and whose small files' merge lowers it (``icefloe.optimizer.merge_need``) becomes one ``merge`` item
 (``sort`` when the policy sorts), valued by entropy removed per byte rewritten
-(``optimizer.merge_estimate``), once it holds ``min_input_files`` small files (files under
+(``icefloe.optimizer.merge_estimate``), once it holds ``min_input_files`` small files (files under
 Iceberg's minimum size, 0.75·T: the files a merge rewrites), or small files that together
 hold more than a target file (Iceberg's rule, counted exactly as the actor's plan counts
 it: ``PartitionStats.fills_target``), or has waited ``max_wait_hours``
@@ -11,21 +11,21 @@ with fewer (:func:`waiting`: the decider keeps when each such partition started 
 A table with a layout merges only neighbours in key order: its partitions are planned
 from the file bounds the decider keeps (``ordered``), and queued only where a run merges.
 
-Called by :meth:`service.decider.loop.Decider.refresh` on every poll of every table: the
-table's :class:`~optimizer.maintenance_rules.MetadataHealth` is brought up to date (the manifest
-list is read only when the snapshot changed) and stored for ``status``, ``tables`` and the
+Called by :meth:`icefloe.service.decider.loop.Decider.refresh` on every poll of every table: the
+table's :class:`~icefloe.optimizer.maintenance_rules.MetadataHealth` is brought up to date (the
+manifest list is read only when the snapshot changed) and stored for ``status``, ``tables`` and the
 metrics; then each table-level action the policy enables (``rewrite_manifests``,
-``expire_snapshots``, ``remove_orphan_files``) and the rules in ``optimizer.maintenance_rules``
-find due becomes one queue item for the whole table (``partition`` None), on the same queue
-and under the same fair scheduling as the merges. An item's enqueue time counts as the
-action's last run (an action pending or in flight is coalesced; an interval runs from when
-it was scheduled). Orphan removal's interval starts when the table is first seen; when it
-comes due, every table of the catalog is listed first, and it is *held* (not enqueued, the
-reason kept for ``status``) while another table's location overlaps the table's
-(:func:`hold_orphans`, ``jobs.maintenance.sharing``).
+``expire_snapshots``, ``remove_orphan_files``) and the rules in
+``icefloe.optimizer.maintenance_rules`` find due becomes one queue item for the whole table
+(``partition`` None), on the same queue and under the same fair scheduling as the merges. An item's
+enqueue time counts as the action's last run (an action pending or in flight is coalesced; an
+interval runs from when it was scheduled). Orphan removal's interval starts when the table is first
+seen; when it comes due, every table of the catalog is listed first, and it is *held* (not enqueued,
+the reason kept for ``status``) while another table's location overlaps the table's
+(:func:`hold_orphans`, ``icefloe.jobs.maintenance.sharing``).
 
 The same decision without a queue, for ``icefloe maintain`` and the actor's manifests
-after a batch: :func:`jobs.maintenance.due.assess`.
+after a batch: :func:`icefloe.jobs.maintenance.due.assess`.
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.maintenance.due import ORPHANS
-from jobs.maintenance.sharing import orphan_hold
-from optimizer import PartitionStats
-from optimizer.actions import TABLE_ACTIONS, table_needs
-from optimizer.maintenance_rules import MetadataHealth, Need
-from optimizer.verdict import Rules, Verdict, partition_verdict
-from service.base.config import TablePolicy
-from service.state.health import HealthStore, read_health, summary, to_fields
-from service.state.queue import ActionItem, PriorityQueue
-from service.state.rolling import StatsStore
+from icefloe.base.config import TablePolicy
+from icefloe.jobs.maintenance.due import ORPHANS
+from icefloe.jobs.maintenance.sharing import orphan_hold
+from icefloe.optimizer import PartitionStats
+from icefloe.optimizer.actions import TABLE_ACTIONS, table_needs
+from icefloe.optimizer.maintenance_rules import MetadataHealth, Need
+from icefloe.optimizer.verdict import Rules, Verdict, partition_verdict
+from icefloe.state.health import HealthStore, read_health, summary, to_fields
+from icefloe.state.queue import ActionItem, PriorityQueue
+from icefloe.state.rolling import StatsStore
 
 log = logging.getLogger("icefloe.decider")
 
@@ -73,7 +73,7 @@ def need_item(
 
 Ordered = Callable[[Sequence[str]], Mapping[str, Sequence[int]]]
 """Partition keys → each one's data file sizes in key order (a table with a layout:
-:func:`service.decider.layout.ordered_sizes`)."""
+:func:`icefloe.service.decider.layout.ordered_sizes`)."""
 
 
 def partition_items(
@@ -86,7 +86,7 @@ def partition_items(
     ordered: Ordered | None = None,
 ) -> list[ActionItem]:
     """The data-rewrite items of the touched partitions whose verdict
-    (:func:`optimizer.verdict.partition_verdict`) is to act: a merge (the table's rewrite:
+    (:func:`icefloe.optimizer.verdict.partition_verdict`) is to act: a merge (the table's rewrite:
     merge, sort or z-order) or a delete compaction, which merges its small files too, under
     the id of its merge. ``min_input_files``: None = the policy's (2: a partition that has
     waited ``max_wait_hours``, :func:`waiting`). ``ordered`` (a table with a layout): its
@@ -108,7 +108,7 @@ def partition_items(
 def verdict_item(
     name: str, key: str, verdict: Verdict, priority: int, now: float, lane: str, floor: int
 ) -> ActionItem:
-    """The queue item of a partition's verdict to act (``optimizer.verdict``), on ``lane``
+    """The queue item of a partition's verdict to act (``icefloe.optimizer.verdict``), on ``lane``
     (the table's rewrite: a merge, a delete compaction and a re-sort of one partition
     coalesce) and planned with ``floor`` small files."""
     assert verdict.action is not None
@@ -248,7 +248,7 @@ def hold_orphans(
     name: str, table: Any, policy: TablePolicy, health: HealthStore, now_ms: int, needs: list[Need]
 ) -> list[Need]:
     """``needs`` without orphan removal when another table shares the location
-    (``jobs.maintenance.sharing``: the catalog is listed only when orphan removal is due).
+    (``icefloe.jobs.maintenance.sharing``: the catalog is listed only when orphan removal is due).
     A held scan counts as run: it is checked again after ``orphan_interval_hours``; the
     reason is kept for ``status``."""
     if not any(n.action == ORPHANS for n in needs):
@@ -274,7 +274,7 @@ def check_table(
 ) -> tuple[list[int], MetadataHealth]:
     """Keep ``name``'s health and enqueue the table-level maintenance it needs: the enqueue
     outcomes (1 new, 0 coalesced) and the health. ``table`` None: its metadata is as
-    ``cached`` was read (``service.decider.light``); orphan removal then waits for a full
+    ``cached`` was read (``icefloe.service.decider.light``); orphan removal then waits for a full
     refresh (its hold lists the catalog)."""
     if table is None and cached is not None:
         current = cached

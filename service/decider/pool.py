@@ -1,8 +1,8 @@
 """The actor pool: how many actors the backlog wants, and how to start more.
 
 The decider sizes the pool (:func:`desired_actors`); starting actors goes through a
-:class:`Launcher`: ``spark-submit jobs/scripts/actor.py`` processes (argv from
-``service.base.submit``), or just a log line.
+:class:`Launcher`: ``spark-submit app/scripts/actor.py`` processes (argv from
+``icefloe.base.submit``), or just a log line.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from service.base.config import Config
-from service.base.submit import submit_command_for
+from icefloe.base.config import Config
+from icefloe.base.submit import submit_command_for
 
 log = logging.getLogger("icefloe.actor")
 
@@ -27,21 +27,21 @@ def desired_actors(backlog: int, minimum: int, maximum: int, per_actor: int) -> 
 
 
 class Launcher(Protocol):
-    """Starts actor processes (``service.base.submit`` in production; a recorder in tests)."""
+    """Starts actor processes (``icefloe.base.submit`` in production; a recorder in tests)."""
 
     def launch(self, count: int) -> None: ...
 
 
 class LogLauncher:
-    """The fallback launcher: says what it would start (no ``service.base.submit`` available)."""
+    """The fallback launcher: says what it would start (no ``icefloe.base.submit`` available)."""
 
     def launch(self, count: int) -> None:
         log.info("scale: %d more actor(s) wanted (start with `icefloe actor`)", count)
 
 
 class SubmitLauncher:
-    """Starts actors as ``spark-submit jobs/scripts/actor.py`` processes (argv from
-    ``service.base.submit``).
+    """Starts actors as ``spark-submit app/scripts/actor.py`` processes (argv from
+    ``icefloe.base.submit``).
 
     Each actor exits after ``idle_exit`` seconds without work, so the pool shrinks by itself
     when the backlog is gone. The argv is never logged: Spark conf may carry catalog secrets.

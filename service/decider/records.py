@@ -1,4 +1,4 @@
-"""Each table's kept record (:mod:`service.observe.kept`), written by the decider that
+"""Each table's kept record (:mod:`icefloe.service.observe.kept`), written by the decider that
 refreshes it: what ``tables``, ``status`` and the dashboard read instead of the catalog.
 
 A record is built again from the kept state (the partitions' rolling stats, the layout's
@@ -6,7 +6,7 @@ bounds and depths, the holds; no catalog call) only when the table's snapshot or
 health changed since this process last wrote it, the pass enqueued something for it, or
 the record is ``RECORD_MAX_AGE_S`` old: a table nobody writes to costs nothing most passes.
 Each record carries its health score and the times it holds over
-(:func:`~service.observe.kept.kept_score`), so its readers need not score it again. A table
+(:func:`~icefloe.service.observe.kept.kept_score`), so its readers need not score it again. A table
 whose refresh failed gets a record of its error.
 """
 
@@ -15,21 +15,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from optimizer.maintenance_rules import MetadataHealth
-from service.base.config import PlanInputs
-from service.base.errors import ServiceUnavailable
-from service.base.layoutspec import LayoutSpec
-from service.base.verdicts import rules_of
-from service.observe.kept import (
+from icefloe.base.config import PlanInputs
+from icefloe.base.errors import ServiceUnavailable
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.base.verdicts import rules_of
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.observe.kept import (
     RECORD_MAX_AGE_S,
     build_record,
     clustering_of,
     kept_verdicts,
     rank_of,
 )
-from service.state.health import HealthStore, to_fields
-from service.state.layout import LayoutStore
-from service.state.rolling import StatsStore
+from icefloe.state.health import HealthStore, to_fields
+from icefloe.state.layout import LayoutStore
+from icefloe.state.rolling import StatsStore
 
 
 class Records:

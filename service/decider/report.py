@@ -1,11 +1,11 @@
-"""What one pass of the decider did (:meth:`service.decider.loop.Decider.step`): read by
+"""What one pass of the decider did (:meth:`icefloe.service.decider.loop.Decider.step`): read by
 ``icefloe decide``'s output, the tests and the benchmarks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from service.state.rolling import ApplyResult
+from icefloe.state.rolling import ApplyResult
 
 
 @dataclass
@@ -16,11 +16,13 @@ class StepReport:
     rejected: list[str] = field(default_factory=list)
     applied: list[ApplyResult] = field(default_factory=list)
     enqueued: int = 0
-    unchanged: int = 0  # polled tables refreshed without the catalog (service.decider.light)
+    unchanged: int = (
+        0  # polled tables refreshed without the catalog (icefloe.service.decider.light)
+    )
     coalesced: int = 0
     dispatched: int = 0
     reaped: int = 0
-    orphans_deleted: int = 0  # files of abandoned attempts (service.state.intents)
+    orphans_deleted: int = 0  # files of abandoned attempts (icefloe.state.intents)
     desired_actors: int = 0
     history: int = 0  # action records appended to the history table
     holder: str | None = None  # who holds the leader lease, when it is not this decider

@@ -1,4 +1,4 @@
-"""Each observed table's health score (``optimizer.health_score``), for the Prometheus
+"""Each observed table's health score (``icefloe.optimizer.health_score``), for the Prometheus
 gauge ``icefloe_table_health_score`` and ``status``.
 
 The data-file part is read from the rolling stats (every partition of the table) only when
@@ -9,11 +9,11 @@ pass and costs nothing for a table nobody wrote to.
 
 from __future__ import annotations
 
-from optimizer.health_score import Score, removable_mse
-from optimizer.maintenance_rules import MetadataHealth
-from service.base.config import TablePolicy
-from service.base.tablestats import table_score
-from service.state.rolling import StatsStore
+from icefloe.base.config import TablePolicy
+from icefloe.base.tablestats import table_score
+from icefloe.optimizer.health_score import Score, removable_mse
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.state.rolling import StatsStore
 
 
 class Scores:

@@ -1,9 +1,9 @@
 """Wiring a :class:`Decider` to Redis: the one place its Redis adapters are built.
 
-The decider itself takes adapters (:class:`service.decider.loop.Adapters`) and knows no
+The decider itself takes adapters (:class:`icefloe.service.decider.loop.Adapters`) and knows no
 Redis client; :func:`open_decider` connects (unless given a client), builds the Redis
 adapters of the config's key prefix (:func:`redis_adapters`), and the cleaner the leader's
-sweep calls for the files of abandoned attempts. As :func:`service.actor.loop.run_actor`
+sweep calls for the files of abandoned attempts. As :func:`icefloe.service.actor.loop.run_actor`
 does for an actor.
 """
 
@@ -14,21 +14,21 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from jobs.maintenance.orphans import cleaner
-from service.base.config import Config, DeciderSettings
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.decider.loop import Adapters, Decider
-from service.decider.pool import Launcher
-from service.state.events.redis import RedisEvents
-from service.state.health.redis import RedisHealth
-from service.state.intents.redis import RedisIntents
-from service.state.layout.redis import RedisLayouts
-from service.state.leader.redis import RedisLeader
-from service.state.ledger.redis import RedisLedger
-from service.state.queue.redis import RedisQueue
-from service.state.rolling.redis import RollingStats
-from service.state.shards.redis import RedisShards
+from icefloe.base.config import Config, DeciderSettings
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.service.decider.loop import Adapters, Decider
+from icefloe.service.decider.pool import Launcher
+from icefloe.state.events.redis import RedisEvents
+from icefloe.state.health.redis import RedisHealth
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.layout.redis import RedisLayouts
+from icefloe.state.leader.redis import RedisLeader
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.queue.redis import RedisQueue
+from icefloe.state.rolling.redis import RollingStats
+from icefloe.state.shards.redis import RedisShards
 
 
 def redis_adapters(

@@ -7,7 +7,7 @@ the holds -- whenever the table's snapshot or health changed, it enqueued someth
 or the record is ``RECORD_MAX_AGE_S`` old, and stores it in one Redis hash
 (``HealthStore.save_record``). A reader gets every table's record in one round trip and
 turns it into the row ``tables --fresh`` reads from the catalog (:func:`kept_row`): the same
-health score, files, bytes, partitions, the verdicts (``optimizer.verdict``; at most
+health score, files, bytes, partitions, the verdicts (``icefloe.optimizer.verdict``; at most
 ``VERDICTS_KEPT`` a table, the count beside), the clustering and the statistics' age, with
 when the decider last saw it (``seen_at``).
 
@@ -25,22 +25,22 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from optimizer import PartitionStats
-from optimizer.health_score import health_score, removable_mse, steady_ages
-from optimizer.layout import Depth
-from optimizer.maintenance_rules import MetadataHealth
-from optimizer.verdict import ACT, NONE, WAIT, Rules, Verdict, partition_verdict
-from service.base.config import TARGET_PROPERTY, Config, PlanInputs, TablePolicy
-from service.base.errors import ServiceUnavailable
-from service.base.keys import Keys
-from service.base.layoutspec import LayoutSpec, key_sizes
-from service.base.partition_key import display_key
-from service.base.redis_client import connect
-from service.base.tablestats import score_inputs, table_score
-from service.base.verdicts import layout_of
-from service.state.health import from_summary, statistics_age, summary, to_fields
-from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, kept_and_missing, zorder_columns
+from icefloe.base.config import TARGET_PROPERTY, Config, PlanInputs, TablePolicy
+from icefloe.base.errors import ServiceUnavailable
+from icefloe.base.keys import Keys
+from icefloe.base.layoutspec import LayoutSpec, key_sizes
+from icefloe.base.partition_key import display_key
+from icefloe.base.redis_client import connect
+from icefloe.base.tablestats import score_inputs, table_score
+from icefloe.base.verdicts import layout_of
+from icefloe.optimizer import PartitionStats
+from icefloe.optimizer.health_score import health_score, removable_mse, steady_ages
+from icefloe.optimizer.layout import Depth
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.optimizer.verdict import ACT, NONE, WAIT, Rules, Verdict, partition_verdict
+from icefloe.state.health import from_summary, statistics_age, summary, to_fields
+from icefloe.state.health.redis import RedisHealth
+from icefloe.state.layout import LayoutStore, kept_and_missing, zorder_columns
 
 RECORD_MAX_AGE_S = 300.0  # a record is built again at least this often (ages, waits)
 VERDICTS_KEPT = 100  # verdicts kept a table (the rest counted): a record stays small
@@ -86,7 +86,7 @@ def kept_verdicts(
     parts: Mapping[str, PartitionStats],
     spec: LayoutSpec | None,
 ) -> dict[str, Verdict]:
-    """Each partition's verdict (:func:`optimizer.verdict.partition_verdict`) from the kept
+    """Each partition's verdict (:func:`icefloe.optimizer.verdict.partition_verdict`) from the kept
     stats and, with a kept layout, the kept file bounds of the partitions it may act on
     (over tolerance², or deeper than the clustering tolerance)."""
     verdicts = {k: partition_verdict(rules, s) for k, s in parts.items()}
@@ -106,7 +106,7 @@ def kept_verdicts(
 
 def kept_depths(layouts: LayoutStore, name: str, zorder: int) -> dict[str, Depth]:
     """Each partition's depth as the decider keeps it; measured from the stored files only
-    where none is kept (:func:`~service.state.layout.kept_and_missing`)."""
+    where none is kept (:func:`~icefloe.state.layout.kept_and_missing`)."""
     kept, measured = kept_and_missing(layouts, name, zorder)
     return kept | measured
 
@@ -175,7 +175,7 @@ def kept_score(
 ) -> dict[str, Any]:
     """The table's health score at ``now`` as a record keeps it: the score, the times (ms,
     both included; None: unbounded) between which it stays that score
-    (:func:`optimizer.health_score.steady_ages`: only the oldest snapshot's age moves it),
+    (:func:`icefloe.optimizer.health_score.steady_ages`: only the oldest snapshot's age moves it),
     and the policy it was scored against (:func:`policy_key`)."""
     inputs = score_inputs(policy, data_mse, health, now)
     low, high = steady_ages(inputs)
@@ -247,7 +247,7 @@ def kept_row(
     now: float,
     score: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``tables`` row of a kept record, as :func:`service.observe.tables.table_summary`
+    """The ``tables`` row of a kept record, as :func:`icefloe.service.observe.tables.table_summary`
     gives it fresh (its partitions counted, not listed), with ``seen_at`` and ``age_s``.
     ``score``: its :func:`row_score` as the caller has it (None: worked out here)."""
     if record.get("error"):

@@ -15,7 +15,7 @@ from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from service.base.errors import UsageError
+from icefloe.base.errors import UsageError
 
 COUNTERS = {
     "snapshots_applied": "Snapshots applied to the rolling stats",
@@ -80,8 +80,8 @@ class DeciderMetrics(Collector):
     def update_tables(
         self, healths: Mapping[str, Any], now: float, scores: Mapping[str, float] | None = None
     ) -> None:
-        """Per-table metadata health (``optimizer.maintenance_rules.MetadataHealth``) of the tables
-        this decider observes."""
+        """Per-table metadata health (``icefloe.optimizer.maintenance_rules.MetadataHealth``) of the
+        tables this decider observes."""
         rows = {}
         for table, h in healths.items():
             oldest = h.oldest_snapshot_ms

@@ -19,29 +19,29 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.health_score import removable_mse
-from optimizer.verdict import NONE, Verdict
-from service.base.config import Config
-from service.base.keys import Keys
-from service.base.partition_key import display_key
-from service.base.redis_client import connect
-from service.base.tablestats import table_score
-from service.base.verdicts import rules_of
-from service.observe.kept import Policies, clustering_of, inputs_of, kept_row, kept_verdicts
-from service.state.health import HealthStore, from_summary, statistics_age, statistics_text
-from service.state.health.redis import RedisHealth
-from service.state.layout import LayoutStore, spec_of
-from service.state.layout.redis import RedisLayouts
-from service.state.leader import Leader
-from service.state.leader.redis import RedisLeader
-from service.state.ledger import Ledger
-from service.state.ledger.redis import RedisLedger
-from service.state.queue import ActionItem, PriorityQueue
-from service.state.queue.redis import open_queue
-from service.state.rolling import StatsStore
-from service.state.rolling.redis import RollingStats
-from service.state.shards import Shards
-from service.state.shards.redis import RedisShards
+from icefloe.base.config import Config
+from icefloe.base.keys import Keys
+from icefloe.base.partition_key import display_key
+from icefloe.base.redis_client import connect
+from icefloe.base.tablestats import table_score
+from icefloe.base.verdicts import rules_of
+from icefloe.optimizer.health_score import removable_mse
+from icefloe.optimizer.verdict import NONE, Verdict
+from icefloe.service.observe.kept import Policies, clustering_of, inputs_of, kept_row, kept_verdicts
+from icefloe.state.health import HealthStore, from_summary, statistics_age, statistics_text
+from icefloe.state.health.redis import RedisHealth
+from icefloe.state.layout import LayoutStore, spec_of
+from icefloe.state.layout.redis import RedisLayouts
+from icefloe.state.leader import Leader
+from icefloe.state.leader.redis import RedisLeader
+from icefloe.state.ledger import Ledger
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.queue import ActionItem, PriorityQueue
+from icefloe.state.queue.redis import open_queue
+from icefloe.state.rolling import StatsStore
+from icefloe.state.rolling.redis import RollingStats
+from icefloe.state.shards import Shards
+from icefloe.state.shards.redis import RedisShards
 
 RECENT_SHOWN = 20
 TABLES_SHOWN = 20  # rows of the tables section (worst first): ``--json`` has them all
@@ -174,9 +174,9 @@ def collect(
     tables_too: bool = True,
 ) -> dict[str, Any]:
     """The ``status`` data: every table the decider keeps a record of (one read:
-    :mod:`service.observe.kept`), the leader, the deciders' shards, the queue, the recent
+    :mod:`icefloe.service.observe.kept`), the leader, the deciders' shards, the queue, the recent
     actions, the actors' heartbeats and the counters, each through its adapter (so a Redis
-    failure arrives as :class:`~service.base.errors.ServiceUnavailable`). ``detail``: the
+    failure arrives as :class:`~icefloe.base.errors.ServiceUnavailable`). ``detail``: the
     tables (True: every table with stats) whose partitions over tolerance and clustering
     are listed too, worked out from their kept stats. ``tables_too`` False: no table rows
     (the dashboard's overview: its list pages them itself)."""

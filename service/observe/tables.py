@@ -8,14 +8,14 @@ import statistics
 import time
 from typing import Any
 
-from optimizer import FileBounds
-from optimizer.health_score import removable_mse
-from service.base.catalog import load_table
-from service.base.config import Config
-from service.base.layoutspec import LayoutSpec, decided_layout
-from service.base.tablestats import current_partitions, table_score
-from service.base.verdicts import files_verdict, rules_of
-from service.state.health import read_health, statistics_age
+from icefloe.base.catalog import load_table
+from icefloe.base.config import Config
+from icefloe.base.layoutspec import LayoutSpec, decided_layout
+from icefloe.base.tablestats import current_partitions, table_score
+from icefloe.base.verdicts import files_verdict, rules_of
+from icefloe.optimizer import FileBounds
+from icefloe.optimizer.health_score import removable_mse
+from icefloe.state.health import read_health, statistics_age
 
 
 def table_summary(cfg: Config, catalog: Any, name: str, table: Any = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.maintenance.orphans import _key, list_prefix
+from icefloe.jobs.maintenance.orphans import _key, list_prefix
 from tests.faults.checks import Contents, table_contents
 
 __all__ = ["Contents", "assert_intact", "stored_files", "table_contents", "unreferenced"]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.base.config import PROFILES, Config, build_config
+from icefloe.base.config import PROFILES, Config, build_config
 from tests.support.config import config_raw
 
 CATALOG_NAMES = {"embedded": "c_embedded", "postgres": "c_postgres", "rest-s3": "c_rest"}
@@ -89,9 +89,9 @@ def backend(
     private_redis: Any,
 ) -> Iterator[Backend]:
     """Each profile in turn: its services up, its catalog on the shared Spark session."""
-    from service.base.catalog import load_catalog
-    from service.base.redact import register_secrets
-    from service.base.spark import register_catalog
+    from icefloe.base.catalog import load_catalog
+    from icefloe.base.redact import register_secrets
+    from icefloe.base.spark import register_catalog
 
     profile = request.param
     overlay = {} if profile == "embedded" else _up(profile, dev_root).get("catalog", {})
@@ -108,14 +108,14 @@ def backend(
         yield Backend(profile, raw, cfg, load_catalog(cfg), home, secrets)
     finally:
         if profile != "embedded":
-            from service.ops import dev
+            from icefloe.app.ops import dev
 
             dev.down(profile, dev_root)
 
 
 def _up(profile: str, root: Path) -> dict[str, Any]:
     """Start the profile's services as ``icefloe dev up`` does; its config overlay."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     return dict(dev.up(profile, root, free_ports=True).overlay)
 

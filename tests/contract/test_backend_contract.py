@@ -19,14 +19,14 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from jobs.base.verify import Checksum, checksums_by_key
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.exact import Collaborators
-from service.actor.loop import run_actor
-from service.base.catalog import spark_table_name
-from service.base.errors import OperationFailed
-from service.decider.wiring import open_decider
-from service.state.rolling.scan import full_stats
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.errors import OperationFailed
+from icefloe.jobs.base.verify import Checksum, checksums_by_key
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.exact import Collaborators
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.rolling.scan import full_stats
 from tests.contract.checks import Contents, assert_intact, table_contents
 
 pytestmark = [pytest.mark.contract, pytest.mark.spark, pytest.mark.integration]
@@ -223,7 +223,7 @@ def test_a_rejected_rewrite_is_cleaned_up(backend: Any, spark: Any) -> None:
 
 
 def test_skew_detect_stores_its_report(backend: Any, spark: Any) -> None:
-    from jobs.skew import detect
+    from icefloe.jobs.skew import detect
 
     cfg = backend.cfg
     ns = backend.namespace()
@@ -258,7 +258,7 @@ def test_maintenance_procedures_run_on_the_backend(backend: Any, spark: Any) -> 
     manifests are rewritten and snapshots expired with every row kept."""
     from datetime import UTC, datetime, timedelta
 
-    from jobs.maintenance import procedures as maintenance
+    from icefloe.jobs.maintenance import procedures as maintenance
 
     cfg = backend.cfg
     name = f"{backend.namespace()}.events"

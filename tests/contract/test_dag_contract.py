@@ -1,5 +1,5 @@
 """The ad-hoc DAG on every backend: ``dag.test()`` of ``icefloe_adhoc`` compacts a real
-table through ``spark-submit jobs/scripts/actor_optimize.py``, configured by a file that
+table through ``spark-submit app/scripts/actor_optimize.py``, configured by a file that
 holds the backend's catalog (and its secrets, which nothing may print)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from service.base.config import PROJECT_ROOT
-from service.demo.ingest import TableSpec, ingest
+from icefloe.app.demo.ingest import TableSpec, ingest
+from icefloe.base.config import PROJECT_ROOT
 from tests.contract.checks import assert_intact, table_contents
 from tests.dags.conftest import airflow_env
 

@@ -24,7 +24,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.base.config import build_config
+from icefloe.base.config import build_config
 
 pytestmark = [pytest.mark.contract, pytest.mark.spark, pytest.mark.integration]
 
@@ -98,8 +98,8 @@ class LosingProxy:
 def proxied(backend: Any, spark: Any) -> Any:
     """The REST backend's config through a :class:`LosingProxy` (a catalog of its own on
     the shared Spark session)."""
-    from service.base.catalog import load_catalog
-    from service.base.spark import register_catalog
+    from icefloe.base.catalog import load_catalog
+    from icefloe.base.spark import register_catalog
 
     proxy = LosingProxy(backend.cfg.catalog.uri)
     port = proxy.server.server_address[1]  # a catalog Spark loaded keeps its first URI
@@ -145,9 +145,9 @@ def _assert_readable(backend: Any, name: str, rows: int) -> None:
 def test_optimize_keeps_the_files_of_a_commit_whose_reply_was_lost(
     backend: Any, spark: Any, proxied: Any
 ) -> None:
-    from jobs.data.optimize import optimize_table
-    from jobs.rewrite.exact import Collaborators
-    from service.base.errors import OperationFailed
+    from icefloe.base.errors import OperationFailed
+    from icefloe.jobs.data.optimize import optimize_table
+    from icefloe.jobs.rewrite.exact import Collaborators
 
     proxy, cfg, catalog, _ = proxied
     ns = backend.namespace()
@@ -168,9 +168,9 @@ def test_optimize_keeps_the_files_of_a_commit_whose_reply_was_lost(
 def test_an_actor_keeps_the_files_of_a_commit_whose_reply_was_lost(
     backend: Any, spark: Any, proxied: Any, redis_client: Any
 ) -> None:
-    from service.actor.loop import run_actor
-    from service.base.config import DeciderSettings
-    from service.decider.wiring import open_decider
+    from icefloe.base.config import DeciderSettings
+    from icefloe.service.actor.loop import run_actor
+    from icefloe.service.decider.wiring import open_decider
 
     proxy, cfg, catalog, raw = proxied
     ns = backend.namespace()

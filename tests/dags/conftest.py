@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.base.config import PROJECT_ROOT
+from icefloe.base.config import PROJECT_ROOT
 
 DAGS = PROJECT_ROOT / "airflow" / "dags"
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from service.base.config import DEFAULT_CONFIG, PROJECT_ROOT, AirflowSettings, load_config
-from service.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
-from service.base.errors import UsageError
-from service.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, extensions_jar
-from service.dags import support as ds
+from icefloe.app.dags import support as ds
+from icefloe.base.config import DEFAULT_CONFIG, PROJECT_ROOT, AirflowSettings, load_config
+from icefloe.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
+from icefloe.base.errors import UsageError
+from icefloe.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, extensions_jar
 from tests.dags.conftest import DAGS, airflow_env
 
 pytestmark = pytest.mark.unit
@@ -45,12 +45,12 @@ def test_dagbag_loads_without_errors(dagbag: Any) -> None:
 
 PARSE_WITHOUT_CONFIG = """
 import sys
-import service.base.config
+import icefloe.base.config
 
 def refuse(*args, **kwargs):
     raise AssertionError("a DAG file loaded the icefloe config while parsing")
 
-service.base.config.load_config = refuse
+icefloe.base.config.load_config = refuse
 from airflow.dag_processing.dagbag import DagBag
 
 bag = DagBag(sys.argv[1])
@@ -157,7 +157,7 @@ def test_bash_commands_quote_the_config_path(dagbag: Any) -> None:
 
 
 def expected_conf() -> list[str]:
-    from service.base.config import load_config
+    from icefloe.base.config import load_config
 
     lake = load_config(DEFAULT_CONFIG).catalog
     pairs = [
@@ -190,7 +190,7 @@ def test_actor_spark_submit_argv_is_exact(dagbag: Any) -> None:
         JARS,
         "--name",
         "icefloe-actor",
-        str(PROJECT_ROOT / "jobs" / "scripts" / "actor.py"),
+        str(PROJECT_ROOT / "app" / "scripts" / "actor.py"),
         "--max-actions",
         "10",
         "--max-seconds",
@@ -216,7 +216,7 @@ def test_adhoc_spark_submit_argv_is_exact(dagbag: Any) -> None:
         JARS,
         "--name",
         "icefloe-actor-optimize",
-        str(PROJECT_ROOT / "jobs" / "scripts" / "actor_optimize.py"),
+        str(PROJECT_ROOT / "app" / "scripts" / "actor_optimize.py"),
         "demo.events",
         "--action",
         "sort",
@@ -233,7 +233,7 @@ def test_skew_spark_submit_argv_is_exact(dagbag: Any) -> None:
     spec = {"tables": [{"table": "demo.events", "keys": ["user_id", "region"]}]}
     (args,) = ds.skew_runs(spec, "/c.yaml")
     expected = [
-        str(PROJECT_ROOT / "jobs" / "scripts" / "skew_detect.py"),
+        str(PROJECT_ROOT / "app" / "scripts" / "skew_detect.py"),
         "demo.events",
         "--json",
         "--key",
@@ -281,7 +281,7 @@ def test_salted_join_spark_submit_argv_is_exact(dagbag: Any) -> None:
     }
     (args,) = ds.salted_join_args(spec, "/c.yaml")
     expected = [
-        str(PROJECT_ROOT / "jobs" / "scripts" / "salted_join.py"),
+        str(PROJECT_ROOT / "app" / "scripts" / "salted_join.py"),
         "demo.users",
         "demo.purchases",
         "--on",
@@ -310,8 +310,8 @@ def test_salted_join_spark_submit_argv_is_exact(dagbag: Any) -> None:
 def parsed_by_the_cli(command: tuple[str, ...], args: list[str]) -> dict[str, Any]:
     """The parameters the ``icefloe`` command a script runs gets from ``args`` (parsed
     only, nothing run), with ``--config`` moved in front as the scripts move it."""
-    from jobs.scripts import cli_argv
-    from service.cli import cli
+    from icefloe.app.cli import cli
+    from icefloe.app.scripts import cli_argv
 
     argv = cli_argv(command, args)
     assert argv[:2] == ["--config", "/c.yaml"]
@@ -332,7 +332,7 @@ def test_adhoc_args_parse_as_icefloe_optimize() -> None:
     assert (actor["max_actions"], actor["max_seconds"], actor["idle_exit"]) == (10, 600, 5)
 
 
-# (DAG, task) → retried: a second attempt is safe (service/dags/limits.py says why for each)
+# (DAG, task) → retried: a second attempt is safe (app/dags/limits.py says why for each)
 RETRIED = {
     ("icefloe_optimize", "decide_once"): True,  # a decider pass is idempotent
     ("icefloe_optimize", "plan_actor_runs"): True,  # reads the backlog

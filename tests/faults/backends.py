@@ -21,12 +21,12 @@ from typing import Any
 
 import yaml
 
-from jobs.maintenance.orphans import cleaner
-from service.base.catalog import load_catalog
-from service.base.config import build_config
-from service.base.keys import Keys
-from service.state.intents import sweep
-from service.state.intents.redis import RedisIntents
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import build_config
+from icefloe.base.keys import Keys
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.state.intents import sweep
+from icefloe.state.intents.redis import RedisIntents
 from tests.contract.checks import assert_intact, stored_files
 from tests.faults.harness import make_table
 from tests.support.config import config_raw
@@ -57,7 +57,7 @@ class Profile:
         """Kill one service (SIGKILL: down, not shut down cleanly); wait until its process
         is gone, reaped included (PostgreSQL refuses to start while the pid its lock file
         names still exists, even as a zombie)."""
-        from service.ops import dev
+        from icefloe.app.ops import dev
 
         pid = next(s.pid for s in dev.status(self.name, self.root) if s.name == service)
         assert pid, f"{service} is not running"
@@ -72,7 +72,7 @@ class Profile:
 
     def ensure_up(self) -> None:
         """Every service of the profile running again (same data, same ports)."""
-        from service.ops import dev
+        from icefloe.app.ops import dev
 
         dev.up(self.name, self.root, free_ports=True)
 
@@ -93,7 +93,7 @@ def _exists(pid: int) -> bool:
 
 
 def start(profile: str, root: Path) -> Profile:
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     state = dev.up(profile, root, free_ports=True)
     catalog = dict(state.overlay.get("catalog", {}))

@@ -34,7 +34,7 @@ ERROR_PREFIX = "icefloe: error: "
 JVM_CHATTER = re.compile(r"NativeCodeLoader|log4j|Executor|TaskSetManager|at org\.apache")
 INCUBATOR_WARNING = "WARNING: Using incubator modules: "
 """The one line the driver JVM still prints: the JDK's own, for the module Spark's launcher
-adds; no JVM or log4j option turns it off (service/base/spark.py)."""
+adds; no JVM or log4j option turns it off (base/spark.py)."""
 DIGEST_MOD = 1 << 128
 
 
@@ -81,7 +81,7 @@ def assert_cli_error(run: Any, exit_code: int, secrets: Iterable[str], match: st
 
 def jvm_chatter(stderr: str) -> list[str]:
     """The lines of ``stderr`` that Spark's JVM logged (an ``icefloe`` process's own Spark
-    logs to a file, :data:`service.base.spark.LOG4J2_CONF`); icefloe's error line aside."""
+    logs to a file, :data:`icefloe.base.spark.LOG4J2_CONF`); icefloe's error line aside."""
     lines = (line for line in stderr.splitlines() if not line.startswith(ERROR_PREFIX))
     return [line for line in lines if JVM_CHATTER.search(line)]
 

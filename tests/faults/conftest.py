@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 import yaml
 
-from service.base.config import Config, build_config
-from service.base.keys import Keys
+from icefloe.base.config import Config, build_config
+from icefloe.base.keys import Keys
 from tests.faults.backends import Profile
 from tests.faults.backends import start as start_profile
 from tests.faults.checks import (
@@ -237,8 +237,8 @@ class FaultEnv:
         return Keys.for_config(self.cfg)
 
     def client(self) -> Any:
-        """A Redis client as production makes it (``service.base.redis_client.connect``)."""
-        from service.base.redis_client import connect
+        """A Redis client as production makes it (``icefloe.base.redis_client.connect``)."""
+        from icefloe.base.redis_client import connect
 
         return connect(self.cfg)
 
@@ -291,7 +291,7 @@ def fault_env(
 @pytest.fixture(scope="session")
 def rest_s3(dev_root: Path) -> Iterator[Profile]:
     """The REST catalog server and s3proxy, once per run (stopped at its end)."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     profile = start_profile("rest-s3", dev_root)
     yield profile
@@ -301,7 +301,7 @@ def rest_s3(dev_root: Path) -> Iterator[Profile]:
 @pytest.fixture(scope="session")
 def postgres(dev_root: Path) -> Iterator[Profile]:
     """The private PostgreSQL of the ``postgres`` profile, once per run."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     profile = start_profile("postgres", dev_root)
     yield profile

@@ -22,7 +22,7 @@ FAULTS = ("kill-mid-write", "cleanup-fails")
 
 
 def kill_mid_write() -> None:
-    from service.actor import adhoc
+    from icefloe.service.actor import adhoc
 
     record = adhoc.AdhocGuard.before_write
 
@@ -38,8 +38,8 @@ def kill_mid_write() -> None:
 
 
 def cleanup_fails() -> None:
-    from jobs.rewrite.exact import ExactRewrite
-    from service.base.errors import OperationFailed
+    from icefloe.base.errors import OperationFailed
+    from icefloe.jobs.rewrite.exact import ExactRewrite
 
     def unverified(self: Any, results: Any, also_check: Any) -> None:
         raise OperationFailed("verification failed (injected); nothing committed")
@@ -55,7 +55,7 @@ def main(fault: str, config: str, table: str) -> None:
     if fault not in FAULTS:
         raise SystemExit(f"unknown fault {fault!r}; one of {', '.join(FAULTS)}")
     kill_mid_write() if fault == "kill-mid-write" else cleanup_fails()
-    from service.cli import main as icefloe
+    from icefloe.app.cli import main as icefloe
 
     icefloe(["--config", config, "optimize", table])
 

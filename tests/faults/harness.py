@@ -246,7 +246,7 @@ class CliRun:
 
 def icefloe_argv(config: Path, *args: str) -> list[str]:
     exe = Path(sys.executable).with_name("icefloe")
-    head = [str(exe)] if exe.exists() else [sys.executable, "-m", "service"]
+    head = [str(exe)] if exe.exists() else [sys.executable, "-m", "icefloe"]
     return [*head, "--config", str(config), *args]
 
 

@@ -9,8 +9,8 @@ once. With ``hold`` the actor does not kill itself at the point: it prints
 ``kill -9``, so a test kills an action under way at a point it chose, however fast the
 machine runs the action.
 
-The wiring is production's (:func:`service.actor.loop.run_actor`: the Redis queue, batches of
-a table's items, intents under the batch's first lease, the orphan cleaner); only the
+The wiring is production's (:func:`icefloe.service.actor.loop.run_actor`: the Redis queue, batches
+of a table's items, intents under the batch's first lease, the orphan cleaner); only the
 rewrite's collaborators carry the kill switch. Points (:data:`POINTS`):
 
 * ``before-write``: the new files were recorded under the lease, none written yet;
@@ -65,12 +65,12 @@ class KillingGuard:
 
 
 def main(warm_config: str) -> None:
-    from jobs.data.optimize import optimize_table
-    from jobs.rewrite.exact import Collaborators
-    from service.actor.loop import run_actor
-    from service.actor.runners import BatchResult
-    from service.base.config import load_config
-    from service.base.spark import build_spark
+    from icefloe.base.config import load_config
+    from icefloe.base.spark import build_spark
+    from icefloe.jobs.data.optimize import optimize_table
+    from icefloe.jobs.rewrite.exact import Collaborators
+    from icefloe.service.actor.loop import run_actor
+    from icefloe.service.actor.runners import BatchResult
 
     spark = build_spark(load_config(warm_config), app_name="icefloe-kill-actor")
     print("ready", flush=True)

@@ -1,6 +1,6 @@
 """The leader's history flush, SIGKILLed between its commit and its trim.
 
-``python -m tests.faults.kill_flusher CONFIG`` runs :func:`jobs.history.flush.flush`
+``python -m tests.faults.kill_flusher CONFIG`` runs :func:`icefloe.jobs.history.flush.flush`
 with production's wiring (the Redis ledger, the configured catalog), the stream's trim
 replaced by a ``kill -9`` of the process: the rows and the newest id are committed to the
 history table, the stream still holds every record.
@@ -12,12 +12,12 @@ import os
 import signal
 import sys
 
-from jobs.history.flush import flush
-from service.base.catalog import load_catalog
-from service.base.config import load_config
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.state.ledger.redis import RedisLedger
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.history.flush import flush
+from icefloe.state.ledger.redis import RedisLedger
 
 
 def die(upto_id: str) -> None:

@@ -1,5 +1,5 @@
 """Ad-hoc runs leave no orphan either (issue #28, item 4): ``icefloe optimize`` records its
-new files under a lease of its own (``service.actor.adhoc``) before writing them.
+new files under a lease of its own (``icefloe.service.actor.adhoc``) before writing them.
 
 * ``kill -9`` mid-write: the half-written file is recorded; once the run's lease passes,
   the decider's sweep deletes it, and the table is as it was.
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from jobs.maintenance.orphans import cleaner
-from service.state.intents import ADHOC, sweep
-from service.state.intents.redis import RedisIntents
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.state.intents import ADHOC, sweep
+from icefloe.state.intents.redis import RedisIntents
 from tests.faults.checks import unreferenced_data_files
 from tests.faults.harness import DAYS, cli_env, make_table
 

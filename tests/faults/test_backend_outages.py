@@ -1,7 +1,7 @@
 """A backend goes down at a step of a rewrite (issue #28): S3 (s3proxy killed) once the new
 files are recorded and about to be written, the REST catalog or PostgreSQL right before
 the commit — on the ad-hoc path (``icefloe optimize``'s wiring: ``optimize_table`` under
-the run's write intents, :mod:`service.actor.adhoc`) and on an actor's.
+the run's write intents, :mod:`icefloe.service.actor.adhoc`) and on an actor's.
 
 Each run fails in one line with nothing committed, every row stays, and once the service
 is back the sweep the decider's leader runs leaves no file that no snapshot references
@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.exact import Collaborators
-from service.actor.adhoc import adhoc_run, open_adhoc
-from service.actor.loop import run_actor
-from service.base.config import build_config
-from service.base.errors import IcefloeError
-from service.base.spark import register_catalog
-from service.decider.wiring import open_decider
+from icefloe.base.config import build_config
+from icefloe.base.errors import IcefloeError
+from icefloe.base.spark import register_catalog
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.exact import Collaborators
+from icefloe.service.actor.adhoc import adhoc_run, open_adhoc
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
 from tests.contract.checks import table_contents
 from tests.faults.backends import profile_tables, settle
 

@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.exact import Collaborators
-from service.actor.loop import run_actor
-from service.base.catalog import load_catalog
-from service.base.config import build_config
-from service.base.errors import IcefloeError
-from service.decider.wiring import open_decider
-from service.state.queue.redis import RedisQueue
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import build_config
+from icefloe.base.errors import IcefloeError
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.exact import Collaborators
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import (
     current_snapshot_id,
     operations,
@@ -152,7 +152,7 @@ def test_catalog_locked_at_the_commit_of_optimize(
     the catalog is back they are exactly the unreferenced files, which the orphan cleaner
     (what an actor's retry or the decider runs) then deletes. With two partitions the
     commit carries both: no clean-up path may delete what the committer kept (#28.2)."""
-    from jobs.maintenance.orphans import remove_unreferenced
+    from icefloe.jobs.maintenance.orphans import remove_unreferenced
 
     env = fault_env
     name = f"{env.namespace}.events"

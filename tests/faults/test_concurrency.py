@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.exact import Collaborators
-from service.actor.loop import Actor, run_actor
-from service.decider.loop import Decider
-from service.decider.wiring import open_decider
-from service.state.queue.redis import RedisQueue
-from service.state.rolling.redis import RollingStats
-from service.state.rolling.scan import catch_up, full_stats
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.exact import Collaborators
+from icefloe.service.actor.loop import Actor, run_actor
+from icefloe.service.decider.loop import Decider
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.queue.redis import RedisQueue
+from icefloe.state.rolling.redis import RollingStats
+from icefloe.state.rolling.scan import catch_up, full_stats
 from tests.faults.checks import Contents, operations, queue_places
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli_parallel
 from tests.support.config import part

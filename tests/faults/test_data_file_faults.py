@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
-from service.base.errors import IcefloeError
+from icefloe.base.errors import IcefloeError
+from icefloe.jobs.data.optimize import optimize_table
 from tests.faults.checks import (
     INCUBATOR_WARNING,
     current_snapshot_id,

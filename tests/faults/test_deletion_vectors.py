@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from service.actor.loop import run_actor
-from service.decider.wiring import open_decider
-from service.state.queue.redis import RedisQueue
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.conftest import write_env
 from tests.faults.harness import run_cli

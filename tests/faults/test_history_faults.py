@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from jobs.history import table as history
-from jobs.history.flush import flush
-from service.state.ledger.redis import RedisLedger
+from icefloe.jobs.history import table as history
+from icefloe.jobs.history.flush import flush
+from icefloe.state.ledger.redis import RedisLedger
 from tests.faults.conftest import FaultEnv, write_env
 from tests.support.config import REPO
 

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.maintenance.orphans import cleaner
-from service.actor.loop import Actor
-from service.actor.runners import spark_runners
-from service.decider.wiring import open_decider
-from service.state.intents.redis import RedisIntents
-from service.state.queue import budget_of
-from service.state.queue.redis import RedisQueue
+from icefloe.jobs.maintenance.orphans import cleaner
+from icefloe.service.actor.loop import Actor
+from icefloe.service.actor.runners import spark_runners
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.queue import budget_of
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import operations, table_data_files
 from tests.faults.conftest import fault_raw
 from tests.faults.harness import cli_env, make_table

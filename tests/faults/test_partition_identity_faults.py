@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pyiceberg.expressions import EqualTo, IsNull
 
-from service.actor.loop import run_actor
-from service.decider.wiring import open_decider
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
 from tests.faults.checks import jvm_chatter
 from tests.faults.harness import run_cli
 from tests.support.partition_identity import VALUES, colliding_table

@@ -1,7 +1,7 @@
 """Redis killed at each step of an actor's action: the dequeue, a lease renewal while the
 action runs, right before the ack (after the commit) and right after it.
 
-The actor is the production one (``service.actor.loop.run_actor``: its Redis client, queue,
+The actor is the production one (``icefloe.service.actor.loop.run_actor``: its Redis client, queue,
 recorder and heartbeat, the real Spark runner on the session's SparkSession); only the
 queue object it opens is wrapped, so the server dies at the chosen call. Expected: a
 renewal that fails is logged in one line and the next one succeeds; a dequeue waits the
@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-import service.actor.loop as actor_module
-from service.actor.loop import run_actor
-from service.actor.runners import spark_runner
-from service.decider.loop import Decider
-from service.decider.wiring import open_decider
-from service.state.queue.redis import RedisQueue
+import icefloe.service.actor.loop as actor_module
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.actor.runners import spark_runner
+from icefloe.service.decider.loop import Decider
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import operations
 from tests.faults.harness import DAYS, kill_around, make_table, restart_later
 from tests.support.config import part

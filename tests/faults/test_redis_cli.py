@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from service.base.keys import Keys
-from service.state.queue.redis import RedisQueue
+from icefloe.base.keys import Keys
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import Contents
 from tests.faults.harness import (
     DAYS,

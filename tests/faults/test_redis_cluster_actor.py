@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from service.actor.loop import run_actor
-from service.decider.wiring import open_decider
-from service.state.intents.redis import RedisIntents
-from service.state.queue.redis import RedisQueue
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, make_table
 from tests.support.cluster import LocalCluster

@@ -3,7 +3,7 @@ and ack, the stats apply, the (pipelined) enqueue, marking the snapshot decided,
 dispatch — right before or right after the call, then restarted by the loop's back-off.
 
 The decider runs in-process on the production wiring (``Decider`` on a client from
-``service.base.redis_client.connect``, the Redis adapters, the session catalog). Expected: the
+``icefloe.base.redis_client.connect``, the Redis adapters, the session catalog). Expected: the
 failing pass ends in :class:`ServiceUnavailable`, which the loop logs in one line (no
 traceback, no password) and backs off from; after the restart the stats equal a full scan
 of the table (no snapshot applied twice or lost), every partition that needs work is one
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from service.actor.loop import Actor
-from service.decider.wiring import open_decider
-from service.state.events.redis import RedisEvents
-from service.state.queue.redis import RedisQueue
-from service.state.rolling.scan import full_stats
+from icefloe.service.actor.loop import Actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.events.redis import RedisEvents
+from icefloe.state.queue.redis import RedisQueue
+from icefloe.state.rolling.scan import full_stats
 from tests.faults.checks import queue_places
 from tests.faults.harness import DAYS, append_rows, kill_around, make_table
 from tests.support.config import part

@@ -1,4 +1,5 @@
-"""Orphan removal where another table's files lie (issue 28, item 3; ``jobs.maintenance.sharing``).
+"""Orphan removal where another table's files lie (issue 28, item 3;
+``icefloe.jobs.maintenance.sharing``).
 
 Faults: a ``register_table`` clone of a table, then one more append to the original (the
 clone's location holds files it does not reference); a table created inside another's
@@ -20,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from service.actor.loop import run_actor
-from service.decider.wiring import open_decider
-from service.observe.status import gather
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.status import gather
 from tests.faults.checks import normalize_path
 from tests.faults.conftest import write_env
 from tests.faults.harness import DAYS, append_rows, make_table, run_cli

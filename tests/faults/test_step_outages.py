@@ -24,20 +24,20 @@ from typing import Any
 import pytest
 import yaml
 
-import jobs.base.plan
-import jobs.data.optimize
-import service.base.catalog
-from jobs.rewrite.exact import ExactRewrite
-from jobs.rewrite.tasks import ScanTasks
-from service.actor.loop import run_actor
-from service.base.catalog import load_catalog
-from service.base.config import build_config
-from service.base.errors import OperationFailed
-from service.base.keys import Keys
-from service.base.spark import register_catalog
-from service.cli import main as icefloe
-from service.decider.wiring import open_decider
-from service.state.queue.redis import RedisQueue
+import icefloe.base.catalog
+import icefloe.jobs.base.plan
+import icefloe.jobs.data.optimize
+from icefloe.app.cli import main as icefloe_main
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import build_config
+from icefloe.base.errors import OperationFailed
+from icefloe.base.keys import Keys
+from icefloe.base.spark import register_catalog
+from icefloe.jobs.rewrite.exact import ExactRewrite
+from icefloe.jobs.rewrite.tasks import ScanTasks
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.queue.redis import RedisQueue
 from tests.contract.checks import Contents, table_contents
 from tests.faults.backends import profile_tables, settle
 
@@ -45,11 +45,11 @@ pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.m
 
 # step → the calls the outage spans (each name patched where the code calls it from)
 STEPS: dict[str, list[tuple[Any, str]]] = {
-    "plan": [(jobs.base.plan, "plan_table"), (jobs.data.optimize, "plan_table")],
+    "plan": [(icefloe.jobs.base.plan, "plan_table"), (icefloe.jobs.data.optimize, "plan_table")],
     "load": [
-        (service.base.catalog, "load_table"),
-        (jobs.base.plan, "load_table"),
-        (jobs.data.optimize, "load_table"),
+        (icefloe.base.catalog, "load_table"),
+        (icefloe.jobs.base.plan, "load_table"),
+        (icefloe.jobs.data.optimize, "load_table"),
     ],
     "scan": [(ScanTasks, "load")],
     "verify": [(ExactRewrite, "_verify")],
@@ -171,7 +171,7 @@ def test_optimize_with_a_backend_down_at_a_step(
     done = outage_around(monkeypatch, backend, service, step, ledger)
     try:
         with pytest.raises(SystemExit) as exit_info:
-            icefloe(["--config", str(path), "optimize", name])
+            icefloe_main(["--config", str(path), "optimize", name])
     finally:
         backend.ensure_up()
     out, err = capsys.readouterr()

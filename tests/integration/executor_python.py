@@ -68,7 +68,7 @@ class PackedArchive:
     def __init__(self, target: Path) -> None:
         self.target = target
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "service", "pack", "--output", str(target), "--json"],
+            [sys.executable, "-m", "icefloe", "pack", "--output", str(target), "--json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

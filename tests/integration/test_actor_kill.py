@@ -23,10 +23,10 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from service.base.config import build_config
-from service.base.keys import Keys
-from service.demo.ingest import TableSpec, ingest
-from service.state.queue.redis import RedisQueue
+from icefloe.app.demo.ingest import TableSpec, ingest
+from icefloe.base.config import build_config
+from icefloe.base.keys import Keys
+from icefloe.state.queue.redis import RedisQueue
 from tests.faults.checks import unreferenced_data_files
 from tests.support.config import REPO, config_raw
 
@@ -38,7 +38,7 @@ HOLD_AT = "before-commit"  # every file written and verified, the commit not mad
 
 def icefloe(env: dict[str, str], *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service", *args],
+        [sys.executable, "-m", "icefloe", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -12,15 +12,15 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from jobs.base.verify import Checksum, checksums_by_key
-from jobs.data.optimize import optimize_table
-from jobs.rewrite import exact as rewrite_mod
-from jobs.rewrite.arrow_driver import ArrowDriver
-from jobs.rewrite.file_bytes import Footer
-from jobs.rewrite.new_files import NewFiles
-from jobs.rewrite.spark_engine import LISTING_THRESHOLD
-from service.base.catalog import load_table
-from service.base.errors import OperationFailed
+from icefloe.base.catalog import load_table
+from icefloe.base.errors import OperationFailed
+from icefloe.jobs.base.verify import Checksum, checksums_by_key
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite import exact as rewrite_mod
+from icefloe.jobs.rewrite.arrow_driver import ArrowDriver
+from icefloe.jobs.rewrite.file_bytes import Footer
+from icefloe.jobs.rewrite.new_files import NewFiles
+from icefloe.jobs.rewrite.spark_engine import LISTING_THRESHOLD
 from tests.support.config import part, with_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -88,7 +88,7 @@ def rewrite_at_current(
 ) -> tuple[str, Any]:
     """A new table (see :func:`make_table`) and an ``ExactRewrite`` at its snapshot; the
     caller closes it."""
-    from service.base.catalog import spark_table_name
+    from icefloe.base.catalog import spark_table_name
 
     ident = make_table(spark, namespace, name, inserts=inserts)
     spark_name = spark_table_name(cfg, ident)
@@ -392,7 +392,7 @@ def test_failed_data_checks_commit_nothing_and_delete_written_files(
     committed and the new files are gone."""
     import pyarrow as pa
 
-    from jobs.rewrite import arrow_engine
+    from icefloe.jobs.rewrite import arrow_engine
 
     ident = make_table(spark, namespace, "gate", inserts=2)
     snap = load_table(catalog, ident).current_snapshot().snapshot_id

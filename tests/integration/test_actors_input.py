@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from jobs.data.optimize import optimize_table, plan_table
-from jobs.scripts import actor_optimize
-from service.base.catalog import load_catalog, load_table
-from service.base.errors import OperationFailed, TableNotFound, UsageError
-from service.cli import main as cli_main
+from icefloe.app.cli import main as cli_main
+from icefloe.app.scripts import actor_optimize
+from icefloe.base.catalog import load_catalog, load_table
+from icefloe.base.errors import OperationFailed, TableNotFound, UsageError
+from icefloe.jobs.data.optimize import optimize_table, plan_table
 from tests.support.config import part, with_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.maintenance.procedures import expire_snapshots, remove_orphan_files, rewrite_manifests
-from service.base.catalog import load_table
-from service.base.errors import TableNotFound, UsageError
+from icefloe.base.catalog import load_table
+from icefloe.base.errors import TableNotFound, UsageError
+from icefloe.jobs.maintenance.procedures import (
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_manifests,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -22,8 +22,8 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from optimizer.maintenance_rules import MetadataHealth
-from service.observe.metrics import DeciderMetrics
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.observe.metrics import DeciderMetrics
 
 pytestmark = pytest.mark.integration
 

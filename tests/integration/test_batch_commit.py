@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
-from service.actor.runners import spark_runners
-from service.base.catalog import load_table
-from service.state.queue import ActionItem
+from icefloe.base.catalog import load_table
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.service.actor.runners import spark_runners
+from icefloe.state.queue import ActionItem
 from tests.integration.test_actors import PROPS
 from tests.support.config import part
 
@@ -40,7 +40,7 @@ def make_days(spark: Any, namespace: str, inserts: int = 3) -> str:
 
 
 class BeforeFirstCommit:
-    """A write guard (``jobs.rewrite.guard``) that runs ``action`` once, at the first
+    """A write guard (``icefloe.jobs.rewrite.guard``) that runs ``action`` once, at the first
     commit's check: a change to the table made after the batch wrote, before it commits."""
 
     def __init__(self, action: Callable[[], object]) -> None:

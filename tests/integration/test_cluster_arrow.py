@@ -37,10 +37,10 @@ JOB = r"""
 import json, sys
 import pyarrow as pa
 from pyiceberg.transforms import IdentityTransform
-from jobs.data.optimize import optimize_table
-from service.base.spark import build_spark
-from service.base.catalog import load_catalog
-from service.base.config import build_config
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.base.spark import build_spark
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import build_config
 
 raw, home = json.loads(sys.argv[1]), sys.argv[2]
 cfg = build_config(raw, source="<cluster test>", home=__import__("pathlib").Path(home))

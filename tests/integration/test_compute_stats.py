@@ -1,5 +1,5 @@
-"""``compute_stats`` (``optimizer.actions.compute_stats``) on real tables: Iceberg's table and
-partition statistics computed for the current snapshot, registered in the metadata with
+"""``compute_stats`` (``icefloe.optimizer.actions.compute_stats``) on real tables: Iceberg's table
+and partition statistics computed for the current snapshot, registered in the metadata with
 no snapshot added and no row changed; due again only once enough rows changed; refused by
 no table that Iceberg cannot compute partition statistics for (unpartitioned: table
 statistics only)."""
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from jobs.maintenance import run as upkeep
-from optimizer.actions import table_needs
-from service.base.catalog import load_table
-from service.state.health import read_health, statistics_age
+from icefloe.base.catalog import load_table
+from icefloe.jobs.maintenance import run as upkeep
+from icefloe.optimizer.actions import table_needs
+from icefloe.state.health import read_health, statistics_age
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -14,13 +14,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.base.config import Config, DeciderSettings
-from service.base.keys import Keys
-from service.base.partition_key import display_key
-from service.cli import main
-from service.decider import catchup
-from service.decider.wiring import open_decider
-from service.state.rolling.scan import full_stats
+from icefloe.app.cli import main
+from icefloe.base.config import Config, DeciderSettings
+from icefloe.base.keys import Keys
+from icefloe.base.partition_key import display_key
+from icefloe.service.decider import catchup
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.rolling.scan import full_stats
 from tests.support.config import TEST_REDIS_URL, make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
@@ -197,7 +197,7 @@ def test_a_crash_between_applying_and_enqueueing_loses_no_action(
     def crash(*args: Any, **kwargs: Any) -> int:
         raise ConnectionError("decider killed here")
 
-    monkeypatch.setattr("service.decider.catchup.enqueue_touched", crash)
+    monkeypatch.setattr("icefloe.service.decider.catchup.enqueue_touched", crash)
     with pytest.raises(ConnectionError):
         decider.refresh(name, T0, decider.observe()[2])
     monkeypatch.undo()
@@ -325,7 +325,7 @@ def test_cli_request_notify_status_decide_and_actor(
     step = json.loads(out)
     assert step["leader"] and step["events"] == 1 and step["dispatched"] == 1
     # the actor runs the ad-hoc sort with a fake runner, then status shows it
-    from service.actor.loop import run_actor
+    from icefloe.service.actor.loop import run_actor
 
     calls: list[tuple[str, str | None, str]] = []
 
@@ -358,7 +358,7 @@ def test_a_poll_loads_only_the_tables_that_changed(
     loads only the tables whose location moved; the others are refreshed from what the
     decider holds -- a partition that waited ``max_wait_hours`` is still enqueued, snapshot
     expiry still decided -- and loaded again in full every ``FULL_REFRESH_SECONDS``."""
-    from service.decider import light
+    from icefloe.service.decider import light
 
     policy = {"target_file_size_bytes": 1 << 20, "min_input_files": 4, "max_wait_hours": 0.1}
     cfg = make_config(lake_home, managed={"namespaces": [namespace]}, defaults=policy)

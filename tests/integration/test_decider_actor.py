@@ -1,5 +1,6 @@
 """Decider + actor end to end: PyIceberg commits → rolling stats → queue → the real Spark
-actor (``jobs.data.optimize``) → the decider sees the rewrite and the partition is healthy."""
+actor (``icefloe.jobs.data.optimize``) → the decider sees the rewrite and the partition is
+healthy."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.actor.loop import run_actor
-from service.base.config import DeciderSettings
-from service.decider.wiring import open_decider
-from service.observe.status import gather
-from service.state.rolling.scan import full_stats
+from icefloe.base.config import DeciderSettings
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.status import gather
+from icefloe.state.rolling.scan import full_stats
 from tests.support.config import make_config, part
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]

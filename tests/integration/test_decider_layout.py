@@ -14,16 +14,16 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.base.config import DeciderSettings
-from service.base.layoutspec import LayoutSpec, decided_layout
-from service.base.tablestats import current_partitions
-from service.decider.wiring import open_decider
-from service.observe.tables import table_summary
-from service.state.layout import LayoutDelta, depths, signature
-from service.state.layout.memory import MemoryLayouts
-from service.state.layout.scan import partition_bounds
-from service.state.rolling.memory import MemoryStats
-from service.state.rolling.scan import catch_up, snapshot_delta
+from icefloe.base.config import DeciderSettings
+from icefloe.base.layoutspec import LayoutSpec, decided_layout
+from icefloe.base.tablestats import current_partitions
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.tables import table_summary
+from icefloe.state.layout import LayoutDelta, depths, signature
+from icefloe.state.layout.memory import MemoryLayouts
+from icefloe.state.layout.scan import partition_bounds
+from icefloe.state.rolling.memory import MemoryStats
+from icefloe.state.rolling.scan import catch_up, snapshot_delta
 from tests.support.config import make_config, part
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]

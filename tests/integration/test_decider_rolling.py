@@ -17,10 +17,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, IdentityTransform
 from pyiceberg.types import DateType, LongType, NestedField, StringType
 
-from service.base.keys import Keys
-from service.base.partition_key import PartitionKey, display_key
-from service.state.rolling.redis import RollingStats
-from service.state.rolling.scan import catch_up, full_stats, snapshot_delta
+from icefloe.base.keys import Keys
+from icefloe.base.partition_key import PartitionKey, display_key
+from icefloe.state.rolling.redis import RollingStats
+from icefloe.state.rolling.scan import catch_up, full_stats, snapshot_delta
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.exact import ExactRewrite
-from jobs.rewrite.spark_engine import LINEAGE_COLUMNS
-from service.actor.loop import run_actor
-from service.base.config import DeciderSettings
-from service.decider.wiring import open_decider
-from service.observe.status import gather
+from icefloe.base.config import DeciderSettings
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.exact import ExactRewrite
+from icefloe.jobs.rewrite.spark_engine import LINEAGE_COLUMNS
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.status import gather
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.base.config import PROJECT_ROOT
+from icefloe.base.config import PROJECT_ROOT
 from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,7 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for key in client.scan_iter(match="icefloe-readme:*"):
         client.delete(key)
     run = subprocess.run(
-        [sys.executable, "-m", "service", "demo", "--json"],
+        [sys.executable, "-m", "icefloe", "demo", "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -89,7 +89,7 @@ def test_demo_converges_keeps_every_row_and_beats_nothing_it_hides(demo_env: dic
 
 
 def test_demo_compacts_both_sides_every_round_and_totals_add_up(demo_env: dict) -> None:
-    from service.demo import DEFAULT_ROUNDS
+    from icefloe.app.demo import DEFAULT_ROUNDS
 
     result = demo_env["result"]
     rounds, totals = result["rounds"], result["totals"]
@@ -132,7 +132,7 @@ def test_demo_compacts_both_sides_every_round_and_totals_add_up(demo_env: dict) 
 
 def test_status_explains_the_demo_state(demo_env: dict) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "service", "status", "--json"],
+        [sys.executable, "-m", "icefloe", "status", "--json"],
         env=demo_env["env"],
         capture_output=True,
         text=True,
@@ -150,7 +150,7 @@ def test_status_explains_the_demo_state(demo_env: dict) -> None:
 def test_readme_command_examples_run(demo_env: dict, line: str) -> None:
     argv = line.split()[1:]
     out = subprocess.run(
-        [sys.executable, "-m", "service", *argv],
+        [sys.executable, "-m", "icefloe", *argv],
         env=demo_env["env"],
         capture_output=True,
         text=True,

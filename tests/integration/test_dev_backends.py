@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from service.base.errors import ServiceUnavailable
-from service.ops import dev
+from icefloe.app.ops import dev
+from icefloe.base.errors import ServiceUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ def _secrets(root: Path, profile: str) -> list[str]:
 
 def _icefloe(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service", "dev", *args],
+        [sys.executable, "-m", "icefloe", "dev", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -46,7 +46,7 @@ def doctor(
         db.parent.mkdir(parents=True, exist_ok=True)
         sqlite3.connect(db).close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ICEFLOE_")}
-    argv = [sys.executable, "-m", "service", "--config", str(path), "doctor"]
+    argv = [sys.executable, "-m", "icefloe", "--config", str(path), "doctor"]
     out = subprocess.run(
         argv + (["--json"] if as_json else []),
         capture_output=True,
@@ -177,7 +177,7 @@ def test_s3_keys_never_show_when_the_s3_endpoint_is_down(tmp_path: Path) -> None
 def rest_s3(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The ``rest-s3`` profile's services (s3proxy, Iceberg's REST server) on free ports;
     its config's catalog section."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     root = tmp_path / "dev"
     try:

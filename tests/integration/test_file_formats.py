@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.data.optimize import optimize_table
+from icefloe.jobs.data.optimize import optimize_table
 from tests.integration.test_actors import PROPS, contents, current_operation, make_table
 from tests.support.config import with_engine
 

@@ -1,6 +1,6 @@
 """The Arrow engine's files carry the metrics of floating-point columns that Iceberg's
 Parquet writer records and a footer does not hold (issue 45, item 10): NaN counts, and
-bounds with NaN left out and ``-0.0`` below ``0.0`` (:mod:`jobs.rewrite.float_metrics`).
+bounds with NaN left out and ``-0.0`` below ``0.0`` (:mod:`icefloe.jobs.rewrite.float_metrics`).
 Differential: the same rows compacted by each engine give files of equal metrics."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
+from icefloe.jobs.data.optimize import optimize_table
 from tests.support.config import with_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from service.base.config import PROJECT_ROOT
-from service.base.tablestats import current_partitions
-from service.base.versions import ARTIFACTS, extensions_jar
-from service.demo.ingest import TableSpec, ingest
+from icefloe.app.demo.ingest import TableSpec, ingest
+from icefloe.base.config import PROJECT_ROOT
+from icefloe.base.tablestats import current_partitions
+from icefloe.base.versions import ARTIFACTS, extensions_jar
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def test_bootstrap_second_run_changes_nothing() -> None:
 
 def test_doctor_is_green_json() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "service", "doctor", "--json"],
+        [sys.executable, "-m", "icefloe", "doctor", "--json"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -67,7 +67,7 @@ def test_doctor_names_what_is_missing(tmp_path: Path) -> None:
         "ICEFLOE_JARS_DIR": str(tmp_path),
     }
     out = subprocess.run(
-        [sys.executable, "-m", "service", "doctor", "--json"],
+        [sys.executable, "-m", "icefloe", "doctor", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

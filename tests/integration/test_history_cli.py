@@ -15,13 +15,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from jobs.history.flush import flush
-from service.base.catalog import load_catalog
-from service.base.config import load_config
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.cli import cli
-from service.state.ledger.redis import RedisLedger
+from icefloe.app.cli import cli
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.history.flush import flush
+from icefloe.state.ledger.redis import RedisLedger
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -77,7 +77,7 @@ def test_history_pending_then_appended_then_past_a_redis_flush(
 def test_history_bad_input_is_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     conf = tmp_path / "icefloe.yaml"
     conf.write_text(yaml.safe_dump(config_raw(tmp_path, history={"enabled": True})))
-    cmd = [sys.executable, "-m", "service", "--config", str(conf), "history", *args]
+    cmd = [sys.executable, "-m", "icefloe", "--config", str(conf), "history", *args]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr and not result.stdout

@@ -25,13 +25,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from jobs.history import table as history
-from service.actor.loop import run_actor
-from service.base.config import load_config
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.cli import cli
-from service.state.ledger.redis import RedisLedger
+from icefloe.app.cli import cli
+from icefloe.base.config import load_config
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.history import table as history
+from icefloe.service.actor.loop import run_actor
+from icefloe.state.ledger.redis import RedisLedger
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
@@ -92,7 +92,7 @@ def test_an_actor_stopped_by_sigterm_flushes_the_history_and_exits_0(
         entry = {"id": f"i{i}", "table": "db.t", "action": "merge", "ok": True, "seconds": 1}
         book.record_action(entry | {"finished_at": time.time()}, history=True)
     actor = subprocess.Popen(
-        [sys.executable, "-m", "service", "--config", str(conf), "actor", "--idle-exit", "600"],
+        [sys.executable, "-m", "icefloe", "--config", str(conf), "actor", "--idle-exit", "600"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -117,6 +117,6 @@ def test_an_actor_stopped_by_sigterm_flushes_the_history_and_exits_0(
 
 
 def load_catalog_table(cfg: Any) -> Any:
-    from service.base.catalog import load_catalog
+    from icefloe.base.catalog import load_catalog
 
     return load_catalog(cfg).load_table(cfg.history.table)

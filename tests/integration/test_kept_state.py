@@ -17,13 +17,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from service.base.catalog import load_catalog
-from service.base.config import load_config
-from service.base.errors import UsageError
-from service.base.keys import Keys
-from service.cli import cli
-from service.cli import tables as tables_cli
-from service.web.data import Dashboard
+from icefloe.app.cli import cli
+from icefloe.app.cli import tables as tables_cli
+from icefloe.app.web.data import Dashboard
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
+from icefloe.base.errors import UsageError
+from icefloe.base.keys import Keys
 from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]

@@ -13,11 +13,11 @@ import yaml
 from chispa import assert_df_equality
 from click.testing import CliRunner
 
-from jobs.base.plan import load_and_plan
-from jobs.data.optimize import optimize_table
-from optimizer import FileBounds, clustering_depth
-from service.cli import cli
-from service.cli import main as cli_main
+from icefloe.app.cli import cli
+from icefloe.app.cli import main as cli_main
+from icefloe.jobs.base.plan import load_and_plan
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.optimizer import FileBounds, clustering_depth
 from tests.integration.test_actors import contents, current_operation, ecfg, engine_of, fq
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

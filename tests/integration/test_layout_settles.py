@@ -12,10 +12,10 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from service.actor.loop import run_actor
-from service.base.config import DeciderSettings
-from service.base.tablestats import REWRITE_ID_PROPERTY
-from service.decider.wiring import open_decider
+from icefloe.base.config import DeciderSettings
+from icefloe.base.tablestats import REWRITE_ID_PROPERTY
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
+from icefloe.jobs.data.optimize import optimize_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from service.base.catalog import spark_table_name
-from service.base.config import Config
-from service.cli import cli
+from icefloe.app.cli import cli
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.config import Config
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -1,4 +1,4 @@
-"""One verdict per partition (``optimizer.verdict``), whoever asks: after ``decide --once``,
+"""One verdict per partition (``icefloe.optimizer.verdict``), whoever asks: after ``decide --once``,
 the decider's queue and waiting set, ``status --json`` (kept state), ``tables --json`` and
 ``plan --json`` (fresh reads) and the dashboard's table page name the same action, or the
 same wait, for every partition -- on a plain table (partitions to merge, to wait, healthy),
@@ -21,13 +21,13 @@ from pyiceberg.table.sorting import SortField, SortOrder
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.base.catalog import load_catalog
-from service.base.config import load_config
-from service.base.redis_client import connect
-from service.cli import cli
-from service.state.queue import ActionItem
-from service.state.queue.redis import open_queue
-from service.web.data import Dashboard
+from icefloe.app.cli import cli
+from icefloe.app.web.data import Dashboard
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
+from icefloe.base.redis_client import connect
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.redis import open_queue
 from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -146,7 +146,7 @@ def _key(day: str) -> str:
 
 
 def _waiting(cfg: Any, client: Any, name: str) -> list[str]:
-    from service.base.keys import Keys
-    from service.state.rolling.redis import RollingStats
+    from icefloe.base.keys import Keys
+    from icefloe.state.rolling.redis import RollingStats
 
     return list(RollingStats(client, Keys.for_config(cfg)).waiting(name))

@@ -1,4 +1,4 @@
-"""``jobs.maintenance.orphans``: an abandoned attempt's files that no retained snapshot
+"""``icefloe.jobs.maintenance.orphans``: an abandoned attempt's files that no retained snapshot
 references are deleted; every referenced one stays (PyIceberg tables, no Spark)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.maintenance.orphans import list_prefix, referenced, remove_unreferenced
+from icefloe.jobs.maintenance.orphans import list_prefix, referenced, remove_unreferenced
 
 pytestmark = [pytest.mark.integration]
 

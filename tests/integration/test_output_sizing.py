@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pyiceberg.transforms import DayTransform
 
-from service.actor.loop import run_actor
-from service.base.config import DeciderSettings
-from service.base.keys import Keys
-from service.decider.wiring import open_decider
-from service.demo.orderlines import OrderLines
-from service.demo.rounds import read_view
+from icefloe.app.demo.orderlines import OrderLines
+from icefloe.app.demo.rounds import read_view
+from icefloe.base.config import DeciderSettings
+from icefloe.base.keys import Keys
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from pyiceberg.expressions import EqualTo, IsNull
 
-from jobs.base.plan import FileGroup
-from jobs.data.optimize import optimize_table
-from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
-from jobs.rewrite.exact import ExactRewrite
-from service.actor.loop import run_actor
-from service.base.catalog import spark_table_name
-from service.base.config import DeciderSettings
-from service.base.errors import OperationFailed
-from service.base.tablestats import current_partitions
-from service.decider.wiring import open_decider
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.config import DeciderSettings
+from icefloe.base.errors import OperationFailed
+from icefloe.base.tablestats import current_partitions
+from icefloe.jobs.base.plan import FileGroup
+from icefloe.jobs.data.optimize import optimize_table
+from icefloe.jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
+from icefloe.jobs.rewrite.exact import ExactRewrite
+from icefloe.service.actor.loop import run_actor
+from icefloe.service.decider.wiring import open_decider
 from tests.support.config import make_config
 from tests.support.partition_identity import VALUES, colliding_table
 

@@ -1,4 +1,4 @@
-"""``service.base.rest_versions`` on Iceberg's own REST catalog server (the ``rest-s3``
+"""``icefloe.base.rest_versions`` on Iceberg's own REST catalog server (the ``rest-s3``
 profile, started once per run in the run's ``dev_root`` like the contract and fault suites):
 an unchanged table is a 304 and no Table, a commit a new ETag and the Table ``load_table``
 gives, a missing table ``load_table``'s error, and other catalogs fall back to ``load_table``."""
@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import NoSuchTableError
 
-from service.base.catalog import load_catalog
-from service.base.config import build_config
-from service.base.rest_versions import Probe, Settings, conditional_load
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import build_config
+from icefloe.base.rest_versions import Probe, Settings, conditional_load
 from tests.faults.backends import Profile
 from tests.faults.backends import start as start_profile
 from tests.support.config import config_raw, make_config
@@ -31,7 +31,7 @@ def rest_profile(dev_root: Path) -> Iterator[Profile]:
     """The ``rest-s3`` services (s3proxy, Iceberg's REST server) in the run's ``dev_root``:
     the same ``icefloe dev up`` as the fault and contract suites (a running one is reused);
     stopped at the end of the run only when this started them."""
-    from service.ops import dev
+    from icefloe.app.ops import dev
 
     started = dev.up("rest-s3", dev_root, free_ports=True).started
     yield start_profile("rest-s3", dev_root)
@@ -149,7 +149,7 @@ def test_a_decider_poll_on_rest_loads_only_the_tables_that_changed(
     """#48 on a REST catalog: a poll asks for each known table with its ETag; 304s are
     refreshed from what the decider holds, the one changed table is loaded once (the 200
     of the poll's own request) and refreshed in full."""
-    from service.decider.wiring import open_decider
+    from icefloe.service.decider.wiring import open_decider
 
     section = dict(rest_profile.catalog)
     namespace = f"v_{uuid.uuid4().hex[:8]}"

@@ -22,9 +22,9 @@ import yaml
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from service.base.config import DeciderSettings
-from service.decider.wiring import open_decider
-from service.observe.status import gather, render
+from icefloe.base.config import DeciderSettings
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.status import gather, render
 from tests.support.config import config_raw, make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -73,7 +73,7 @@ def clone(catalog: Any, namespace: str) -> Iterator[tuple[str, str]]:
 
 
 def _cli(tmp_path: Path, capsys: Any, cfg: Any, namespace: str, **raw_extra: Any) -> Any:
-    from service.cli import main as cli_main
+    from icefloe.app.cli import main as cli_main
 
     path = tmp_path / f"icefloe-{len(list(tmp_path.glob('icefloe-*.yaml')))}.yaml"
     raw = {

@@ -12,15 +12,15 @@ import yaml
 from chispa import assert_df_equality
 from click.testing import CliRunner
 
-from jobs.scripts import salted_join as salted_join_script
-from jobs.scripts import skew_detect as skew_detect_script
-from jobs.skew import detect as skew_detect
-from jobs.skew.hot_keys import detect_hot_keys, partition_skew
-from jobs.skew.join_job import build_command_args
-from optimizer.skew_stats import HotKeyRules
-from service.base.catalog import spark_table_name
-from service.base.config import Config
-from service.cli import cli
+from icefloe.app.cli import cli
+from icefloe.app.scripts import salted_join as salted_join_script
+from icefloe.app.scripts import skew_detect as skew_detect_script
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.config import Config
+from icefloe.jobs.skew import detect as skew_detect
+from icefloe.jobs.skew.hot_keys import detect_hot_keys, partition_skew
+from icefloe.jobs.skew.join_job import build_command_args
+from icefloe.optimizer.skew_stats import HotKeyRules
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -175,7 +175,7 @@ def test_cli_bad_input_is_one_line(
     message: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from service.cli import main
+    from icefloe.app.cli import main
 
     conf = _write_config(cfg, tmp_path / "icefloe.yaml")
     argv = ["--config", conf, "skew", "detect", *[a.format(**tables) for a in extra]]

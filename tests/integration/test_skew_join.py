@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from chispa import assert_df_equality
 
-from jobs.skew.aggregate import _plain_expr, salted_aggregate
-from jobs.skew.salting import plan_salted_join, salted_join
-from optimizer.skew_stats import HotKeyRules
-from service.base.errors import UsageError
+from icefloe.base.errors import UsageError
+from icefloe.jobs.skew.aggregate import _plain_expr, salted_aggregate
+from icefloe.jobs.skew.salting import plan_salted_join, salted_join
+from icefloe.optimizer.skew_stats import HotKeyRules
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -16,14 +16,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from jobs.maintenance import run as upkeep
-from jobs.skew import detect as skew_detect
-from optimizer.actions import table_needs
-from optimizer.skew_report import property_name, reports_in
-from service.base.catalog import load_table, spark_table_name
-from service.base.config import Config
-from service.cli import cli
-from service.state.health import read_health
+from icefloe.app.cli import cli
+from icefloe.base.catalog import load_table, spark_table_name
+from icefloe.base.config import Config
+from icefloe.jobs.maintenance import run as upkeep
+from icefloe.jobs.skew import detect as skew_detect
+from icefloe.optimizer.actions import table_needs
+from icefloe.optimizer.skew_report import property_name, reports_in
+from icefloe.state.health import read_health
 from tests.support.config import config_raw, make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -175,7 +175,7 @@ def test_detect_without_keys_or_policy_keys_is_a_usage_error(
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
 
-    from service.cli import main
+    from icefloe.app.cli import main
 
     ident = f"{namespace}.e"
     catalog.create_table(ident, Schema(NestedField(1, "k", LongType(), required=False)))

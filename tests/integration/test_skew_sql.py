@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from optimizer.skew_report import HotKeyReport, encode, property_name
-from service.base.catalog import spark_table_name
-from service.base.config import Config
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.config import Config
+from icefloe.optimizer.skew_report import HotKeyReport, encode, property_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.skew_report import build, encode, property_name
-from service.base.catalog import spark_table_name
-from service.base.config import Config
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.config import Config
+from icefloe.optimizer.skew_report import build, encode, property_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jobs.data.optimize import optimize_table
+from icefloe.jobs.data.optimize import optimize_table
 from tests.integration.test_actors import ecfg, engine_of, fq
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

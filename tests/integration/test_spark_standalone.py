@@ -37,12 +37,12 @@ import pytest
 import yaml
 from pyiceberg.transforms import IdentityTransform
 
-from jobs.rewrite.commit import REWRITE_ID_PROPERTY
-from service.base.catalog import load_catalog
-from service.base.config import Config, load_config
-from service.base.tablestats import current_partitions
-from service.observe.status import gather
-from service.state.queue.redis import open_queue
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import Config, load_config
+from icefloe.base.tablestats import current_partitions
+from icefloe.jobs.rewrite.commit import REWRITE_ID_PROPERTY
+from icefloe.service.observe.status import gather
+from icefloe.state.queue.redis import open_queue
 from tests.integration.executor_python import ROOT, BarePython, PackedArchive
 from tests.support.config import config_raw
 
@@ -51,7 +51,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.redis]
 TABLE = "db.events"
 PARTS = ("eu", "us")
 APPENDS = 8  # each append adds one small file to every partition
-ARROW_JOB = "icefloe rewrite (arrow) "  # how jobs.rewrite.arrow_driver describes its Spark job
+ARROW_JOB = (
+    "icefloe rewrite (arrow) "  # how icefloe.jobs.rewrite.arrow_driver describes its Spark job
+)
 
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """Short-lived JVMs on two cores: the quick compiler only, one GC thread."""
@@ -193,7 +195,7 @@ def _icefloe(config: Path, *args: str, env: dict[str, str] | None = None) -> str
     """``icefloe --config CONFIG ARGS...``'s output; in its own process group, so that a
     timeout stops all of it (``submit``: spark-submit's JVM and the driver's Python)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service", "--config", str(config), *args],
+        [sys.executable, "-m", "icefloe", "--config", str(config), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

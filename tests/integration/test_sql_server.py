@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 import yaml
 
-from optimizer.skew_report import build, encode, property_name
-from service.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, local_jars
+from icefloe.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, local_jars
+from icefloe.optimizer.skew_report import build, encode, property_name
 from tests.support.config import config_raw
 
 pytestmark = pytest.mark.integration
 
-CLI = "from service.cli import main; main()"  # the `icefloe` entry point, this interpreter
+CLI = "from icefloe.app.cli import main; main()"  # the `icefloe` entry point, this interpreter
 
 
 SECRET = "not-on-the-command-line-0600"

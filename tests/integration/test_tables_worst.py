@@ -1,5 +1,5 @@
 """``icefloe tables --worst N``: the managed tables ordered by the documented health score
-(``optimizer.health_score``), recomputed here from each table's own files (PyIceberg
+(``icefloe.optimizer.health_score``), recomputed here from each table's own files (PyIceberg
 tables, no Spark, no Redis)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from optimizer.health_score import HealthInputs, health_score, removable_mse
-from service.base.catalog import load_catalog
-from service.base.config import load_config
-from service.base.tablestats import current_partitions
-from service.cli import cli
-from service.state.health import read_health
+from icefloe.app.cli import cli
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import load_config
+from icefloe.base.tablestats import current_partitions
+from icefloe.optimizer.health_score import HealthInputs, health_score, removable_mse
+from icefloe.state.health import read_health
 
 pytestmark = [pytest.mark.integration]
 

@@ -28,17 +28,17 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from jobs.history.flush import flush
-from jobs.skew.detect import save_report
-from service.base.catalog import load_catalog
-from service.base.config import Config, load_config
-from service.base.errors import UsageError
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.cli import cli
-from service.observe.tables import table_summary
-from service.state.ledger.redis import RedisLedger
-from service.web.server import UiServer, make_server, serve_in_thread
+from icefloe.app.cli import cli
+from icefloe.app.web.server import UiServer, make_server, serve_in_thread
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import Config, load_config
+from icefloe.base.errors import UsageError
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.jobs.history.flush import flush
+from icefloe.jobs.skew.detect import save_report
+from icefloe.service.observe.tables import table_summary
+from icefloe.state.ledger.redis import RedisLedger
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -208,7 +208,7 @@ def test_the_token_is_enforced_off_loopback(warehouse: tuple[Config, Any, RedisL
     cfg = warehouse[0]
     with pytest.raises(UsageError, match="--token"):
         make_server(cfg, "0.0.0.0", 0, None)
-    cmd = [sys.executable, "-m", "service", "--config", cfg.source, "ui", "--host", "0.0.0.0"]
+    cmd = [sys.executable, "-m", "icefloe", "--config", cfg.source, "ui", "--host", "0.0.0.0"]
     env = {k: v for k, v in os.environ.items() if k != "ICEFLOE_UI_TOKEN"}
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -247,7 +247,7 @@ def test_icefloe_ui_serves_the_page_and_names_a_taken_port(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    cmd = [sys.executable, "-m", "service", "--config", warehouse[0].source, "ui"]
+    cmd = [sys.executable, "-m", "icefloe", "--config", warehouse[0].source, "ui"]
     server = subprocess.Popen([*cmd, "--port", str(port)], cwd=REPO, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

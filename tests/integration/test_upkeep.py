@@ -1,5 +1,5 @@
-"""Maintenance as actions (``jobs.maintenance.run``) on real tables: each run verified from the
-metadata, and the verification fails when the procedure loses something."""
+"""Maintenance as actions (``icefloe.jobs.maintenance.run``) on real tables: each run verified from
+the metadata, and the verification fails when the procedure loses something."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.maintenance import procedures as maintenance
-from jobs.maintenance import run as upkeep
-from service.base.catalog import load_table
-from service.base.errors import OperationFailed
+from icefloe.base.catalog import load_table
+from icefloe.base.errors import OperationFailed
+from icefloe.jobs.maintenance import procedures as maintenance
+from icefloe.jobs.maintenance import run as upkeep
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -142,7 +142,7 @@ def test_cli_maintain_dry_run_then_run(spark, cfg, catalog, namespace, tmp_path,
 
     import yaml
 
-    from service.cli import main as cli_main
+    from icefloe.app.cli import main as cli_main
 
     _, ident = _table(spark, namespace, commits=6)
     path = tmp_path / "icefloe.yaml"

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.data.optimize import optimize_table
+from icefloe.jobs.data.optimize import optimize_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

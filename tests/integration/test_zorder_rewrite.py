@@ -11,11 +11,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.base.plan import FileGroup
-from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
-from jobs.rewrite.exact import ExactRewrite
-from service.base.catalog import spark_table_name
-from service.base.tablestats import current_partitions
+from icefloe.base.catalog import spark_table_name
+from icefloe.base.tablestats import current_partitions
+from icefloe.jobs.base.plan import FileGroup
+from icefloe.jobs.rewrite.arrow_engine import ArrowTable, slim_metadata
+from icefloe.jobs.rewrite.exact import ExactRewrite
 from tests.support.zorder import assert_zordered
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -1,6 +1,6 @@
 """What only a Redis Cluster shows: ``redis.cluster`` picks the client, a setting that does
 not match the server is named at once, and the keys spread over the masters as
-:mod:`service.base.keys` says (the queue on one, each table's stats wherever its tag hashes)."""
+:mod:`icefloe.base.keys` says (the queue on one, each table's stats wherever its tag hashes)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from optimizer import stats_from_sizes
-from service.base.config import Config
-from service.base.errors import ConfigError
-from service.base.keys import Keys
-from service.base.redis_client import connect
-from service.state.queue import ActionItem
-from service.state.queue.redis import open_queue
-from service.state.rolling.redis import RollingStats
+from icefloe.base.config import Config
+from icefloe.base.errors import ConfigError
+from icefloe.base.keys import Keys
+from icefloe.base.redis_client import connect
+from icefloe.optimizer import stats_from_sizes
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.redis import open_queue
+from icefloe.state.rolling.redis import RollingStats
 from tests.support.cluster import LocalCluster, primaries
 from tests.support.config import TEST_REDIS_URL, make_config
 

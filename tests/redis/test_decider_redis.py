@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from service.base.config import DeciderSettings
-from service.base.errors import ServiceUnavailable
-from service.base.keys import Keys, shard_of
-from service.decider.loop import Decider
-from service.decider.wiring import open_decider
-from service.observe.status import gather
-from service.state.ledger.redis import RedisLedger
-from service.state.queue import ActionItem
-from service.state.queue.redis import RedisQueue
+from icefloe.base.config import DeciderSettings
+from icefloe.base.errors import ServiceUnavailable
+from icefloe.base.keys import Keys, shard_of
+from icefloe.service.decider.loop import Decider
+from icefloe.service.decider.wiring import open_decider
+from icefloe.service.observe.status import gather
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.redis import RedisQueue
 from tests.support.config import TEST_REDIS_URL, make_config
 
 pytestmark = [pytest.mark.redis]
@@ -72,7 +72,7 @@ def test_a_noisy_table_cannot_starve_the_others(redis_client: Any, tmp_path: Pat
 def test_a_batch_is_dispatched_whole_and_leased_whole(redis_client: Any, tmp_path: Path) -> None:
     """Batches of 16: the quiet table's item first (its head costs less), then the noisy
     table's batch next to each other in the ready set, leased by one ``dequeue_batch``."""
-    from service.state.queue import budget_of
+    from icefloe.state.queue import budget_of
 
     d = _decider(redis_client, tmp_path, batch=16, ready_depth=4, quantum_bytes=1000)
     q = d.queue
@@ -133,8 +133,8 @@ def test_status_shows_leases_dead_letters_and_recent_actions(
 def test_metrics_endpoint_text() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from optimizer.maintenance_rules import MetadataHealth
-    from service.observe.metrics import DeciderMetrics
+    from icefloe.optimizer.maintenance_rules import MetadataHealth
+    from icefloe.service.observe.metrics import DeciderMetrics
 
     m = DeciderMetrics()
     registry = CollectorRegistry()
@@ -175,7 +175,7 @@ def test_metrics_endpoint_text() -> None:
 def test_queue_backlog_for_the_airflow_dag(
     redis_client: Any, redis_section: dict[str, Any], tmp_path: Path
 ) -> None:
-    from service.observe.status import queue_backlog
+    from icefloe.service.observe.status import queue_backlog
 
     cfg = make_config(tmp_path, redis=redis_section)  # connects by itself
     q = RedisQueue(redis_client, Keys.for_config(cfg))
@@ -223,9 +223,9 @@ def test_bad_events_written_by_hand_are_rejected_and_acked(
 def test_every_adapter_turns_a_down_redis_into_service_unavailable(tmp_path: Path) -> None:
     import redis
 
-    from service.state.events.redis import RedisEvents
-    from service.state.leader.redis import RedisLeader
-    from service.state.rolling.redis import RollingStats
+    from icefloe.state.events.redis import RedisEvents
+    from icefloe.state.leader.redis import RedisLeader
+    from icefloe.state.rolling.redis import RollingStats
 
     down = redis.Redis.from_url("redis://:s3cret@127.0.0.1:1/0", socket_connect_timeout=0.2)
     calls = [
@@ -250,8 +250,8 @@ def test_status_uses_the_tables_own_target_like_the_decider(
 ) -> None:
     """A table whose ``write.target-file-size-bytes`` is 1 MiB under a 128 MiB default: the
     decider judged it against a third of 1 MiB, and so must status."""
-    from optimizer import stats_from_sizes
-    from service.state.rolling.redis import RollingStats
+    from icefloe.optimizer import stats_from_sizes
+    from icefloe.state.rolling.redis import RollingStats
 
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": 128 << 20})
     store = RollingStats(redis_client, KEYS)
@@ -271,7 +271,7 @@ def test_decide_once_releases_the_leader_lease(
     import yaml
     from click.testing import CliRunner
 
-    from service.cli import cli
+    from icefloe.app.cli import cli
     from tests.support.config import config_raw
 
     conf = tmp_path / "icefloe.yaml"

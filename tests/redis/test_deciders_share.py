@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from service.base.config import DeciderSettings
-from service.base.keys import Keys, shard_of
-from service.decider.loop import Decider
-from service.decider.wiring import open_decider
-from service.state.shards import LEASE_FRACTION
+from icefloe.base.config import DeciderSettings
+from icefloe.base.keys import Keys, shard_of
+from icefloe.service.decider.loop import Decider
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.shards import LEASE_FRACTION
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.redis]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys, shard_of
-from service.state.events import CommitEvents
-from service.state.events.redis import RedisEvents
+from icefloe.base.keys import Keys, shard_of
+from icefloe.state.events import CommitEvents
+from icefloe.state.events.redis import RedisEvents
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.redis]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.health import HealthStore
-from service.state.health.redis import RedisHealth
+from icefloe.base.keys import Keys
+from icefloe.state.health import HealthStore
+from icefloe.state.health.redis import RedisHealth
 from tests.support.contracts.health import HEALTH, HealthContract, T
 
 pytestmark = [pytest.mark.redis]

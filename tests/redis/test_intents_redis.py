@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.intents import Intents
-from service.state.intents.redis import RedisIntents
-from service.state.queue import PriorityQueue
-from service.state.queue.redis import RedisQueue
+from icefloe.base.keys import Keys
+from icefloe.state.intents import Intents
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.queue import PriorityQueue
+from icefloe.state.queue.redis import RedisQueue
 from tests.support.contracts.intents import IntentsContract
 
 pytestmark = [pytest.mark.redis]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.layout import LayoutDelta, LayoutStore
-from service.state.layout.redis import RedisLayouts
+from icefloe.base.keys import Keys
+from icefloe.state.layout import LayoutDelta, LayoutStore
+from icefloe.state.layout.redis import RedisLayouts
 from tests.support.contracts.layout import P1, SIG, LayoutContract, T, fb
 
 pytestmark = [pytest.mark.redis]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.leader import Leader
-from service.state.leader.redis import RedisLeader
+from icefloe.base.keys import Keys
+from icefloe.state.leader import Leader
+from icefloe.state.leader.redis import RedisLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.redis]

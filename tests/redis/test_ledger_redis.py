@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.ledger import Ledger
-from service.state.ledger.redis import RedisLedger
+from icefloe.base.keys import Keys
+from icefloe.state.ledger import Ledger
+from icefloe.state.ledger.redis import RedisLedger
 from tests.support.contracts.ledger import T0, LedgerContract
 
 pytestmark = [pytest.mark.redis]

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.queue import PriorityQueue
-from service.state.queue.redis import RedisQueue
+from icefloe.base.keys import Keys
+from icefloe.state.queue import PriorityQueue
+from icefloe.state.queue.redis import RedisQueue
 from tests.support.cluster import all_keys, primaries
 from tests.support.contracts.queue import T0, QueueContract, item
 
@@ -162,7 +162,7 @@ def test_a_batch_is_leased_whole_when_another_actor_takes_the_head_meanwhile(
     """Between the peek and the lease another actor takes the head: the batch script
     changes nothing, the peek is repeated, and the rest of the run is leased as one batch
     (two actors polling together never split a table's batch item by item)."""
-    from service.state.queue import Budget
+    from icefloe.state.queue import Budget
 
     q, other = (
         RedisQueue(redis_client, Keys("icefloe-test")),

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from optimizer import stats_from_sizes
-from service.base.keys import Keys
-from service.state.ledger.redis import RedisLedger
-from service.state.rolling import PartitionDelta, StatsStore, encode
-from service.state.rolling.redis import RollingStats
+from icefloe.base.keys import Keys
+from icefloe.optimizer import stats_from_sizes
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.rolling import PartitionDelta, StatsStore, encode
+from icefloe.state.rolling.redis import RollingStats
 from tests.support.cluster import all_keys
 from tests.support.contracts.rolling import T0, TARGET, StatsContract, T
 

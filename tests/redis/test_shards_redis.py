@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from service.base.keys import Keys
-from service.state.shards import Shards
-from service.state.shards.redis import RedisShards
+from icefloe.base.keys import Keys
+from icefloe.state.shards import Shards
+from icefloe.state.shards.redis import RedisShards
 from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.redis]

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.rewrite import arrow_engine as ar
-from optimizer.sortorder import ascending
+from icefloe.jobs.rewrite import arrow_engine as ar
+from icefloe.optimizer.sortorder import ascending
 
 
 def make_table(tmp_path: Path) -> Any:

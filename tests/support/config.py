@@ -12,16 +12,16 @@ from typing import Any
 
 import yaml
 
-from service.base.config import DEFAULT_CONFIG, Config, build_config
+from icefloe.base.config import DEFAULT_CONFIG, Config, build_config
 
 TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REPO = Path(__file__).resolve().parents[2]
 
 
 def part(spec_id: int = 0, kind: str = "string", **values: Any) -> str:
-    """The encoded :class:`~service.base.partition_key.PartitionKey` of a partition whose fields
+    """The encoded :class:`~icefloe.base.partition_key.PartitionKey` of a partition whose fields
     are all of type ``kind`` (``part(region="eu")``: a string identity partition)."""
-    from service.base.partition_key import PartitionKey
+    from icefloe.base.partition_key import PartitionKey
 
     fields = [(name, kind) for name in values]
     return PartitionKey.of(spec_id, fields, list(values.values())).encode()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from jobs.rewrite.zorder_rows import zorder_keys
+from icefloe.jobs.rewrite.zorder_rows import zorder_keys
 
 
 def assert_zordered(files: Sequence[pa.Table], columns: Sequence[str]) -> None:

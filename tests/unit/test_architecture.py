@@ -17,10 +17,12 @@ from pathlib import Path
 import grimp
 import pytest
 
+from icefloe import LAYERS
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("optimizer", "service", "jobs")
+PACKAGES = ("icefloe",)
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
@@ -41,12 +43,12 @@ def _graph() -> grimp.ImportGraph:
 
 
 def _sources() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+    return sorted(p for layer in LAYERS for p in (ROOT / layer).rglob("*.py"))
 
 
-# ``python -m service``: two lines that call ``service.cli`` (the top layer); the contract
+# ``python -m icefloe``: two lines that call ``icefloe.app.cli`` (the top layer); the contract
 # names packages, so this one module stands above it
-ENTRY = "service.__main__"
+ENTRY = "icefloe.__main__"
 
 
 def test_every_module_is_in_exactly_one_layer() -> None:
@@ -61,16 +63,28 @@ def test_every_module_is_in_exactly_one_layer() -> None:
         if len(owners) != 1:
             homeless.append(f"{module}: {owners or 'no layer'}")
     assert not homeless, "place these in setup.cfg's layers contract:\n" + "\n".join(homeless)
-    assert graph.find_modules_directly_imported_by(ENTRY) == {"service.cli"}
+    assert graph.find_modules_directly_imported_by(ENTRY) == {"icefloe.app.cli"}
 
 
-def test_the_layers_contract_names_packages_only() -> None:
-    """A module's folder tells its layer: each row names packages, at most 10 rows."""
-    layers = _layers()
-    assert len(layers) <= 10
-    for name in (m for layer in layers for m in layer):
-        path = ROOT.joinpath(*name.split("."))
-        assert (path / "__init__.py").is_file(), f"{name} is not a package"
+def test_the_layers_contract_names_the_folders_top_to_bottom() -> None:
+    """A module's folder tells its layer: one row a top-level folder, in LAYERS' order."""
+    assert _layers() == [[f"icefloe.{layer}"] for layer in LAYERS]
+
+
+def test_every_folder_opens_by_naming_its_layer() -> None:
+    for number, layer in enumerate(LAYERS, start=1):
+        doc = ast.get_docstring(ast.parse((ROOT / layer / "__init__.py").read_text())) or ""
+        assert doc.startswith(f"Layer {number} of {len(LAYERS)}"), f"{layer}/__init__.py"
+
+
+def test_the_import_root_maps_each_folder_under_it() -> None:
+    """``icefloe/<layer>`` is a relative link to ``<layer>/`` (what mypy, import-linter and
+    editors read); setup.py maps the same folders for the wheel."""
+    for layer in LAYERS:
+        link = ROOT / "icefloe" / layer
+        assert link.is_symlink() and link.readlink() == Path("..", layer), link
+    mapped = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} - {"tests"}
+    assert mapped == {"icefloe", *LAYERS}, "a top-level package that is not a layer"
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -280,29 +294,29 @@ def _unexplained(lines: list[str], block: list[ast.stmt]) -> list[str]:
 
 def test_lazy_import_finder_finds_them() -> None:
     source = (
-        "from service.base.config import Config\n"
+        "from icefloe.base.config import Config\n"
         "def f():\n"
         "    import json\n"
-        "    from service.base.keys import Keys\n"
+        "    from icefloe.base.keys import Keys\n"
         "    if x:\n"
-        "        from jobs.base.plan import (\n"
+        "        from icefloe.jobs.base.plan import (\n"
         "            plan_table,\n"
         "        )\n"
         "    # the planner: only for a sort\n"
-        "    from jobs.base.plan import load_and_plan\n"
+        "    from icefloe.jobs.base.plan import load_and_plan\n"
         "    from optimizer import binpack\n"
-        "    from service.state import queue  # stores: only for status\n"
+        "    from icefloe.state import queue  # stores: only for status\n"
         "    def g():\n"
-        "        import optimizer.entropy\n"
+        "        import icefloe.optimizer.entropy\n"
         "        from .sibling import x\n"
         "class C:\n"
         "    def m(self):\n"
         "        from pyspark.sql import functions as F\n"
     )
     assert _unexplained_lazy_imports(source) == [
-        "4 from service.base.keys import Keys",
-        "6 from jobs.base.plan import plan_table",
-        "14 import optimizer.entropy",
+        "4 from icefloe.base.keys import Keys",
+        "6 from icefloe.jobs.base.plan import plan_table",
+        "14 import icefloe.optimizer.entropy",
         "15 from .sibling import x",
     ]
 

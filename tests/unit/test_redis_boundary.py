@@ -1,5 +1,5 @@
-"""Redis stays behind the adapters: only ``service/state/<adapter>/redis.py`` and the client
-factory ``service/base/redis_client.py`` talk to it.
+"""Redis stays behind the adapters: only ``state/<adapter>/redis.py`` and the client
+factory ``base/redis_client.py`` talk to it.
 
 Every other module of ``service/`` and ``jobs/`` is read (AST, lazy imports included) for
 the two ways Redis leaks: importing ``redis`` (its client, errors or scripts), and calling a
@@ -21,12 +21,12 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTERS = "service/state/*/redis.py"
-FACTORY = "service/base/redis_client.py"
+ADAPTERS = "state/*/redis.py"
+FACTORY = "base/redis_client.py"
 ALLOWED = {
-    "service/ops/doctor.py": "the doctor probes a configured Redis with its own short timeouts "
+    "app/ops/doctor.py": "the doctor probes a configured Redis with its own short timeouts "
     "and names an authentication failure apart from an unreachable server",
-    "service/ops/redis_local.py": "starts a local redis-server and pings its loopback URL "
+    "app/ops/redis_local.py": "starts a local redis-server and pings its loopback URL "
     "before any config or adapter exists",
 }
 # names only a Redis client answers to: flagged on any object
@@ -125,7 +125,7 @@ def test_only_the_adapters_and_the_client_factory_talk_to_redis() -> None:
         for p in _outside_the_adapters()
         if (found := violations(p.read_text()))
     }
-    assert leaks == {}, "go through an adapter in service/state/ (or the client factory)"
+    assert leaks == {}, "go through an adapter in state/ (or the client factory)"
 
 
 def test_the_allowed_modules_still_need_it() -> None:

@@ -1,4 +1,4 @@
-"""The commit-events contract suite: every :class:`service.state.events.CommitEvents` runs these.
+"""The commit-events contract suite: every :class:`icefloe.state.events.CommitEvents` runs these.
 
 ``EventsContract`` is not collected by itself; ``TestMemoryEvents`` in
 ``tests/unit/service/test_events.py`` runs it on the in-memory stream,
@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
-from service.base.keys import shard_of
-from service.state.events import CommitEvents
+from icefloe.base.keys import shard_of
+from icefloe.state.events import CommitEvents
 
 
 class EventsContract:

@@ -1,4 +1,4 @@
-"""The metadata-health store contract suite: every :class:`service.state.health.HealthStore`
+"""The metadata-health store contract suite: every :class:`icefloe.state.health.HealthStore`
 runs these.
 
 ``HealthContract`` is not collected by itself; ``tests/unit/service/test_health.py`` runs it
@@ -11,8 +11,8 @@ import dataclasses
 
 import pytest
 
-from optimizer.maintenance_rules import MetadataHealth
-from service.state.health import HealthStore
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.state.health import HealthStore
 
 T = "db.t"
 HEALTH = MetadataHealth.of(7, [100, 2000, 50], 1000, [1, 2, 3], 4096, 1, (10, 2, 3))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.state.intents import Intent, Intents, sweep
-from service.state.queue import ActionItem, PriorityQueue
+from icefloe.state.intents import Intent, Intents, sweep
+from icefloe.state.queue import ActionItem, PriorityQueue
 
 T0 = 1_790_000_000.0
 
@@ -71,7 +71,8 @@ class IntentsContract:
         assert intents.abandoned() == []
 
     def test_an_adhoc_run_records_under_its_own_deadline(self) -> None:
-        """``icefloe optimize`` (service.actor.adhoc): no queue item, a deadline it renews."""
+        """``icefloe optimize`` (icefloe.service.actor.adhoc): no queue item, a deadline it
+        renews."""
         q, intents = self.make()
         adhoc: Any = intents
         assert adhoc.record_adhoc("run-1", "db.t", T0, ["/a"], []) is False  # no lease yet

@@ -1,4 +1,4 @@
-"""The layout store contract suite: every :class:`service.state.layout.LayoutStore` runs
+"""The layout store contract suite: every :class:`icefloe.state.layout.LayoutStore` runs
 these.
 
 ``LayoutContract`` is not collected by itself; ``tests/unit/service/test_layout.py`` runs it
@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from optimizer.layout import Depth, FileBounds
-from service.state.layout import LayoutDelta, LayoutMismatch, LayoutStore
+from icefloe.optimizer.layout import Depth, FileBounds
+from icefloe.state.layout import LayoutDelta, LayoutMismatch, LayoutStore
 
 T = "db.t"
 SIG = "sort:id"

@@ -1,4 +1,4 @@
-"""The leader-lease contract suite: every :class:`service.state.leader.Leader` runs these.
+"""The leader-lease contract suite: every :class:`icefloe.state.leader.Leader` runs these.
 
 ``LeaderContract`` is not collected by itself; ``TestMemoryLeader`` in
 ``tests/unit/service/test_leader.py`` runs it, ``tests/redis/test_leader_redis.py`` on Redis.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from service.state.leader import Leader
+from icefloe.state.leader import Leader
 
 
 class LeaderContract:

@@ -1,4 +1,4 @@
-"""The ledger contract suite: every :class:`service.state.ledger.Ledger` runs these.
+"""The ledger contract suite: every :class:`icefloe.state.ledger.Ledger` runs these.
 
 ``LedgerContract`` is not collected by itself; ``tests/unit/service/test_ledger.py`` runs it
 on the in-memory ledger, ``tests/redis/test_ledger_redis.py`` on Redis and a Redis Cluster.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.ledger import Ledger, stream_order
+from icefloe.state.ledger import Ledger, stream_order
 
 T0 = 1_790_000_000.0
 

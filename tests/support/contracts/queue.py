@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from service.state.queue import ActionItem, Budget, PriorityQueue
+from icefloe.state.queue import ActionItem, Budget, PriorityQueue
 
 T0 = 1_790_000_000.0
 

@@ -1,4 +1,4 @@
-"""The stats-store contract suite: every :class:`service.state.rolling.StatsStore` runs these
+"""The stats-store contract suite: every :class:`icefloe.state.rolling.StatsStore` runs these
 (the bookkeeping beside it: ``tests/support/contracts/ledger.py``).
 
 ``StatsContract`` is not collected by itself (``__test__ = False``); ``TestMemoryStats``
@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from optimizer import PartitionStats, stats_from_sizes
-from service.state.rolling import GapError, PartitionDelta, StatsStore
+from icefloe.optimizer import PartitionStats, stats_from_sizes
+from icefloe.state.rolling import GapError, PartitionDelta, StatsStore
 
 T = "db.t"
 TARGET = 1000
@@ -33,7 +33,7 @@ class StatsContract:
         raise NotImplementedError
 
     def counters(self) -> dict[str, int]:
-        """The counters of the ledger the store counts into (:mod:`service.state.ledger`)."""
+        """The counters of the ledger the store counts into (:mod:`icefloe.state.ledger`)."""
         raise NotImplementedError
 
     def forget_stats_format(self, store: StatsStore, table: str) -> None:

@@ -1,4 +1,4 @@
-"""The shard-lease contract suite: every :class:`service.state.shards.Shards` runs these.
+"""The shard-lease contract suite: every :class:`icefloe.state.shards.Shards` runs these.
 
 ``ShardsContract`` is not collected by itself; ``TestMemoryShards`` in
 ``tests/unit/service/test_shards.py`` runs it, ``tests/redis/test_shards_redis.py`` on a
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from service.state.shards import LEASE_FRACTION, Shards
+from icefloe.state.shards import LEASE_FRACTION, Shards
 
 
 class ShardsContract:

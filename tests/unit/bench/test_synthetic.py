@@ -13,11 +13,11 @@ from types import ModuleType
 
 import pytest
 
-from optimizer import stats_from_sizes
-from service.base.partition_key import display_key
-from service.state.rolling import scan as rolling_scan
-from service.state.rolling.memory import MemoryStats
-from service.state.rolling.scan import catch_up, full_stats, snapshot_delta
+from icefloe.base.partition_key import display_key
+from icefloe.optimizer import stats_from_sizes
+from icefloe.state.rolling import scan as rolling_scan
+from icefloe.state.rolling.memory import MemoryStats
+from icefloe.state.rolling.scan import catch_up, full_stats, snapshot_delta
 
 pytestmark = [pytest.mark.unit]
 

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.rewrite import arrow_deletes
-from jobs.rewrite import arrow_engine as ar
-from jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
+from icefloe.jobs.rewrite import arrow_deletes
+from icefloe.jobs.rewrite import arrow_engine as ar
+from icefloe.jobs.rewrite.arrow_deletes import DeleteIndex, drop_positions
 from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 
 pytestmark = pytest.mark.unit

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.rewrite import arrow_engine as ar
-from jobs.rewrite.file_bytes import plain_readable
+from icefloe.jobs.rewrite import arrow_engine as ar
+from icefloe.jobs.rewrite.file_bytes import plain_readable
 from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 
 pytestmark = pytest.mark.unit
@@ -282,7 +282,7 @@ def test_files_of_an_older_schema_are_projected_by_field_id(table, tmp_path):
 
 
 def test_each_written_file_comes_back_with_its_size_and_footer(table, tmp_path):
-    """The footer handed to the commit (jobs.rewrite.new_files) is the file's own: its
+    """The footer handed to the commit (icefloe.jobs.rewrite.new_files) is the file's own: its
     Thrift bytes are those pyarrow reads the metadata from, its size the file's."""
     result = ar.rewrite_group(arrow_table(table), arrow_group(table, 2, tmp_path))
     assert sorted(result.footers) == sorted(p for p, _ in result.files)

@@ -10,10 +10,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.rewrite.arrow_engine import ArrowTable, slim_metadata, write_parquet
-from jobs.rewrite.calibrate import encoded_size, sampled_rate
-from service.base.tablestats import current_partitions
-from service.demo.orderlines import OrderLines
+from icefloe.app.demo.orderlines import OrderLines
+from icefloe.base.tablestats import current_partitions
+from icefloe.jobs.rewrite.arrow_engine import ArrowTable, slim_metadata, write_parquet
+from icefloe.jobs.rewrite.calibrate import encoded_size, sampled_rate
 
 pytestmark = pytest.mark.unit
 

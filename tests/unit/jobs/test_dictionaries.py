@@ -1,4 +1,4 @@
-"""The Arrow engine's per-column dictionary choice (``jobs.rewrite.dictionaries``), against
+"""The Arrow engine's per-column dictionary choice (``icefloe.jobs.rewrite.dictionaries``), against
 the brute force: write the column both ways and keep the smaller file."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.rewrite.dictionaries import dictionary_columns, leaf_paths
+from icefloe.jobs.rewrite.dictionaries import dictionary_columns, leaf_paths
 
 
 def written_bytes(table: pa.Table, dictionary: bool) -> int:

@@ -1,4 +1,4 @@
-"""jobs.rewrite.float_metrics: a file's floating-point columns counted as Iceberg's writer
+"""icefloe.jobs.rewrite.float_metrics: a file's floating-point columns counted as Iceberg's writer
 counts them (NaN counts; bounds without NaN, -0.0 below 0.0; a struct's nulls its fields'
 nulls; nothing for list elements). The integration test compares them with Iceberg's."""
 
@@ -9,7 +9,7 @@ import math
 import pyarrow as pa
 import pytest
 
-from jobs.rewrite.float_metrics import FloatMetrics, float_metrics
+from icefloe.jobs.rewrite.float_metrics import FloatMetrics, float_metrics
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobs.history import table as history
+from icefloe.jobs.history import table as history
 
 pytestmark = pytest.mark.unit
 

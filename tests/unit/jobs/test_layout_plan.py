@@ -1,12 +1,12 @@
-"""The layout side of planning (``jobs.base.layout``): files in key order, the least
+"""The layout side of planning (``icefloe.jobs.base.layout``): files in key order, the least
 re-sort, and the rule a rewrite's real depth must meet before it is committed."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobs.base.layout import depth_allows, key_order, layout_groups
-from service.base.layoutspec import LayoutSpec
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.jobs.base.layout import depth_allows, key_order, layout_groups
 
 SPEC = LayoutSpec("sort", ("ts",), (1,), ("long",), 1.25)
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.data.committing import worth_committing
-from optimizer import predict_output_sizes, stats_from_sizes
+from icefloe.jobs.data.committing import worth_committing
+from icefloe.optimizer import predict_output_sizes, stats_from_sizes
 
 pytestmark = pytest.mark.unit
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.rewrite.cleanup import prune
-from jobs.rewrite.locations import local_path
+from icefloe.jobs.rewrite.cleanup import prune
+from icefloe.jobs.rewrite.locations import local_path
 
 pytestmark = pytest.mark.unit
 

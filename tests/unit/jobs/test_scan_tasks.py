@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.java_errors import may_be_missing
-from jobs.rewrite.tasks import ScanTasks
-from service.base.errors import OperationFailed
+from icefloe.base.errors import OperationFailed
+from icefloe.jobs.rewrite.java_errors import may_be_missing
+from icefloe.jobs.rewrite.tasks import ScanTasks
 
 pytestmark = pytest.mark.unit
 

@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.rewrite.sort_rows import bucket_keys, row_order, sorted_batches
-from optimizer.sortorder import SortField
+from icefloe.jobs.rewrite.sort_rows import bucket_keys, row_order, sorted_batches
+from icefloe.optimizer.sortorder import SortField
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jobs.base.verify import (
+from icefloe.jobs.base.verify import (
     KEY,
     Checksum,
     checksum_exprs,

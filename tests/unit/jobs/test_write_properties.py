@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.arrow_driver import ArrowDriver
-from jobs.rewrite.write_properties import (
+from icefloe.jobs.rewrite.arrow_driver import ArrowDriver
+from icefloe.jobs.rewrite.write_properties import (
     HONOURED,
     row_group_rows,
     spark_only_reason,
@@ -169,7 +169,7 @@ def test_the_arrow_engine_writes_row_groups_of_the_tables_byte_size(tmp_path: An
     import pyarrow.parquet as pq
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from jobs.rewrite import arrow_engine as ar
+    from icefloe.jobs.rewrite import arrow_engine as ar
 
     catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}")
     catalog.create_namespace("db")

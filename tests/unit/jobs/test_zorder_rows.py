@@ -1,5 +1,5 @@
-"""Z-order keys over Arrow columns (:mod:`jobs.rewrite.zorder_rows`) against the pure
-reference (:func:`optimizer.zorder.zorder_bytes` of ``ordered_value``), row for row; their
+"""Z-order keys over Arrow columns (:mod:`icefloe.jobs.rewrite.zorder_rows`) against the pure
+reference (:func:`icefloe.optimizer.zorder.zorder_bytes` of ``ordered_value``), row for row; their
 sort; and the Arrow engine writing a group in z-order (no Spark)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.rewrite import arrow_engine as ar
-from jobs.rewrite.zorder_rows import (
+from icefloe.jobs.rewrite import arrow_engine as ar
+from icefloe.jobs.rewrite.zorder_rows import (
     _interleave,
     aligned_cuts,
     cut_levels,
@@ -28,7 +28,7 @@ from jobs.rewrite.zorder_rows import (
     zorder_sort_indices,
     zordered_files,
 )
-from optimizer.zorder import ordered_value, zorder_bytes
+from icefloe.optimizer.zorder import ordered_value, zorder_bytes
 from tests.support.arrow import arrow_group, arrow_table, make_table, read_files
 from tests.support.zorder import assert_zordered
 
@@ -57,7 +57,7 @@ KINDS: dict[str, tuple[pa.DataType, st.SearchStrategy[Any]]] = {
 
 
 def reference(table: pa.Table, columns: list[str]) -> list[bytes]:
-    """``optimizer.zorder``'s key of each row, from its Python values."""
+    """``icefloe.optimizer.zorder``'s key of each row, from its Python values."""
     return [
         zorder_bytes([ordered_value(row[c]) for c in columns])
         for row in table.select(columns).to_pylist()

@@ -16,8 +16,8 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from optimizer.candidates import SPILL_GROUP_TARGETS, Group
-from optimizer.entropy import (
+from icefloe.optimizer.candidates import SPILL_GROUP_TARGETS, Group
+from icefloe.optimizer.entropy import (
     is_short,
     one_file_max,
     output_count,
@@ -25,8 +25,8 @@ from optimizer.entropy import (
     predict_output_sizes,
     stats_from_sizes,
 )
-from optimizer.linebreak import best_runs
-from optimizer.planner import NEAR_TARGET_FRACTION, Plan, folded
+from icefloe.optimizer.linebreak import best_runs
+from icefloe.optimizer.planner import NEAR_TARGET_FRACTION, Plan, folded
 
 _SPILL_TRIM_PASSES = 4
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import first_fit_decreasing
-from optimizer.binpack import Spread, balance, ffd_packing, lpt_spread
+from icefloe.optimizer import first_fit_decreasing
+from icefloe.optimizer.binpack import Spread, balance, ffd_packing, lpt_spread
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import (
+from icefloe.optimizer import (
     PartitionStats,
     apply_delta,
     file_error,

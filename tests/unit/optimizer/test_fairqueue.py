@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from optimizer import (
+from icefloe.optimizer import (
     DeficitWeightedRoundRobin,
     FlowView,
     PriorityScheduler,

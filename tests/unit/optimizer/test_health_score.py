@@ -1,4 +1,4 @@
-"""The table health score (``optimizer.health_score``): the formula by hand on worked
+"""The table health score (``icefloe.optimizer.health_score``): the formula by hand on worked
 examples, bounds and monotonicity over generated tables, and the worst-first ranking."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer import stats_from_sizes
-from optimizer.health_score import (
+from icefloe.optimizer import stats_from_sizes
+from icefloe.optimizer.health_score import (
     WEIGHTS,
     HealthInputs,
     Score,
@@ -22,7 +22,7 @@ from optimizer.health_score import (
     removable_mse,
     steady_ages,
 )
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 pytestmark = [pytest.mark.unit]
 

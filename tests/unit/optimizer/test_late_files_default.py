@@ -13,11 +13,11 @@ import random
 
 import pytest
 
-from optimizer.entropy import output_count, stats_from_sizes
-from optimizer.layout import FileBounds
-from optimizer.layoutplan import plan_layout
-from optimizer.verdict import Layout, Rules, partition_verdict
-from service.base.config import TablePolicy
+from icefloe.base.config import TablePolicy
+from icefloe.optimizer.entropy import output_count, stats_from_sizes
+from icefloe.optimizer.layout import FileBounds
+from icefloe.optimizer.layoutplan import plan_layout
+from icefloe.optimizer.verdict import Layout, Rules, partition_verdict
 
 pytestmark = [pytest.mark.unit]
 

@@ -1,6 +1,6 @@
 """Clustering depth and layout plans, against slow references and a brute force.
 
-The references share no code with ``optimizer.layout``: bounds become numbers (``None`` =
+The references share no code with ``icefloe.optimizer.layout``: bounds become numbers (``None`` =
 ±inf), a file's depth is the deepest of *all* endpoints inside it, counted file by file
 (O(n²)), and the rewrite model is re-derived from the module doc. The brute force then
 tries every subset of overlapping files.
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import (
+from icefloe.optimizer import (
     Depth,
     FileBounds,
     LayoutPlan,

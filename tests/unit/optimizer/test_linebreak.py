@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import best_runs, one_file_max
-from optimizer.linebreak import runs_sse
+from icefloe.optimizer import best_runs, one_file_max
+from icefloe.optimizer.linebreak import runs_sse
 
 pytestmark = pytest.mark.unit
 

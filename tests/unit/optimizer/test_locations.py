@@ -1,4 +1,4 @@
-"""Table locations compared (``optimizer.locations``): when orphan removal on one table
+"""Table locations compared (``icefloe.optimizer.locations``): when orphan removal on one table
 could delete another's files, and the hold that keeps it from running."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer.actions import table_needs
-from optimizer.locations import (
+from icefloe.optimizer.actions import table_needs
+from icefloe.optimizer.locations import (
     locations_overlap,
     normalize_location,
     shared_location_hold,
     sharing_tables,
 )
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
 pytestmark = [pytest.mark.unit]
 

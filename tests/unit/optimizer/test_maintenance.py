@@ -1,5 +1,5 @@
-"""When metadata maintenance pays (``optimizer.maintenance_rules``): each rule's threshold, and
-the manifests' health equal to a direct computation."""
+"""When metadata maintenance pays (``icefloe.optimizer.maintenance_rules``): each rule's threshold,
+and the manifests' health equal to a direct computation."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from optimizer import PartitionStats, stats_from_sizes
-from optimizer.actions import table_needs
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
-from optimizer.verdict import deletes_verdict
+from icefloe.optimizer import PartitionStats, stats_from_sizes
+from icefloe.optimizer.actions import table_needs
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from icefloe.optimizer.verdict import deletes_verdict
 
 pytestmark = [pytest.mark.unit]
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import (
+from icefloe.optimizer import (
     apply_delta,
     is_small,
     merge_estimate,
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.unit
 
 
 def planner_merges(sizes: list[int], target: int, tolerance: int, floor: int) -> bool:
-    """The actor's answer (``jobs.base.plan._plan_partition``'s gate, then the plan)."""
+    """The actor's answer (``icefloe.jobs.base.plan._plan_partition``'s gate, then the plan)."""
     stats = stats_from_sizes(sizes, target)
     if not stats.needs_work(tolerance):
         return False

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import output_count, plan_partition, stats_from_sizes
-from optimizer.output_model import (
+from icefloe.optimizer import output_count, plan_partition, stats_from_sizes
+from icefloe.optimizer.output_model import (
     BytesPerRow,
     OutputSplit,
     bytes_per_row,

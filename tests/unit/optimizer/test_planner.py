@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import (
+from icefloe.optimizer import (
     DEFAULT_TOLERANCE_FRACTION,
     NEAR_TARGET_FRACTION,
     Plan,
@@ -18,8 +18,14 @@ from optimizer import (
     predict_output_sizes,
     stats_from_sizes,
 )
-from optimizer.candidates import SPILL_GROUP_TARGETS, Group, balanced, ffd_groups, make_group
-from optimizer.planner import _guard
+from icefloe.optimizer.candidates import (
+    SPILL_GROUP_TARGETS,
+    Group,
+    balanced,
+    ffd_groups,
+    make_group,
+)
+from icefloe.optimizer.planner import _guard
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import first_fit_decreasing, plan_partition
-from optimizer.binpack import balance, ffd_packing, lpt_spread
+from icefloe.optimizer import first_fit_decreasing, plan_partition
+from icefloe.optimizer.binpack import balance, ffd_packing, lpt_spread
 from tests.unit.optimizer import reference_planner as ref
 
 pytestmark = pytest.mark.unit

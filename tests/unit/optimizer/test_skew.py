@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer.skew_stats import (
+from icefloe.optimizer.skew_stats import (
     HotKeyRules,
     gini,
     hot_keys,

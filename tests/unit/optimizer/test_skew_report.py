@@ -1,6 +1,6 @@
-"""The hot-key report's table property (``optimizer.skew_report``, format: ``jvm/README.md``):
-values written as Spark's CAST reads them back, reports that round-trip through the
-property's JSON, the 64-key cap, and when a report is current."""
+"""The hot-key report's table property (``icefloe.optimizer.skew_report``, format:
+``jvm/README.md``): values written as Spark's CAST reads them back, reports that round-trip through
+the property's JSON, the 64-key cap, and when a report is current."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.skew_report import (
+from icefloe.optimizer.skew_report import (
     MAX_KEYS,
     HotKeyReport,
     build,

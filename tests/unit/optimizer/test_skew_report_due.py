@@ -1,4 +1,4 @@
-"""When the hot-key reports are computed again (``optimizer.actions.skew_report``): never
+"""When the hot-key reports are computed again (``icefloe.optimizer.actions.skew_report``): never
 without ``skew_keys``; at once for a key without a report; otherwise only off the report's
 snapshot, once enough rows changed or half its trusted age passed. And the action is
 registered: its settings in the policy, its name where table actions are listed."""
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.actions import BY_NAME, SETTINGS, TABLE_ACTIONS, table_needs
-from optimizer.actions.skew_report import KEYS, MAX_AGE, NAME, RATIO
-from optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
-from optimizer.skew_report import ReportAge
+from icefloe.optimizer.actions import BY_NAME, SETTINGS, TABLE_ACTIONS, table_needs
+from icefloe.optimizer.actions.skew_report import KEYS, MAX_AGE, NAME, RATIO
+from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
+from icefloe.optimizer.skew_report import ReportAge
 
 pytestmark = pytest.mark.unit
 

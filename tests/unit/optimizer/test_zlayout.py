@@ -1,4 +1,4 @@
-"""Z-order clustering from files' boxes (``optimizer.zlayout``): by hand, against a brute
+"""Z-order clustering from files' boxes (``icefloe.optimizer.zlayout``): by hand, against a brute
 force of the definition, and the files a re-z-order takes."""
 
 from __future__ import annotations
@@ -7,9 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer.layout import FileBounds
-from optimizer.zlayout import corner_keys, ideal_depths, key_ordered, plan_zorder, zorder_depth
-from optimizer.zorder import ZORDER_BITS
+from icefloe.optimizer.layout import FileBounds
+from icefloe.optimizer.zlayout import (
+    corner_keys,
+    ideal_depths,
+    key_ordered,
+    plan_zorder,
+    zorder_depth,
+)
+from icefloe.optimizer.zorder import ZORDER_BITS
 
 pytestmark = pytest.mark.unit
 

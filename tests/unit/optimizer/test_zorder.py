@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import FileBounds, clustering_depth
-from optimizer.zorder import (
+from icefloe.optimizer import FileBounds, clustering_depth
+from icefloe.optimizer.zorder import (
     ordered_bytes,
     ordered_date,
     ordered_float,

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from service.actor import runners
-from service.actor.loop import Actor
-from service.actor.runners import spark_runner
-from service.base.partition_key import PartitionKey, display_key
-from service.state.queue import ActionItem
-from service.state.queue.memory import MemoryQueue
+from icefloe.base.partition_key import PartitionKey, display_key
+from icefloe.service.actor import runners
+from icefloe.service.actor.loop import Actor
+from icefloe.service.actor.runners import spark_runner
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.memory import MemoryQueue
 from tests.support.clock import Clock
 
 pytestmark = [pytest.mark.unit]
@@ -142,7 +142,7 @@ def test_a_report_with_failed_partitions_is_nacked_not_acked(
 ) -> None:
     """optimize_table reports a commit that kept conflicting as a failed partition: the
     action must come back (nack), not be acked as if its work were done."""
-    from service.actor.runners import spark_runner
+    from icefloe.service.actor.runners import spark_runner
 
     class Report:
         def to_dict(self) -> dict[str, Any]:
@@ -203,7 +203,7 @@ class Flaky:
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.left > 0:
                 self.left -= 1
-                from service.base.errors import ServiceUnavailable
+                from icefloe.base.errors import ServiceUnavailable
 
                 raise ServiceUnavailable(f"redis unreachable during queue {name}")
             return real(*args, **kwargs)
@@ -296,7 +296,7 @@ def test_sigterm_inside_on_sigterm_asks_to_stop_instead_of_killing() -> None:
     import os
     import signal
 
-    from service.base.signals import on_sigterm
+    from icefloe.base.signals import on_sigterm
 
     stop = threading.Event()
     before = signal.getsignal(signal.SIGTERM)

@@ -1,5 +1,5 @@
-"""Ad-hoc runs' write intents (service.actor.adhoc) on the in-memory intents: recorded under a
-lease of the run's own, forgotten when the run ends well, swept at once when it fails,
+"""Ad-hoc runs' write intents (icefloe.service.actor.adhoc) on the in-memory intents: recorded under
+a lease of the run's own, forgotten when the run ends well, swept at once when it fails,
 left to the decider's sweep when it is killed or the table cannot be read."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.guard import NO_GUARD
-from service.actor.adhoc import AdhocIntents, AdhocLeaseLost, adhoc_run
-from service.base.errors import ServiceUnavailable
-from service.state.intents import sweep
-from service.state.intents.memory import MemoryIntents
+from icefloe.base.errors import ServiceUnavailable
+from icefloe.jobs.rewrite.guard import NO_GUARD
+from icefloe.service.actor.adhoc import AdhocIntents, AdhocLeaseLost, adhoc_run
+from icefloe.state.intents import sweep
+from icefloe.state.intents.memory import MemoryIntents
 
 pytestmark = pytest.mark.unit
 

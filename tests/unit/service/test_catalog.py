@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from service.base.catalog import pyiceberg_properties, spark_catalog_conf, spark_table_name
-from service.base.config import CatalogConfig, build_config
-from service.base.errors import ConfigError
-from service.base.spark import spark_conf
+from icefloe.base.catalog import pyiceberg_properties, spark_catalog_conf, spark_table_name
+from icefloe.base.config import CatalogConfig, build_config
+from icefloe.base.errors import ConfigError
+from icefloe.base.spark import spark_conf
 from tests.support.config import base
 
 pytestmark = pytest.mark.unit

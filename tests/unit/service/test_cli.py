@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import cli
+from icefloe.app.cli import cli
 
 pytestmark = pytest.mark.unit
 
-ICEFLOE = [sys.executable, "-m", "service"]
+ICEFLOE = [sys.executable, "-m", "icefloe"]
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from service.cli import cli, main
+from icefloe.app.cli import cli, main
 
 pytestmark = pytest.mark.unit
 
@@ -32,8 +32,8 @@ def test_nan_and_infinity_are_rejected(argv: list[str]) -> None:
 def test_a_busy_metrics_port_is_one_line() -> None:
     import socket
 
-    from service.base.errors import UsageError
-    from service.observe.metrics import DeciderMetrics, serve
+    from icefloe.base.errors import UsageError
+    from icefloe.service.observe.metrics import DeciderMetrics, serve
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -82,7 +82,7 @@ def test_read_only_commands_create_no_catalog(
 
 def test_doctor_reports_a_missing_catalog_without_creating_it(tmp_path: Path) -> None:
     """Not an error (a new lake has none until its first write), but said, path and all."""
-    from service.ops.doctor import check_catalog
+    from icefloe.app.ops.doctor import check_catalog
     from tests.support.config import make_config
 
     cfg = make_config(tmp_path / "home")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from service.cli.common import Steps
+from icefloe.app.cli.common import Steps
 
 pytestmark = [pytest.mark.unit]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from service.base.config import (
+from icefloe.base.config import (
     DEFAULT_CONFIG,
     TARGET_PROPERTY,
     Config,
@@ -20,7 +20,7 @@ from service.base.config import (
     load_config,
     parse_table_identifier,
 )
-from service.base.errors import UsageError
+from icefloe.base.errors import UsageError
 from tests.support.config import base, embedded_defaults
 
 pytestmark = pytest.mark.unit

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from service.base.config import AirflowSettings, ConfigError, build_config, load_config
-from service.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
+from icefloe.base.config import AirflowSettings, ConfigError, build_config, load_config
+from icefloe.base.config.airflow_settings import MAX_ACTOR_RUN_SECONDS, MAX_JOB_SECONDS
 
 pytestmark = pytest.mark.unit
 

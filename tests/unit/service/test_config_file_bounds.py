@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.base.config import load_config
-from service.base.config.yamlfile import MAX_BYTES
-from service.base.errors import ConfigError
+from icefloe.base.config import load_config
+from icefloe.base.config.yamlfile import MAX_BYTES
+from icefloe.base.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -1,11 +1,11 @@
 """``maintenance.allow_shared_location``: the tables orphan removal may share a location
-with (``jobs.maintenance.sharing``), validated at load like every other key."""
+with (``icefloe.jobs.maintenance.sharing``), validated at load like every other key."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.base.config import ConfigError, build_config
+from icefloe.base.config import ConfigError, build_config
 
 pytestmark = [pytest.mark.unit]
 

@@ -11,22 +11,22 @@ from typing import Any
 
 import pytest
 
-from optimizer import PartitionStats, estimate, stats_from_sizes
-from service.base.config import DeciderSettings
-from service.base.errors import ServiceUnavailable, UsageError
-from service.cli.decide import partition_selector
-from service.decider.loop import Adapters, Decider
-from service.decider.pool import desired_actors
-from service.decider.wiring import open_decider
-from service.state.events.memory import MemoryEvents, MemoryStream
-from service.state.health.memory import MemoryHealth
-from service.state.layout.memory import MemoryLayouts
-from service.state.leader.memory import LeaderBoard, MemoryLeader
-from service.state.ledger.memory import MemoryLedger
-from service.state.queue import ActionItem
-from service.state.queue.memory import MemoryQueue
-from service.state.rolling.memory import MemoryStats
-from service.state.shards.memory import MemoryShards
+from icefloe.app.cli.decide import partition_selector
+from icefloe.base.config import DeciderSettings
+from icefloe.base.errors import ServiceUnavailable, UsageError
+from icefloe.optimizer import PartitionStats, estimate, stats_from_sizes
+from icefloe.service.decider.loop import Adapters, Decider
+from icefloe.service.decider.pool import desired_actors
+from icefloe.service.decider.wiring import open_decider
+from icefloe.state.events.memory import MemoryEvents, MemoryStream
+from icefloe.state.health.memory import MemoryHealth
+from icefloe.state.layout.memory import MemoryLayouts
+from icefloe.state.leader.memory import LeaderBoard, MemoryLeader
+from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.memory import MemoryQueue
+from icefloe.state.rolling.memory import MemoryStats
+from icefloe.state.shards.memory import MemoryShards
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -90,7 +90,7 @@ def test_partition_selector_orders_by_spec_and_rejects_bad_input() -> None:
 
 
 def test_selectors_take_a_slash_in_a_value_as_it_is() -> None:
-    from service.base.tablestats import split_selector
+    from icefloe.base.tablestats import split_selector
 
     assert split_selector("day=1/path=a/b/c") == [("day", "1"), ("path", "a/b/c")]
     assert split_selector("path=a%2Fb") == [("path", "a%2Fb")]
@@ -123,7 +123,7 @@ def test_unreachable_redis_backs_off_exponentially_without_leaking_the_password(
 def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) -> None:
     import redis
 
-    from service.base.redis_client import connect
+    from icefloe.base.redis_client import connect
 
     tls = redis.Redis.from_url("rediss://:pw@redis.example:6380/0")
     assert tls.connection_pool.connection_class is redis.SSLConnection
@@ -134,8 +134,8 @@ def test_connect_supports_tls_urls_and_never_shows_the_password(tmp_path: Path) 
 
 
 def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path) -> None:
-    from service.base.submit import submit_command_for
-    from service.decider.pool import SubmitLauncher
+    from icefloe.base.submit import submit_command_for
+    from icefloe.service.decider.pool import SubmitLauncher
 
     cfg = make_config(tmp_path)
     started: list[list[str]] = []
@@ -143,11 +143,11 @@ def test_submit_launcher_runs_the_actor_job_argv_from_jobs_submit(tmp_path: Path
     expected = submit_command_for(cfg, "actor", args=["--idle-exit", "30"])
     assert started == [expected, expected]
     assert expected[0] == "spark-submit" and expected[-4:-2] == ["--idle-exit", "30"]
-    assert any(a.endswith("jobs/scripts/actor.py") for a in expected)
+    assert any(a.endswith("app/scripts/actor.py") for a in expected)
 
 
 def test_settings_from_a_decider_config_section() -> None:
-    from service.base.errors import ConfigError
+    from icefloe.base.errors import ConfigError
 
     s = DeciderSettings.from_mapping({"poll_seconds": 2, "actors_max": 6, "actors_min": 0})
     assert s.poll_seconds == 2 and s.actors_max == 6 and s.lease_seconds == 300
@@ -293,7 +293,7 @@ def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
 
 
 def test_second_decider_stands_by(tmp_path: Path) -> None:
-    from service.state.leader.memory import LeaderBoard
+    from icefloe.state.leader.memory import LeaderBoard
 
     board = LeaderBoard()
     a = _decider(tmp_path, board=board, token="a")
@@ -380,8 +380,8 @@ def test_scale_launches_once_per_lease_period(tmp_path: Path) -> None:
 
 def _rules(policy: Any) -> Any:
     """The verdict's rules of a table under ``policy`` (resolved by ``policy_for``)."""
-    from service.base.config import PlanInputs
-    from service.base.verdicts import rules_of
+    from icefloe.base.config import PlanInputs
+    from icefloe.base.verdicts import rules_of
 
     return rules_of(
         PlanInputs(policy, policy.target, policy.tolerance_bytes, policy.min_input_files)
@@ -389,7 +389,7 @@ def _rules(policy: Any) -> Any:
 
 
 def _items(cfg: Any, sizes_by_partition: dict[str, list[int]]) -> list[str]:
-    from service.decider.needs import partition_items
+    from icefloe.service.decider.needs import partition_items
 
     policy = cfg.policy_for("db.t")
     touched = {k: stats_from_sizes(v, policy.target) for k, v in sizes_by_partition.items()}
@@ -426,9 +426,9 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     files; ``icefloe optimize`` too) count the rule the same way, and whether the merge
     lowers anything too (``tests/unit/optimizer/test_merge_need.py``: on every partition).
     The item carries the policy's floor."""
-    from jobs.base.plan import _plan_partition
-    from service.base.tablestats import PartitionFiles
-    from service.decider.needs import partition_items, waiting
+    from icefloe.base.tablestats import PartitionFiles
+    from icefloe.jobs.base.plan import _plan_partition
+    from icefloe.service.decider.needs import partition_items, waiting
 
     t = 1000
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
@@ -471,7 +471,7 @@ def test_a_table_with_a_layout_is_merged_only_where_neighbours_merge(tmp_path: P
     order (the actor's Knuth-Plass runs): two small files on either side of a full one give
     the sums a merge, the plan none; side by side they merge. Partitions whose ordered
     sizes are unknown keep the sums' verdict."""
-    from service.decider.needs import partition_items
+    from icefloe.service.decider.needs import partition_items
 
     t = 1000
     cfg = make_config(tmp_path, defaults={"target_file_size_bytes": t, "tolerance_bytes": 0})
@@ -493,7 +493,7 @@ def test_a_table_with_a_layout_is_merged_only_where_neighbours_merge(tmp_path: P
 
 
 def test_min_input_files_below_two_is_rejected(tmp_path: Path) -> None:
-    from service.base.errors import ConfigError
+    from icefloe.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="min_input_files"):
         make_config(tmp_path, defaults={"min_input_files": 1})
@@ -504,9 +504,9 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
     not for ever: ``max_wait_hours`` after it started waiting (a later commit does not
     restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not.
     Each pass reads the waiting set once and writes only what changed."""
-    from service.decider.needs import Waits, enqueue_overdue, enqueue_touched
-    from service.state.queue.memory import MemoryQueue
-    from service.state.rolling.memory import MemoryStats
+    from icefloe.service.decider.needs import Waits, enqueue_overdue, enqueue_touched
+    from icefloe.state.queue.memory import MemoryQueue
+    from icefloe.state.rolling.memory import MemoryStats
 
     t, hour = 1000, 3600.0
     defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}

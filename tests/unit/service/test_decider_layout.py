@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from pyiceberg.types import LongType
 
-from optimizer.layout import FileBounds
-from optimizer.verdict import Rules
-from service.base.layoutspec import LayoutSpec
-from service.decider.layout import enqueue_layout, layout_items, new_layout
-from service.state.layout import depths, signature
-from service.state.layout.memory import MemoryLayouts
-from service.state.queue.memory import MemoryQueue
+from icefloe.base.layoutspec import LayoutSpec
+from icefloe.optimizer.layout import FileBounds
+from icefloe.optimizer.verdict import Rules
+from icefloe.service.decider.layout import enqueue_layout, layout_items, new_layout
+from icefloe.state.layout import depths, signature
+from icefloe.state.layout.memory import MemoryLayouts
+from icefloe.state.queue.memory import MemoryQueue
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]

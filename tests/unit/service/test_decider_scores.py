@@ -1,4 +1,4 @@
-"""The decider's health scores (``service.decider.scores``): the documented score of what
+"""The decider's health scores (``icefloe.service.decider.scores``): the documented score of what
 the rolling stats hold, the partitions read once per snapshot, not once per pass."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from optimizer import stats_from_sizes
-from optimizer.health_score import removable_mse
-from optimizer.maintenance_rules import MetadataHealth
-from service.base.tablestats import table_score
-from service.decider.scores import Scores
-from service.state.rolling.memory import MemoryStats
+from icefloe.base.tablestats import table_score
+from icefloe.optimizer import stats_from_sizes
+from icefloe.optimizer.health_score import removable_mse
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.decider.scores import Scores
+from icefloe.state.rolling.memory import MemoryStats
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]

@@ -10,10 +10,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from service.base.errors import ServiceUnavailable, UsageError
-from service.base.versions import S3PROXY, SERVER_ARTIFACTS, main
-from service.cli import cli
-from service.ops import dev
+from icefloe.app.cli import cli
+from icefloe.app.ops import dev
+from icefloe.base.errors import ServiceUnavailable, UsageError
+from icefloe.base.versions import S3PROXY, SERVER_ARTIFACTS, main
 
 pytestmark = pytest.mark.unit
 
@@ -116,7 +116,7 @@ def test_server_jars_are_listed_apart_from_sparks(capsys: pytest.CaptureFixture[
 
 def test_free_ports_moves_a_recorded_port_another_process_took(tmp_path: Path) -> None:
     """Issue 28 item 10: the hint said `--free-ports`, which kept the taken recorded port."""
-    from service.ops.servers import Service
+    from icefloe.app.ops.servers import Service
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

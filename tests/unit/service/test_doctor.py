@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from service.base.config import Config, build_config
-from service.ops.doctor import (
+from icefloe.app.ops.doctor import (
     catalog_fix,
     check_spark,
     check_warehouse,
     required_jars,
     warehouse_fix,
 )
+from icefloe.base.config import Config, build_config
 
 pytestmark = pytest.mark.unit
 

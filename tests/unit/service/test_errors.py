@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.base.errors import OperationFailed, describe
-from service.base.redact import register_secrets
+from icefloe.base.errors import OperationFailed, describe
+from icefloe.base.redact import register_secrets
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.events import CommitEvents
-from service.state.events.memory import MemoryEvents, MemoryStream
+from icefloe.state.events import CommitEvents
+from icefloe.state.events.memory import MemoryEvents, MemoryStream
 from tests.support.contracts.events import EventsContract
 
 pytestmark = [pytest.mark.unit]

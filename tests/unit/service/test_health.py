@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import PartitionStats
-from optimizer.maintenance_rules import MetadataHealth
-from service.state.health import HealthStore, summary, to_fields
-from service.state.health.memory import MemoryHealth
+from icefloe.optimizer import PartitionStats
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.state.health import HealthStore, summary, to_fields
+from icefloe.state.health.memory import MemoryHealth
 from tests.support.contracts.health import HealthContract
 
 pytestmark = [pytest.mark.unit]

@@ -1,4 +1,4 @@
-"""The leader's history flush (``jobs.history.flush``) on the in-memory ledger and a
+"""The leader's history flush (``icefloe.jobs.history.flush``) on the in-memory ledger and a
 real PyIceberg table: every record appended exactly once, whatever step it died at."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from jobs.history import table as history
-from jobs.history.flush import Kept, flush, read_all
-from service.base.catalog import load_catalog
-from service.base.config import Config
-from service.state.ledger.memory import MemoryLedger
+from icefloe.base.catalog import load_catalog
+from icefloe.base.config import Config
+from icefloe.jobs.history import table as history
+from icefloe.jobs.history.flush import Kept, flush, read_all
+from icefloe.state.ledger.memory import MemoryLedger
 from tests.support.config import make_config
 
 pytestmark = pytest.mark.unit

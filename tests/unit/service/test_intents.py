@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from service.actor.leases import LeaseLost
-from service.actor.loop import Actor
-from service.state.intents import Intent, Intents
-from service.state.intents.memory import MemoryIntents
-from service.state.queue import ActionItem, PriorityQueue
-from service.state.queue.memory import MemoryQueue
+from icefloe.service.actor.leases import LeaseLost
+from icefloe.service.actor.loop import Actor
+from icefloe.state.intents import Intent, Intents
+from icefloe.state.intents.memory import MemoryIntents
+from icefloe.state.queue import ActionItem, PriorityQueue
+from icefloe.state.queue.memory import MemoryQueue
 from tests.support.clock import Clock
 from tests.support.contracts.intents import T0, IntentsContract
 
@@ -126,7 +126,7 @@ def test_a_lost_lease_stops_the_write_and_the_commit() -> None:
 def batch_setup(
     batch_runner: Any, n: int = 4
 ) -> tuple[MemoryQueue, MemoryIntents, Actor, list[Intent], list[dict[str, Any]]]:
-    from service.state.queue import Budget
+    from icefloe.state.queue import Budget
 
     q = MemoryQueue(max_attempts=3)
     for i in range(n):
@@ -159,7 +159,7 @@ def batch_setup(
 
 
 def test_a_batch_commits_once_and_acks_every_item_once() -> None:
-    from service.actor.runners import BatchResult
+    from icefloe.service.actor.runners import BatchResult
 
     seen: list[list[str]] = []
 
@@ -181,7 +181,7 @@ def test_a_batch_commits_once_and_acks_every_item_once() -> None:
 
 
 def test_a_conflicting_partition_is_retried_alone_and_the_rest_acked() -> None:
-    from service.actor.runners import BatchResult
+    from icefloe.service.actor.runners import BatchResult
 
     calls: list[list[str]] = []
 
@@ -220,8 +220,8 @@ def test_a_failed_batch_nacks_every_item_and_cleans_its_files() -> None:
 def test_a_killed_batch_is_cleaned_before_its_items_run_again() -> None:
     """The actor died mid-batch: its leases expire; the retry (batched again: an expired
     lease is no failure of the items) first deletes what the dead attempt recorded."""
-    from service.actor.runners import BatchResult
-    from service.state.queue import Budget
+    from icefloe.service.actor.runners import BatchResult
+    from icefloe.state.queue import Budget
 
     order: list[str] = []
 

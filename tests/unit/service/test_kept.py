@@ -1,4 +1,4 @@
-"""Kept records (``service.observe.kept``): the score a record keeps is the score a reader
+"""Kept records (``icefloe.service.observe.kept``): the score a record keeps is the score a reader
 would work out at any time it is read (reused while it holds, worked out again after, or
 under another policy), policies resolved once a distinct policy, and ``tables --json``'s
 rows a line."""
@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from optimizer import stats_from_sizes
-from optimizer.health_score import removable_mse
-from optimizer.maintenance_rules import MetadataHealth
-from service.base.tablestats import table_score
-from service.cli.status import json_text
-from service.cli.tables import json_rows
-from service.observe import kept
-from service.observe.kept import Policies, build_record, inputs_of, kept_row, row_score
-from service.state.health import from_summary, summary
+from icefloe.app.cli.status import json_text
+from icefloe.app.cli.tables import json_rows
+from icefloe.base.tablestats import table_score
+from icefloe.optimizer import stats_from_sizes
+from icefloe.optimizer.health_score import removable_mse
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.observe import kept
+from icefloe.service.observe.kept import Policies, build_record, inputs_of, kept_row, row_score
+from icefloe.state.health import from_summary, summary
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]

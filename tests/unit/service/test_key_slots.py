@@ -3,7 +3,7 @@
 The Redis adapters run here on a recording stand-in for the client (no Redis): it keeps the
 keys of each script call and of each transaction and answers reads with canned replies.
 Each must touch keys of one slot (``redis.cluster.key_slot``), so a script or transaction
-that breaks the layout of :mod:`service.base.keys` fails here, on any machine, long before it
+that breaks the layout of :mod:`icefloe.base.keys` fails here, on any machine, long before it
 would fail on a real cluster (``tests/redis`` runs the contract suites on one). Every
 ``.lua`` file must be exercised, so a new script cannot slip past.
 """
@@ -17,26 +17,26 @@ from typing import Any
 import pytest
 from redis.cluster import key_slot
 
-import service.state
-from optimizer import stats_from_sizes
-from optimizer.layout import Depth, FileBounds
-from service.base.keys import Keys
-from service.base.partition_key import KEY_FORMAT
-from service.state.intents.redis import RedisIntents
-from service.state.layout import LayoutDelta
-from service.state.layout.redis import RedisLayouts
-from service.state.leader.redis import RedisLeader
-from service.state.ledger.redis import RedisLedger
-from service.state.queue import ActionItem, Budget
-from service.state.queue.redis import RedisQueue
-from service.state.rolling import STATS_FORMAT, PartitionDelta
-from service.state.rolling.redis import RollingStats
-from service.state.shards.redis import RedisShards
+import icefloe.state
+from icefloe.base.keys import Keys
+from icefloe.base.partition_key import KEY_FORMAT
+from icefloe.optimizer import stats_from_sizes
+from icefloe.optimizer.layout import Depth, FileBounds
+from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.layout import LayoutDelta
+from icefloe.state.layout.redis import RedisLayouts
+from icefloe.state.leader.redis import RedisLeader
+from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.queue import ActionItem, Budget
+from icefloe.state.queue.redis import RedisQueue
+from icefloe.state.rolling import STATS_FORMAT, PartitionDelta
+from icefloe.state.rolling.redis import RollingStats
+from icefloe.state.shards.redis import RedisShards
 
 pytestmark = [pytest.mark.unit]
 
 T0 = 1_790_000_000.0
-STATE = Path(service.state.__file__).parent  # each adapter's scripts beside its redis.py
+STATE = Path(icefloe.state.__file__).parent  # each adapter's scripts beside its redis.py
 SCRIPTS = {p.read_text(): p.stem for p in sorted(STATE.glob("*/*.lua"))}
 PREFIXES = ["icefloe", "team-a:prod.v2"]
 TABLES = ["db.t", "ns.other_table", "a.b"]
@@ -162,7 +162,9 @@ def drive(client: FakeRedis, keys: Keys, items: list[ActionItem]) -> None:
         q.nack(item.id, "token", "boom", T0)
         q.renew(item.id, "token", T0, 30)
         RedisIntents(client, keys).record(item.id, "token", item.table, T0, ["/a"], ["/p/"])
-    adhoc = RedisIntents(client, keys)  # an ad-hoc run's lease and intent (service.actor.adhoc)
+    adhoc = RedisIntents(
+        client, keys
+    )  # an ad-hoc run's lease and intent (icefloe.service.actor.adhoc)
     adhoc.renew_adhoc("adhoc-token", T0, 30)
     adhoc.record_adhoc("adhoc-token", "db.t", T0, ["/a"], [])
     q.dequeue(T0, 30)

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optimizer import PartitionStats, merge_need, stats_from_sizes
-from optimizer.layout import Depth, FileBounds
-from optimizer.verdict import partition_verdict
-from service.base.config import PlanInputs, TablePolicy
-from service.base.layoutspec import LayoutSpec, rewrite_action
-from service.base.verdicts import rules_of
-from service.state.layout import (
+from icefloe.base.config import PlanInputs, TablePolicy
+from icefloe.base.layoutspec import LayoutSpec, rewrite_action
+from icefloe.base.verdicts import rules_of
+from icefloe.optimizer import PartitionStats, merge_need, stats_from_sizes
+from icefloe.optimizer.layout import Depth, FileBounds
+from icefloe.optimizer.verdict import partition_verdict
+from icefloe.state.layout import (
     LayoutDelta,
     LayoutStore,
     decode_depth,
@@ -33,7 +33,7 @@ from service.state.layout import (
     signature,
     zorder_columns,
 )
-from service.state.layout.memory import MemoryLayouts
+from icefloe.state.layout.memory import MemoryLayouts
 from tests.support.contracts.layout import LayoutContract, fb
 
 pytestmark = [pytest.mark.unit]

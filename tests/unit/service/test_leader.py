@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.leader import Leader
-from service.state.leader.memory import LeaderBoard, MemoryLeader
+from icefloe.state.leader import Leader
+from icefloe.state.leader.memory import LeaderBoard, MemoryLeader
 from tests.support.contracts.leader import LeaderContract
 
 pytestmark = [pytest.mark.unit]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.ledger import Ledger
-from service.state.ledger.memory import MemoryLedger
+from icefloe.state.ledger import Ledger
+from icefloe.state.ledger.memory import MemoryLedger
 from tests.support.contracts.ledger import T0, LedgerContract
 
 pytestmark = [pytest.mark.unit]

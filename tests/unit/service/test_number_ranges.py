@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from service.base.config import MAX_PRIORITY, MAX_TARGET, build_config
-from service.base.errors import ConfigError, UsageError
-from service.cli import main
-from service.cli.history import parse_since
+from icefloe.app.cli import main
+from icefloe.app.cli.history import parse_since
+from icefloe.base.config import MAX_PRIORITY, MAX_TARGET, build_config
+from icefloe.base.errors import ConfigError, UsageError
 
 pytestmark = pytest.mark.unit
 

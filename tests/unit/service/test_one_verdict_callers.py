@@ -1,7 +1,7 @@
-"""Every caller of the one verdict (``optimizer.verdict.partition_verdict``) agrees with it, on
-any partition and policy (property-based): the decider's queue items and waiting set, its
+"""Every caller of the one verdict (``icefloe.optimizer.verdict.partition_verdict``) agrees with it,
+on any partition and policy (property-based): the decider's queue items and waiting set, its
 layout items, ``status`` (from kept state in memory stores), ``tables``/``plan``
-(``service.base.verdicts.files_verdict``, from the files) and ``plan``'s own gate (a plan
+(``icefloe.base.verdicts.files_verdict``, from the files) and ``plan``'s own gate (a plan
 with groups exactly where the ad-hoc verdict merges)."""
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyiceberg.types import LongType
 
-from jobs.base.plan import _plan_partition
-from optimizer import stats_from_sizes
-from optimizer.layout import FileBounds
-from optimizer.verdict import Rules, merge_verdict, partition_verdict
-from service.base.config import PlanInputs, TablePolicy
-from service.base.layoutspec import LayoutSpec, key_sizes
-from service.base.tablestats import PartitionFiles
-from service.base.verdicts import files_verdict, layout_of, rules_of
-from service.decider.layout import layout_items
-from service.decider.needs import partition_items, waiting
-from service.observe.kept import kept_verdicts
-from service.state.layout import signature, spec_of
-from service.state.layout.memory import MemoryLayouts
+from icefloe.base.config import PlanInputs, TablePolicy
+from icefloe.base.layoutspec import LayoutSpec, key_sizes
+from icefloe.base.tablestats import PartitionFiles
+from icefloe.base.verdicts import files_verdict, layout_of, rules_of
+from icefloe.jobs.base.plan import _plan_partition
+from icefloe.optimizer import stats_from_sizes
+from icefloe.optimizer.layout import FileBounds
+from icefloe.optimizer.verdict import Rules, merge_verdict, partition_verdict
+from icefloe.service.decider.layout import layout_items
+from icefloe.service.decider.needs import partition_items, waiting
+from icefloe.service.observe.kept import kept_verdicts
+from icefloe.state.layout import signature, spec_of
+from icefloe.state.layout.memory import MemoryLayouts
 
 pytestmark = [pytest.mark.unit]
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from jobs.rewrite.java_errors import arrow_failure
-from service.base.config import build_config
-from service.base.errors import ConfigError, UsageError
-from service.base.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
-from service.base.submit import python_env
-from service.ops.pack import build_archive, closure
+from icefloe.app.ops.pack import build_archive, closure
+from icefloe.base.config import build_config
+from icefloe.base.errors import ConfigError, UsageError
+from icefloe.base.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
+from icefloe.base.submit import python_env
+from icefloe.jobs.rewrite.java_errors import arrow_failure
 from tests.support.config import base
 
 pytestmark = pytest.mark.unit
@@ -60,30 +60,30 @@ def _imports(module: str) -> set[str]:
 
 
 def test_the_archive_holds_everything_the_arrow_engine_imports() -> None:
-    """Executors run ``jobs.rewrite.arrow_engine`` with only the archive and Spark's own
+    """Executors run ``icefloe.jobs.rewrite.arrow_engine`` with only the archive and Spark's own
     PySpark: every module it reaches (through icefloe's own, followed) must be the standard
     library's, a packed distribution's or one of the packed icefloe packages."""
     import importlib.metadata as md
 
-    from service.ops.pack import OWN_PACKAGES, PROVIDED
+    from icefloe.app.ops.pack import OWN_PACKAGES, PROVIDED
 
     packed = {_canonical(d.metadata["Name"]) for d in closure()} | set(PROVIDED)
     owners = md.packages_distributions()
-    todo, seen, outside = ["jobs.rewrite.arrow_engine"], set(), set()
+    todo, seen, outside = ["icefloe.jobs.rewrite.arrow_engine"], set(), set()
     while todo:
         module = todo.pop()
         if module in seen:
             continue
         seen.add(module)
         top = module.split(".")[0]
-        if top in OWN_PACKAGES:
+        if any(module.startswith(own + ".") for own in OWN_PACKAGES):
             if (ROOT / (module.replace(".", "/") + ".py")).exists():
                 todo.extend(_imports(module))
         elif top not in sys.stdlib_module_names:
             dists = {_canonical(d) for d in owners.get(top, [top])}
             if not dists & packed:
                 outside.add(module)
-    assert "jobs.rewrite.arrow_deletes" in seen
+    assert "icefloe.jobs.rewrite.arrow_deletes" in seen
     assert not outside, f"imported on the executors but not packed: {sorted(outside)}"
 
 
@@ -103,10 +103,14 @@ def test_archive_is_deterministic_and_holds_sources_not_bytecode(tmp_path: Path)
     assert one.distributions == (f"cachetools=={closure(['cachetools'])[0].version}",)
     with tarfile.open(one.path) as tar:
         members = tar.getnames()
-        assert "jobs/rewrite/arrow_engine.py" in members and "optimizer/planner.py" in members
+        assert "icefloe/jobs/rewrite/arrow_engine.py" in members
+        assert "icefloe/optimizer/planner.py" in members and "icefloe/__init__.py" in members
         assert "cachetools/__init__.py" in members
-        assert not any(m.endswith(".pyc") or m.startswith(("..", "/", "service/")) for m in members)
-        source = tar.extractfile("jobs/rewrite/arrow_engine.py")
+        assert not any(
+            m.endswith(".pyc") or m.startswith(("..", "/", "icefloe/service/", "icefloe/base/"))
+            for m in members
+        )
+        source = tar.extractfile("icefloe/jobs/rewrite/arrow_engine.py")
         assert source is not None
         assert source.read() == (ROOT / "jobs" / "rewrite" / "arrow_engine.py").read_bytes()
     assert one.files == len(members)

@@ -1,4 +1,4 @@
-"""The partition identity (service.base.partition_key): typed, injective, one encoding.
+"""The partition identity (icefloe.base.partition_key): typed, injective, one encoding.
 
 Property-based: every Iceberg partition transform and result type, values with ``%``,
 ``/``, ``=``, NULL, empty strings and unicode; round trips; distinct tuples never share a
@@ -48,7 +48,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from service.base.partition_key import BadPartitionKey, PartitionKey, display_key
+from icefloe.base.partition_key import BadPartitionKey, PartitionKey, display_key
 
 pytestmark = pytest.mark.unit
 
@@ -235,7 +235,7 @@ def test_anything_else_is_not_a_key(text: str) -> None:
 
 
 def test_storage_skew_names_partitions_by_their_keys() -> None:
-    from jobs.skew.detect import storage_skew
+    from icefloe.jobs.skew.detect import storage_skew
 
     rows: list[dict[str, Any]] = [
         {

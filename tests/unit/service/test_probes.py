@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from service.ops.probes import (
+from icefloe.app.ops.probes import (
     PROBE_PREFIX,
     Master,
     ProbeError,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.queue import ActionItem, Budget, PriorityQueue, take_batch
-from service.state.queue.memory import MemoryQueue
+from icefloe.state.queue import ActionItem, Budget, PriorityQueue, take_batch
+from icefloe.state.queue.memory import MemoryQueue
 from tests.support.contracts.queue import QueueContract, item
 
 pytestmark = [pytest.mark.unit]

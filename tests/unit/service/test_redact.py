@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.base.config import build_config, parse_table_identifier
-from service.base.errors import UsageError
-from service.base.redact import display_url, is_secret_name
+from icefloe.base.config import build_config, parse_table_identifier
+from icefloe.base.errors import UsageError
+from icefloe.base.redact import display_url, is_secret_name
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +77,7 @@ def test_registered_secrets_are_scrubbed_from_errors_and_logs() -> None:
     import io
     import logging
 
-    from service.base.redact import ScrubFilter, register_secrets, scrub
+    from icefloe.base.redact import ScrubFilter, register_secrets, scrub
 
     register_secrets(["zq-secret-77", None, "ab"])  # too short to mask safely: "ab" stays
     assert scrub("auth failed for zq-secret-77 at ab") == "auth failed for *** at ab"
@@ -96,7 +96,7 @@ def test_registered_secrets_are_scrubbed_from_errors_and_logs() -> None:
 def test_a_password_with_an_at_sign_is_masked_where_a_library_cut_it() -> None:
     """``postgresql://icefloe:hunter2@TailSecret99@127.0.0.1:6443/lake``: libpq takes the
     password up to the first ``@`` and names ``TailSecret99@127.0.0.1`` as the host."""
-    from service.base.redact import register_secrets, scrub
+    from icefloe.base.redact import register_secrets, scrub
 
     url = "postgresql://icefloe:hunter2@TailSecret99@127.0.0.1:6443/lake"
     cfg = build_config({"catalog": {"uri": url}})
@@ -110,8 +110,8 @@ def test_a_password_with_an_at_sign_is_masked_where_a_library_cut_it() -> None:
 def test_cli_errors_are_scrubbed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from service import cli as cli_module
-    from service.base.redact import register_secrets
+    from icefloe.base.redact import register_secrets
+    from icefloe.app import cli as cli_module
 
     register_secrets(["zq-secret-88"])
 
@@ -130,7 +130,7 @@ def test_service_logging_leaves_great_expectations_info_out() -> None:
     its INFO lines are left out from the start (before its import), its warnings stay."""
     import logging
 
-    from service.base.redact import service_logging
+    from icefloe.base.redact import service_logging
 
     child = logging.getLogger("great_expectations.data_context.types.base")
     child.setLevel(logging.INFO)  # as Great Expectations does on import

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from service.base.errors import ConfigError, ServiceUnavailable
-from service.base.redis_client import connect, connect_retrying
+from icefloe.base.errors import ConfigError, ServiceUnavailable
+from icefloe.base.redis_client import connect, connect_retrying
 from tests.support.config import make_config
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""``service.base.rest_versions.Settings``: the environment's request settings read once per
+"""``icefloe.base.rest_versions.Settings``: the environment's request settings read once per
 scheme and host are the ones ``requests`` reads for each request of that host (proxies,
 ``NO_PROXY``, the CA bundle), so a poll's conditional requests go where ``Session.get``
 would send them."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from service.base.rest_versions import Settings
+from icefloe.base.rest_versions import Settings
 
 pytestmark = [pytest.mark.unit]
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer import PartitionStats
-from service.state.ledger.memory import MemoryLedger
-from service.state.rolling import StatsStore, decode, encode
-from service.state.rolling.memory import MemoryStats
+from icefloe.optimizer import PartitionStats
+from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.rolling import StatsStore, decode, encode
+from icefloe.state.rolling.memory import MemoryStats
 from tests.support.contracts.rolling import StatsContract
 
 pytestmark = [pytest.mark.unit]

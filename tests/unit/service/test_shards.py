@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.state.shards import LEASE_FRACTION, Shards
-from service.state.shards.memory import MemoryShards, ShardBoard
+from icefloe.state.shards import LEASE_FRACTION, Shards
+from icefloe.state.shards.memory import MemoryShards, ShardBoard
 from tests.support.contracts.shards import ShardsContract
 
 pytestmark = [pytest.mark.unit]

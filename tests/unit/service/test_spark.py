@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from service.base.config import Config, build_config
-from service.base.spark import DRIVER_JAVA_OPTIONS, LOG4J2_CONF, session_conf, submit_conf
+from icefloe.base.config import Config, build_config
+from icefloe.base.spark import DRIVER_JAVA_OPTIONS, LOG4J2_CONF, session_conf, submit_conf
 from tests.support.config import base
 
 pytestmark = pytest.mark.unit

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.base import spark as spark_module
-from service.base import submit as submit_module
-from service.base import versions
-from service.base.config import build_config
-from service.base.spark import session_conf, spark_conf, submit_conf
-from service.base.submit import submit_command_for
-from service.base.versions import (
+from icefloe.app.dags import support as dags_support
+from icefloe.base import spark as spark_module
+from icefloe.base import submit as submit_module
+from icefloe.base import versions
+from icefloe.base.config import build_config
+from icefloe.base.spark import session_conf, spark_conf, submit_conf
+from icefloe.base.submit import submit_command_for
+from icefloe.base.versions import (
     ARTIFACTS,
     EXTENSIONS_CLASS,
     ICEBERG_EXTENSIONS_CLASS,
@@ -25,7 +26,6 @@ from service.base.versions import (
     jar_settings,
     sql_extensions,
 )
-from service.dags import support as dags_support
 from tests.support.config import config_raw
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,7 @@ def test_the_jar_name_comes_from_the_pom() -> None:
 
 def test_bootstrap_builds_the_jar_named_by_service_versions() -> None:
     script = (versions.PROJECT_ROOT / "scripts" / "bootstrap.sh").read_text()
-    assert "python -m service.base.versions extensions-jar" in script
+    assert "python -m icefloe.base.versions extensions-jar" in script
     assert "build_extension jvm" in script
 
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from service.base import spark as spark_module
-from service.base.config import build_config
-from service.base.versions import EXTENSIONS_CLASS, jar_settings
-from service.ops.sql_server import (
+from icefloe.app.ops.sql_server import (
     CONNECT_CLASS,
     build_server_command,
     plan_server,
     properties_text,
     write_properties,
 )
+from icefloe.base import spark as spark_module
+from icefloe.base.config import build_config
+from icefloe.base.versions import EXTENSIONS_CLASS, jar_settings
 from tests.support.config import config_raw
 
 pytestmark = pytest.mark.unit

@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import FileBounds, stats_from_sizes
-from optimizer.layout import Depth
-from optimizer.maintenance_rules import MetadataHealth
-from service.decider.scores import Scores
-from service.observe.status import Sources, collect, recent_line
-from service.state.health.memory import MemoryHealth
-from service.state.layout import LayoutDelta
-from service.state.layout.memory import MemoryLayouts
-from service.state.leader.memory import LeaderBoard, MemoryLeader
-from service.state.ledger.memory import MemoryLedger
-from service.state.queue import ActionItem
-from service.state.queue.memory import MemoryQueue
-from service.state.rolling.memory import MemoryStats
-from service.state.shards.memory import MemoryShards, ShardBoard
+from icefloe.optimizer import FileBounds, stats_from_sizes
+from icefloe.optimizer.layout import Depth
+from icefloe.optimizer.maintenance_rules import MetadataHealth
+from icefloe.service.decider.scores import Scores
+from icefloe.service.observe.status import Sources, collect, recent_line
+from icefloe.state.health.memory import MemoryHealth
+from icefloe.state.layout import LayoutDelta
+from icefloe.state.layout.memory import MemoryLayouts
+from icefloe.state.leader.memory import LeaderBoard, MemoryLeader
+from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.queue import ActionItem
+from icefloe.state.queue.memory import MemoryQueue
+from icefloe.state.rolling.memory import MemoryStats
+from icefloe.state.shards.memory import MemoryShards, ShardBoard
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from service.base.errors import UsageError
-from service.base.submit import build_submit_command, job_script
+from icefloe.base.errors import UsageError
+from icefloe.base.submit import build_submit_command, job_script
 
 pytestmark = [pytest.mark.unit]
 
@@ -113,8 +113,8 @@ def test_bad_job_name() -> None:
 def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     tmp_path: Path,
 ) -> None:
-    from service.base.config import build_config
-    from service.base.submit import submit_command_for
+    from icefloe.base.config import build_config
+    from icefloe.base.submit import submit_command_for
 
     cfg = build_config(
         {
@@ -146,12 +146,12 @@ def test_submit_command_for_takes_master_catalog_conf_and_jars_from_the_config(
     assert "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog" in confs
     assert "spark.executor.memory=2g" in confs
     assert not any(c.startswith("spark.master=") for c in confs)  # --master says it
-    script = str(Path("jobs/scripts/actor_optimize.py").resolve())
+    script = str(Path("app/scripts/actor_optimize.py").resolve())
     assert cmd[-5:] == [script, "demo.events", "--json", "--config", "/etc/icefloe.yaml"]
 
 
 def test_one_list_of_artifacts_for_jars_and_packages(tmp_path: Path) -> None:
-    from service.base.versions import ARTIFACTS, ICEBERG_RUNTIME, jar_settings, main
+    from icefloe.base.versions import ARTIFACTS, ICEBERG_RUNTIME, jar_settings, main
 
     assert ICEBERG_RUNTIME in [a.coordinate for a in ARTIFACTS]
     empty = jar_settings(tmp_path / "none")
@@ -172,7 +172,7 @@ def test_one_list_of_artifacts_for_jars_and_packages(tmp_path: Path) -> None:
 
 def test_bootstrap_reads_the_artifacts_from_service_versions() -> None:
     script = (Path(__file__).resolve().parents[3] / "scripts" / "bootstrap.sh").read_text()
-    assert "python -m service.base.versions maven-paths" in script
+    assert "python -m icefloe.base.versions maven-paths" in script
     assert '.jar"' not in script  # no pinned jar path of its own
 
 
@@ -190,7 +190,7 @@ def test_bootstrap_reads_the_artifacts_from_service_versions() -> None:
     ],
 )
 def test_scripts_move_config_in_front_of_the_command(args: list[str], expected: list[str]) -> None:
-    from jobs.scripts import cli_argv
+    from icefloe.app.scripts import cli_argv
 
     assert cli_argv(("skew", "detect"), args) == expected
 
@@ -198,7 +198,7 @@ def test_scripts_move_config_in_front_of_the_command(args: list[str], expected: 
 def test_scripts_run_the_cli_and_return_its_exit_code(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from jobs.scripts import salted_join, skew_detect
+    from icefloe.app.scripts import salted_join, skew_detect
 
     assert skew_detect.main(["--help"]) == 0
     assert "--median-multiple" in capsys.readouterr().out
@@ -215,7 +215,7 @@ def test_a_client_driver_runs_this_python_when_the_conf_names_the_executors() ->
     a conf that names the executors' Python gets the driver's pinned to this one."""
     import sys
 
-    from service.base.submit import driver_python_conf
+    from icefloe.base.submit import driver_python_conf
 
     executors = {"spark.pyspark.python": "/opt/py/bin/python3"}
     pinned = {"spark.pyspark.driver.python": sys.executable}
@@ -242,8 +242,8 @@ def _cluster_config(tmp_path: Path, master: str) -> Path:
 def test_submit_command_for_pins_the_driver_python(tmp_path: Path) -> None:
     import sys
 
-    from service.base.config import load_config
-    from service.base.submit import submit_command_for
+    from icefloe.base.config import load_config
+    from icefloe.base.submit import submit_command_for
 
     cfg = load_config(_cluster_config(tmp_path, "spark://m:7077"), env={})
 
@@ -266,8 +266,8 @@ def test_submit_master_reaches_the_driver_config(
 
     from click.testing import CliRunner
 
-    from service.base.config import load_config
-    from service.cli import cli
+    from icefloe.app.cli import cli
+    from icefloe.base.config import load_config
 
     path = _cluster_config(tmp_path, "local[2]")
     ran: list[tuple[list[str], dict[str, str]]] = []

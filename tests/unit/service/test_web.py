@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from service.base.errors import UsageError
-from service.web.data import histogram
-from service.web.server import (
+from icefloe.app.web.data import histogram
+from icefloe.app.web.server import (
     ASSETS,
     STATIC,
     host_name,
@@ -25,6 +24,7 @@ from service.web.server import (
     make_server,
     serve_in_thread,
 )
+from icefloe.base.errors import UsageError
 from tests.support.config import REPO, make_config
 
 pytestmark = pytest.mark.unit
@@ -64,8 +64,8 @@ def test_off_loopback_without_a_token_is_a_usage_error(tmp_path: Path) -> None:
 def test_every_asset_ships_as_package_data() -> None:
     cfg = configparser.ConfigParser()
     cfg.read(REPO / "setup.cfg")
-    globs = [g.strip() for g in cfg["options.package_data"]["service"].split(",")]
-    root = REPO / "service"
+    globs = [g.strip() for g in cfg["options.package_data"]["icefloe.app"].split(",")]
+    root = REPO / "app"
     shipped = sorted(STATIC.iterdir())
     assert {p.name for p in shipped} == set(ASSETS.values())
     for path in shipped:
@@ -80,8 +80,8 @@ def test_an_unchanged_table_s_summary_is_read_once_a_minute(
     changed, or when the kept summary is ``SUMMARY_MAX_AGE_S`` old, not on every poll."""
     import pyarrow as pa
 
-    from service.base.catalog import load_catalog
-    from service.web import data
+    from icefloe.app.web import data
+    from icefloe.base.catalog import load_catalog
 
     cfg = make_config(tmp_path)
     catalog = load_catalog(cfg)
@@ -113,9 +113,9 @@ def test_an_unchanged_table_s_summary_is_read_once_a_minute(
 def test_skew_reports_are_read_again_only_when_one_was_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jobs.skew.detect import reports_version, save_report
-    from service.base.catalog import load_catalog
-    from service.web import data
+    from icefloe.app.web import data
+    from icefloe.base.catalog import load_catalog
+    from icefloe.jobs.skew.detect import reports_version, save_report
 
     cfg = make_config(tmp_path)
     catalog = load_catalog(cfg)

@@ -1,0 +1,5 @@
+"""``python -m icefloe`` is the ``icefloe`` command."""
+
+from icefloe.app.cli import main
+
+main()
