@@ -34,7 +34,7 @@ properties it all honours (:mod:`.write_properties`). Anything else, and any gro
 Arrow task fails for any reason, goes through the Spark engine (the caller's job); files
 a failed task wrote are deleted by the caller, which knows them all.
 
-This module runs in Spark's Python workers: no SparkSession, no py4j, nothing above ``icefloe.jobs``.
+This module runs in Spark's Python workers: no SparkSession, no py4j, no ``icefloe.base``.
 """
 
 from __future__ import annotations

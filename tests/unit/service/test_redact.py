@@ -110,8 +110,8 @@ def test_a_password_with_an_at_sign_is_masked_where_a_library_cut_it() -> None:
 def test_cli_errors_are_scrubbed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from icefloe.base.redact import register_secrets
     from icefloe.app import cli as cli_module
+    from icefloe.base.redact import register_secrets
 
     register_secrets(["zq-secret-88"])
 
