@@ -8,9 +8,8 @@ The warehouse is synthetic (``bench/synthetic.py``: 100 ``day=`` partitions a ta
 files at target and maybe one small file each, metadata read for free); everything else is
 the real code on real Redis. Per topology, in one run:
 
-1. memory: a real :class:`icefloe.service.decider.loop.Decider` (``step()``) sees every table for
-the
-   first time and full-scans it into the rolling stats; then ``MEMORY USAGE`` summed over
+1. memory: a real :class:`icefloe.service.decider.loop.Decider` (``step()``) sees every table
+   for the first time and full-scans it into the rolling stats; then ``MEMORY USAGE`` summed over
    the stats hashes (and the table state hashes, the known-tables set), and the
    ``INFO memory`` ``used_memory`` delta over every master, per partition (goal <= 100 B);
 2. file events/s: tables get chains of 10 commits (4 of 5 add 4 small files to each of 2

@@ -201,8 +201,8 @@ def maintain(
         if held["action"] in todo:  # named by --action: refused before Spark starts
             raise OperationFailed(f"{held['action']} on {table} refused: {held['reason']}")
     data["dry_run"], data["ran"] = dry_run, []
-    # only orphan removal has a dry run of its own (it lists)
-    chosen = [a for a in todo if not dry_run or a == "remove_orphan_files"]
+    # only an action with a dry run of its own runs in one (orphan removal: it lists)
+    chosen = [a for a in todo if not dry_run or BY_NAME[a].dry_run]
     if chosen:
         data["ran"] = _run(cfg, table, chosen, dry_run, allow_shared, store, as_json)
     data["would_run"] = todo if dry_run else []

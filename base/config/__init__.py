@@ -2,7 +2,7 @@
 
 * :mod:`~icefloe.base.config.model`: the frozen pydantic dataclasses and their defaults;
 * :mod:`~icefloe.base.config.fields`: strict field types (the action names:
-``icefloe.optimizer.actions``);
+  ``icefloe.optimizer.actions``);
 * :mod:`~icefloe.base.config.airflow_settings`: the ``airflow:`` section (the DAGs' runs);
 * :mod:`~icefloe.base.config.load`: YAML file + ``ICEFLOE_<SECTION>__<KEY>`` overrides → model;
 * :mod:`~icefloe.base.config.paths`: the project root and relative-path resolution;

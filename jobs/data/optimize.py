@@ -1,8 +1,8 @@
 """The actors' logic: plan from metadata, rewrite exactly the plan, commit, report.
 
 Planning is :mod:`icefloe.jobs.base.plan` (PyIceberg only), the report
-:mod:`icefloe.jobs.base.report`; ``optimize_table`` is what the decider's actor loop and ``icefloe
-optimize`` call.
+:mod:`icefloe.jobs.base.report`; ``optimize_table`` is what the decider's actor loop and
+``icefloe optimize`` call.
 
 Choices, and why:
 

@@ -11,9 +11,8 @@ Iceberg already does these well; what this module adds is the guard rails:
   ``MIN_ORPHAN_AGE`` could delete the files of a write (or of an actor's rewrite) that
   has not committed yet, which is data loss. Both limits are hard: a UsageError;
 * orphan removal never runs on a location another table shares
-(``icefloe.jobs.maintenance.sharing``: a
-  ``register_table`` clone, a table nested inside, or around, this one) unless each such
-  table is explicitly allowed.
+  (``icefloe.jobs.maintenance.sharing``: a ``register_table`` clone, a table nested
+  inside, or around, this one) unless each such table is explicitly allowed.
 
 ``now`` is a parameter (UTC) so that the limits are testable without a clock.
 """

@@ -1,5 +1,10 @@
 """A table's metadata maintenance as an actor's action: run it, then prove nothing was lost.
 
+Every action runs the same way: its runner (:data:`Runner`: what the registry's
+``ActionSpec`` names, ``calls`` for the generic :func:`procedure_calls`, else its
+``runner``) gets a :class:`TableRun` and returns what it did and verified
+(:class:`Ran`); then every file the snapshots it names reference must exist.
+
 The procedures are Iceberg's own (``icefloe.jobs.maintenance.procedures``: guard rails and hard age
 floors); their parameters come from the table's ``maintenance`` policy. A manifest rewrite whose
 output is one manifest runs in the driver instead (``icefloe.jobs.maintenance.manifests``: Iceberg's
@@ -24,27 +29,68 @@ nacked and its error kept, as for a merge whose checksum differs.
 
 from __future__ import annotations
 
+import importlib
 import time
-from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, cast
 
-from icefloe.base.catalog import load_catalog, load_table, spark_table_name
+from icefloe.base.catalog import load_catalog, load_table
 from icefloe.base.config import Config
+from icefloe.base.config.maintenance_policy import MaintenancePolicy
 from icefloe.base.errors import OperationFailed, UsageError
 from icefloe.jobs.maintenance import procedures as maintenance
-from icefloe.jobs.maintenance.manifests import driver_rewrite
-from icefloe.jobs.maintenance.skew_report import refresh_reports
 from icefloe.optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
-from icefloe.optimizer.actions.skew_report import NAME as SKEW_REPORT
 from icefloe.state.health import statistics_facts
 
-Runner = Callable[[Any, Config, Any, str, Any, bool], tuple[dict[str, Any], dict[str, Any]]]
-"""A registered action with neither Iceberg procedures nor a case below, run in Python:
-(spark, cfg, catalog, table name, the table before, dry_run) → (its result, what it
-verified); a failed check raises ``OperationFailed``."""
 
-RUNNERS: Mapping[str, Runner] = {SKEW_REPORT: refresh_reports}
+@dataclass(frozen=True)
+class TableRun:
+    """One run of a table action: what its runner gets."""
+
+    spec: ActionSpec
+    spark: Any
+    cfg: Config
+    catalog: Any
+    name: str
+    before: Any  # the table as loaded before the run
+    now: datetime
+    dry_run: bool = False
+    allow_shared: Collection[str] = ()  # beside the policy's maintenance.allow_shared_location
+
+    @cached_property
+    def maintenance(self) -> MaintenancePolicy:
+        """The table's ``maintenance`` policy (its properties included)."""
+        return self.cfg.policy_for(self.name, self.before.properties).maintenance
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a runner did (``result``, the procedure's figures) and verified. ``snapshots``:
+    whose referenced files must exist after it (None: every retained snapshot's; empty: the
+    table's metadata file only); ``checked`` False: it changed nothing (a dry run)."""
+
+    result: dict[str, Any]
+    verified: dict[str, Any] = field(default_factory=dict)
+    snapshots: frozenset[int] | None = frozenset()
+    checked: bool = True
+
+
+Runner = Callable[[TableRun], Ran]
+"""A table action's runner; a failed check raises ``OperationFailed``."""
+
+
+def runner_of(spec: ActionSpec) -> Runner:
+    """The runner of a table action: :func:`procedure_calls` for one of Iceberg procedures
+    alone, else the ``"module:function"`` its spec names."""
+    if spec.calls is not None:
+        return procedure_calls
+    module, _, function = spec.runner.partition(":")
+    if not module or not function:
+        raise UsageError(f"{spec.name} has neither procedures nor a runner of its own")
+    return cast(Runner, getattr(importlib.import_module(module), function))
 
 
 def live_files(table: Any, snapshot_id: int) -> dict[str, tuple[int, int]]:
@@ -58,7 +104,7 @@ def live_files(table: Any, snapshot_id: int) -> dict[str, tuple[int, int]]:
     return out
 
 
-def missing_files(table: Any, snapshot_ids: set[int] | None = None) -> list[str]:
+def missing_files(table: Any, snapshot_ids: Collection[int] | None = None) -> list[str]:
     """Files a retained snapshot (or one of ``snapshot_ids``) references that do not exist
     (metadata first), sorted."""
     io = table.io
@@ -77,7 +123,7 @@ def missing_files(table: Any, snapshot_ids: set[int] | None = None) -> list[str]
     return sorted(path for path in wanted if not io.new_input(path).exists())
 
 
-def _check_manifests_rewrite(table: Any, start: int | None) -> set[int]:
+def check_manifests_rewrite(table: Any, start: int | None) -> set[int]:
     """Verify each manifest rewrite committed on the current history since ``start``; the
     snapshots checked."""
     checked = set()
@@ -112,7 +158,7 @@ def must_retain(table: Any, cutoff_ms: int, retain_last: int) -> set[int]:
     return keep
 
 
-def _check_expiry(before: Any, after: Any, cutoff_ms: int, retain_last: int) -> dict[str, int]:
+def check_expiry(before: Any, after: Any, cutoff_ms: int, retain_last: int) -> dict[str, int]:
     keep = must_retain(before, cutoff_ms, retain_last)
     left = {s.snapshot_id: s.timestamp_ms for s in after.metadata.snapshots}
     lost = keep - set(left)
@@ -123,17 +169,6 @@ def _check_expiry(before: Any, after: Any, cutoff_ms: int, retain_last: int) -> 
     if stale:
         raise OperationFailed(f"expire_snapshots left expired snapshot(s) {sorted(stale)}")
     return {"snapshots_before": len(known_before), "snapshots_after": len(left)}
-
-
-def _rewrite_manifests(
-    spark: Any, cfg: Config, name: str, target: int, m: Any
-) -> maintenance.MaintenanceReport:
-    """In the driver when the output is one manifest (``icefloe.jobs.maintenance.manifests``),
-    else Iceberg's procedure."""
-    result = driver_rewrite(spark, spark_table_name(cfg, name), target, m.min_manifests)
-    if result is None:
-        return maintenance.rewrite_manifests(spark, cfg, name)
-    return maintenance.MaintenanceReport(name, "rewrite_manifests", result)
 
 
 def run_table_action(
@@ -152,106 +187,51 @@ def run_table_action(
         raise UsageError(
             f"unknown maintenance action {action!r} (known: {', '.join(TABLE_ACTIONS)})"
         )
-    now = now or datetime.now(UTC)
+    runner = runner_of(BY_NAME[action])  # a spec naming no runner fails before any work
     catalog = load_catalog(cfg)
     before = load_table(catalog, name)
-    spec = BY_NAME[action]
-    if spec.calls is not None:  # a registered action run by its procedures alone
-        return _run_calls(spark, cfg, catalog, name, spec, before, dry_run)
-    if action in RUNNERS:  # a registered action run in Python, verified by itself
-        return _run_own(spark, cfg, catalog, name, action, before, dry_run)
-    m = cfg.policy_for(name, before.properties).maintenance
-    start = before.current_snapshot()
     started = time.perf_counter()
-    verified: dict[str, Any] = {}
-    if action == "rewrite_manifests":
-        report = _rewrite_manifests(spark, cfg, name, m.manifest_target(before.properties), m)
-    elif action == "expire_snapshots":
-        cutoff = now - timedelta(hours=m.snapshot_max_age_hours)
-        report = maintenance.expire_snapshots(spark, cfg, name, cutoff, m.retain_last, now)
-    elif action == "remove_orphan_files":
-        cutoff = now - timedelta(hours=m.orphan_min_age_hours)
-        allowed = {*m.allow_shared_location, *allow_shared}
-        report = maintenance.remove_orphan_files(
-            spark, cfg, name, cutoff, dry_run, now, allow_shared=allowed
-        )
-    else:
-        raise UsageError(f"{action} has neither procedures nor a runner of its own")
-    after = load_table(catalog, name)
-    only: set[int] | None = None  # a manifest rewrite deletes nothing: check what it wrote
-    if action == "rewrite_manifests":
-        only = _check_manifests_rewrite(after, None if start is None else start.snapshot_id)
-        verified["manifest_rewrites_checked"] = len(only)
-    if action == "expire_snapshots":
-        verified |= _check_expiry(before, after, int(cutoff.timestamp() * 1000), m.retain_last)
-    missing = missing_files(after, only)
-    if missing:
-        raise OperationFailed(
-            f"{action} on {name}: {len(missing)} referenced file(s) missing, e.g. {missing[0]}"
-        )
-    verified["referenced_files_present"] = True
+    spec = BY_NAME[action]
+    at = now or datetime.now(UTC)
+    ran = runner(TableRun(spec, spark, cfg, catalog, name, before, at, dry_run, allow_shared))
+    verified = dict(ran.verified)
+    if ran.checked:
+        missing = missing_files(load_table(catalog, name), ran.snapshots)
+        if missing:
+            raise OperationFailed(
+                f"{action} on {name}: {len(missing)} referenced file(s) missing, e.g. {missing[0]}"
+            )
+        verified["referenced_files_present"] = True
     return {
         "table": name,
         "action": action,
         "dry_run": dry_run,
-        "result": report.result,
+        "result": ran.result,
         "verified": verified,
         "seconds": round(time.perf_counter() - started, 3),
     }
 
 
-def _run_calls(
-    spark: Any, cfg: Config, catalog: Any, name: str, spec: ActionSpec, before: Any, dry_run: bool
-) -> dict[str, Any]:
+def procedure_calls(run: TableRun) -> Ran:
     """A registered action that is Iceberg procedures alone (``ActionSpec.calls``): each
-    called in order on ``name``, then its own check of the table's facts before and after
-    (``ActionSpec.verify``) and that the new metadata file exists. ``dry_run``: the calls
-    it would make, none made."""
+    called in order on the table, then its own check of the table's facts before and after
+    (``ActionSpec.verify``). A dry run: the calls it would make, none made."""
+    spec = run.spec
     assert spec.calls is not None
-    started = time.perf_counter()
-    facts = statistics_facts(before)
+    facts = statistics_facts(run.before)
     if facts["snapshot"] is None:
-        raise UsageError(f"{spec.name} on {name}: the table has no snapshot yet (no data)")
+        raise UsageError(f"{spec.name} on {run.name}: the table has no snapshot yet (no data)")
     calls = spec.calls(facts)
     result: dict[str, Any] = {"calls": [c.procedure for c in calls]}
-    if not dry_run:
-        for call in calls:
-            args = "".join(f", {k} => {int(v)}" for k, v in call.args.items())
-            result |= maintenance.call_procedure(spark, cfg, name, call.procedure, args).result
-        after = load_table(catalog, name)
-        problem = None if spec.verify is None else spec.verify(facts, statistics_facts(after))
-        if problem is not None:
-            raise OperationFailed(f"{spec.name} on {name}: {problem}")
-        missing = missing_files(after, set())  # metadata only: its own file
-        if missing:
-            raise OperationFailed(f"{spec.name} on {name}: metadata file missing: {missing[0]}")
-    return {
-        "table": name,
-        "action": spec.name,
-        "dry_run": dry_run,
-        "result": result,
-        "verified": {} if dry_run else {"checked": True, "referenced_files_present": True},
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-
-
-def _run_own(
-    spark: Any, cfg: Config, catalog: Any, name: str, action: str, before: Any, dry_run: bool
-) -> dict[str, Any]:
-    """A registered action run in Python (:data:`RUNNERS`), then that the table's metadata
-    file exists (it commits metadata only)."""
-    started = time.perf_counter()
-    result, verified = RUNNERS[action](spark, cfg, catalog, name, before, dry_run)
-    if not dry_run:
-        missing = missing_files(load_table(catalog, name), set())
-        if missing:
-            raise OperationFailed(f"{action} on {name}: metadata file missing: {missing[0]}")
-        verified = verified | {"referenced_files_present": True}
-    return {
-        "table": name,
-        "action": action,
-        "dry_run": dry_run,
-        "result": result,
-        "verified": verified,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+    if run.dry_run:
+        return Ran(result, checked=False)
+    for call in calls:
+        args = "".join(f", {k} => {int(v)}" for k, v in call.args.items())
+        result |= maintenance.call_procedure(
+            run.spark, run.cfg, run.name, call.procedure, args
+        ).result
+    after = load_table(run.catalog, run.name)
+    problem = None if spec.verify is None else spec.verify(facts, statistics_facts(after))
+    if problem is not None:
+        raise OperationFailed(f"{spec.name} on {run.name}: {problem}")
+    return Ran(result, {"checked": True})

@@ -8,22 +8,20 @@ written meanwhile)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from icefloe.base.catalog import load_table
-from icefloe.base.config import Config
 from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.jobs.maintenance.run import Ran, TableRun
 from icefloe.jobs.skew.detect import detect_table
 from icefloe.optimizer.actions.skew_report import KEYS, NAME
 from icefloe.optimizer.skew_report import reports_in
 
 
-def refresh_reports(
-    spark: Any, cfg: Config, catalog: Any, name: str, before: Any, dry_run: bool
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Count and publish the reports of the policy's ``skew_keys`` on ``name``: (result,
-    what was verified). ``dry_run``: the columns it would count, nothing counted."""
-    columns = list(cfg.policy_for(name, before.properties).maintenance.column_settings()[KEYS])
+def refresh_reports(run: TableRun) -> Ran:
+    """Count and publish the reports of the policy's ``skew_keys`` on the table; a dry run:
+    the columns it would count, nothing counted."""
+    spark, cfg, catalog, name, before = run.spark, run.cfg, run.catalog, run.name, run.before
+    columns = list(run.maintenance.column_settings()[KEYS])
     if not columns:
         raise UsageError(
             f"{NAME} on {name}: no maintenance.skew_keys in its policy (the columns whose "
@@ -31,8 +29,8 @@ def refresh_reports(
         )
     if before.current_snapshot() is None:
         raise UsageError(f"{NAME} on {name}: the table has no snapshot yet (no data)")
-    if dry_run:
-        return {"columns": columns, "published": []}, {}
+    if run.dry_run:
+        return Ran({"columns": columns, "published": []}, checked=False)
     started_ms = int(time.time() * 1000)
     report = detect_table(spark, cfg, catalog, name, columns, refresh=True)
     have = reports_in(load_table(catalog, name).properties)
@@ -48,4 +46,4 @@ def refresh_reports(
         "published": report["published"],
         "hot_keys": sum(len(have[c].keys) for c in columns),
     }
-    return result, {"reports_of_snapshot": report["snapshot_id"]}
+    return Ran(result, {"reports_of_snapshot": report["snapshot_id"]})

@@ -1,6 +1,6 @@
 """The action registry: every action icefloe decides and runs, one module each
-(:class:`~icefloe.optimizer.actions.spec.ActionSpec`), registered here once. Adding an action is
-its module and one line below.
+(:class:`~icefloe.optimizer.actions.spec.ActionSpec`), registered here once. Adding an action
+is its module and one line in :data:`MODULES`.
 
 Everything that names actions takes them from here: config validation (a policy's
 ``actions``, its ``maintenance:`` settings), the CLI's and the DAGs' choices, the queue's
@@ -10,32 +10,34 @@ batching, the decider's table rules (:func:`table_needs`), the metrics.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from importlib import import_module
 
-from icefloe.optimizer.actions import (
-    compact_deletes,
-    compute_stats,
-    expire_snapshots,
-    merge,
-    remove_orphan_files,
-    rewrite_manifests,
-    skew_report,
-    sort,
-    zorder,
-)
 from icefloe.optimizer.actions.spec import PARTITION, TABLE, ActionSpec, Setting
 from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth, Need
 
-REGISTRY: tuple[ActionSpec, ...] = (
-    merge.SPEC,
-    sort.SPEC,
-    zorder.SPEC,
-    compact_deletes.SPEC,
-    rewrite_manifests.SPEC,
-    expire_snapshots.SPEC,
-    remove_orphan_files.SPEC,
-    compute_stats.SPEC,
-    skew_report.SPEC,
+MODULES = (
+    "merge",
+    "sort",
+    "zorder",
+    "compact_deletes",
+    "rewrite_manifests",
+    "expire_snapshots",
+    "remove_orphan_files",
+    "compute_stats",
+    "skew_report",
 )
+"""The registry, one line an action, in the order a table's needs are decided: each names
+the module of this package that holds the action's ``SPEC`` (the module is named for it)."""
+
+
+def _spec(module: str) -> ActionSpec:
+    spec = getattr(import_module(f"{__name__}.{module}"), "SPEC", None)
+    if not isinstance(spec, ActionSpec) or spec.name != module:
+        raise TypeError(f"{__name__}.{module} must hold SPEC, the ActionSpec named {module!r}")
+    return spec
+
+
+REGISTRY: tuple[ActionSpec, ...] = tuple(_spec(m) for m in MODULES)
 
 BY_NAME: Mapping[str, ActionSpec] = {a.name: a for a in REGISTRY}
 NAMES = tuple(BY_NAME)

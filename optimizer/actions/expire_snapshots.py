@@ -36,5 +36,6 @@ SPEC = ActionSpec(
         "maintenance.expire_interval_hours",
     ),
     due=due,
+    runner="icefloe.jobs.maintenance.runners:expire_snapshots",
     history=("deleted_data_files_count", "deleted_manifest_files_count"),
 )

@@ -33,5 +33,7 @@ SPEC = ActionSpec(
         "maintenance.allow_shared_location",
     ),
     due=due,
+    runner="icefloe.jobs.maintenance.runners:remove_orphan_files",
     history=("orphan_file_location",),
+    dry_run=True,
 )

@@ -37,5 +37,7 @@ SPEC = ActionSpec(
         "maintenance.min_manifests",
     ),
     due=due,
+    runner="icefloe.jobs.maintenance.runners:rewrite_manifests",
     history=("rewritten_manifests_count", "added_manifests_count"),
+    recheck_due=True,
 )

@@ -79,6 +79,7 @@ SPEC = ActionSpec(
         ),
     ),
     due=due,
+    runner="icefloe.jobs.maintenance.skew_report:refresh_reports",
     history=("published",),
     maintain_when_due=False,  # a Spark job over every row: when enabled, or named
 )

@@ -69,9 +69,16 @@ class ActionSpec:
     keys: tuple[str, ...] = ()  # the policy keys its rule reads (documentation)
     settings: tuple[Setting, ...] = ()  # keys it adds under ``maintenance:``
     due: Due | None = None  # TABLE scope: when it is due (PARTITION: ``icefloe.optimizer.verdict``)
-    calls: Calls | None = None  # Iceberg procedures a generic runner CALLs (None: own runner)
+    calls: Calls | None = None  # Iceberg procedures the generic runner CALLs
     verify: Verify | None = None  # the generic runner's check of the calls' result
+    # a TABLE action without ``calls``: its runner in ``icefloe.jobs``, ``"module:function"``
+    # (named, never imported: the core stays pure; ``icefloe.jobs.maintenance.run`` loads it)
+    runner: str = ""
     history: tuple[str, ...] = ()  # result fields the action history keeps
     # ``icefloe maintain`` without ``--action`` runs it when due even if the policy does
     # not enable it (else only when enabled, or named)
     maintain_when_due: bool = True
+    dry_run: bool = False  # has a dry run of its own that lists (``maintain --dry-run`` runs it)
+    # a queued item is checked to be still due before it runs (another run may have done
+    # it since it was queued); a requested one runs regardless
+    recheck_due: bool = False

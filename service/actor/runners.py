@@ -30,6 +30,7 @@ from icefloe.jobs.rewrite.exact import Collaborators
 from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
 from icefloe.optimizer.actions import BY_NAME
 from icefloe.optimizer.actions import TABLE_ACTIONS as TABLE_MAINTENANCE
+from icefloe.optimizer.actions.rewrite_manifests import NAME as REWRITE_MANIFESTS
 from icefloe.state.queue import REQUESTED, ActionItem
 
 log = logging.getLogger("icefloe.actor")
@@ -127,9 +128,9 @@ def spark_runners(cfg: Config, spark: Any = None) -> tuple[Runner, BatchRunner]:
 
     def run(item: ActionItem, guard: WriteGuard = NO_GUARD) -> dict[str, Any]:
         if item.action in TABLE_MAINTENANCE:
-            if item.action == "rewrite_manifests" and item.reason != REQUESTED:
-                if not _manifests_due(cfg, item.table):  # e.g. done after a batch since
-                    return {"partitions": [], "skipped": "manifests no longer due"}
+            if BY_NAME[item.action].recheck_due and item.reason != REQUESTED:
+                if not _still_due(cfg, item.table, item.action):  # e.g. done after a batch
+                    return {"partitions": [], "skipped": f"{item.action} no longer due"}
             return run_table_action(session(), cfg, item.table, item.action)
         if item.partition and not is_key(item.partition):
             # queued before typed keys: its ``day=1`` may name several partitions as one;
@@ -184,15 +185,14 @@ def _optimize(
     return out
 
 
-def _manifests_due(cfg: Config, name: str) -> bool:
-    """Whether ``name``'s manifests need a rewrite now (its policy enables it, and the
-    rule of ``icefloe.optimizer.maintenance_rules.manifests_due`` holds: the manifest list only)."""
-
+def _still_due(cfg: Config, name: str, action: str) -> bool:
+    """Whether ``action`` is due on ``name`` now: its policy enables it and its rule holds
+    (``ActionSpec.due``, on the table's metadata as it is now)."""
     table = load_table(load_catalog(cfg), name)
     policy = cfg.policy_for(name, table.properties)
-    if not policy.enabled or "rewrite_manifests" not in policy.actions:
+    if not policy.enabled or action not in policy.actions:
         return False
-    return bool(assess(table, policy, time.time(), {}, actions=("rewrite_manifests",))[1])
+    return bool(assess(table, policy, time.time(), {}, actions=(action,))[1])
 
 
 def _manifests_after(spark: Any, cfg: Config, name: str) -> dict[str, Any] | None:
@@ -200,10 +200,10 @@ def _manifests_after(spark: Any, cfg: Config, name: str) -> dict[str, Any] | Non
     they are due (one more round trip saved: the decider would queue it next); None when
     not due. Best effort: the batch is done whatever happens here."""
     try:
-        if not _manifests_due(cfg, name):
+        if not _still_due(cfg, name, REWRITE_MANIFESTS):
             return None
 
-        return run_table_action(spark, cfg, name, "rewrite_manifests")
+        return run_table_action(spark, cfg, name, REWRITE_MANIFESTS)
     except Exception as e:  # the decider queues it as usual next pass
         log.warning("manifest rewrite after the batch of %s failed: %s", name, describe(e))
         return {"error": describe(e)}

@@ -17,6 +17,7 @@ from icefloe.base.catalog import load_table
 from icefloe.base.errors import OperationFailed
 from icefloe.jobs.maintenance import procedures as maintenance
 from icefloe.jobs.maintenance import run as upkeep
+from icefloe.jobs.maintenance import runners
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -69,7 +70,7 @@ def test_a_referenced_file_gone_fails_the_action(
     _, ident = _table(spark, namespace, commits=3)
     manifest_target = None if in_driver else _just_over_one(catalog, ident)
     cfg = _policy(lake_home, ident, manifest_target_bytes=manifest_target)
-    real = upkeep._rewrite_manifests
+    real = runners.driver_or_procedure
 
     def losing(*args: Any) -> Any:  # a rewrite that loses a file
         report = real(*args)
@@ -78,7 +79,7 @@ def test_a_referenced_file_gone_fails_the_action(
         Path(victim.removeprefix("file:")).unlink()
         return report
 
-    monkeypatch.setattr(upkeep, "_rewrite_manifests", losing)
+    monkeypatch.setattr(runners, "driver_or_procedure", losing)
     with pytest.raises(OperationFailed, match="referenced file"):
         upkeep.run_table_action(spark, cfg, ident, "rewrite_manifests")
 

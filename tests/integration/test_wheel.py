@@ -30,15 +30,19 @@ from icefloe import LAYERS
 from icefloe.base.catalog import spark_table_name
 from icefloe.base.config import Config
 from tests.support.config import REPO, config_raw
+from tests.support.tree import copy_tree
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of the working tree, built in a copy: setuptools builds under the source's
+    ``build/``, and a test writes only under its temp dirs."""
+    source = copy_tree(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("dist")
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*pip, "-w", str(out), str(REPO)], check=True, capture_output=True)
+    subprocess.run([*pip, "-w", str(out), str(source)], check=True, capture_output=True)
     (built,) = out.glob("icefloe-*.whl")
     return built
 
