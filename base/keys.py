@@ -29,7 +29,7 @@ The tag comes right after the prefix, before any data (an item id holds a partit
 which may hold braces), so no value can change a key's slot; a prefix with braces would,
 and ``redis.cluster: true`` rejects one. Scripts get every key they touch through
 ``KEYS`` (never build a name from data they read), and
-``tests/unit/service/test_key_slots.py`` checks every script call and transaction for one
+``tests/unit/base/test_keys.py`` checks every script call and transaction for one
 slot on a single Redis too.
 
 The layout changed with Redis Cluster support (it was ``<prefix>:q:ready``,

@@ -82,7 +82,7 @@ from icefloe.service.decider.light import FULL_REFRESH_SECONDS  # noqa: E402
 from icefloe.service.decider.wiring import open_decider  # noqa: E402
 from icefloe.service.observe.kept import RECORD_MAX_AGE_S  # noqa: E402
 from icefloe.service.observe.status import gather  # noqa: E402
-from icefloe.state.queue.redis import open_queue  # noqa: E402
+from icefloe.state.open import open_state  # noqa: E402
 
 ICEFLOE = ROOT / ".venv" / "bin" / "icefloe"
 
@@ -215,7 +215,7 @@ def run_size(n: int, args: argparse.Namespace, home: Path) -> tuple[list[Line], 
     worst_cold = run.cold("tables", "--worst", "10", "--json")
     lines.append(Line("tables --worst 10 --json, cold CLI", worst_cold, None))
     rclient = connect(cfg)
-    queue = open_queue(cfg, rclient)
+    queue = open_state(cfg, rclient).queue
     new_status, _ = timed(lambda: gather(cfg, rclient, queue, time.time()))
     old_status = None
     if not args.new_only:

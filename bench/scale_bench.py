@@ -62,7 +62,8 @@ from icefloe.base.config import DeciderSettings, build_config  # noqa: E402
 from icefloe.base.keys import Keys  # noqa: E402
 from icefloe.base.redis_client import connect  # noqa: E402
 from icefloe.service.decider.loop import Decider  # noqa: E402
-from icefloe.service.decider.wiring import open_decider, redis_adapters  # noqa: E402
+from icefloe.service.decider.wiring import open_decider  # noqa: E402
+from icefloe.state.open import open_state  # noqa: E402
 from icefloe.state.queue import ActionItem, budget_of  # noqa: E402
 from icefloe.state.queue.redis import RedisQueue  # noqa: E402
 from icefloe.state.rolling.redis import RollingStats  # noqa: E402
@@ -421,7 +422,7 @@ def run_topology(
         before = used_memory(client)
         queue = StampedQueue(client, keys)
         settings = DeciderSettings(ready_depth=0)  # enqueue only: dispatch is figure 5
-        adapters = replace(redis_adapters(cfg, client, settings), queue=queue)
+        adapters = replace(open_state(cfg, client, settings), queue=queue)
         decider = Decider(cfg, w.catalog(), adapters, settings, tables=lambda: w.names)
         out: dict[str, Any] = {"load": os.getloadavg()[0]}  # the machine may be shared
         out["cold_s"] = cold_start(decider, client, keys, len(w.names))

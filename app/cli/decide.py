@@ -33,7 +33,6 @@ from icefloe.base.config import (
     parse_table_identifier,
 )
 from icefloe.base.errors import OperationFailed, ServiceUnavailable, UsageError
-from icefloe.base.keys import Keys
 from icefloe.base.layoutspec import layout_spec
 from icefloe.base.partition_key import display_key
 from icefloe.base.redact import service_logging
@@ -41,9 +40,8 @@ from icefloe.base.redis_client import connect, connect_retrying, translated
 from icefloe.base.signals import on_sigterm
 from icefloe.optimizer.actions import LAYOUT_ACTIONS
 from icefloe.service.decider.pool import SubmitLauncher
-from icefloe.state.events.redis import RedisEvents
+from icefloe.state.open import open_state
 from icefloe.state.queue import REQUESTED, ActionItem
-from icefloe.state.queue.redis import open_queue
 
 log = logging.getLogger("icefloe.decider")
 
@@ -203,7 +201,7 @@ def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     parse_table_identifier(table)
     load_table(load_catalog(ctx.cfg, read_only=True), table)  # TableNotFound first
     client = connect(ctx.cfg)
-    event_id = RedisEvents(client, Keys.for_config(ctx.cfg), "cli").publish(table, snapshot_id)
+    event_id = open_state(ctx.cfg, client, consumer="cli").events.publish(table, snapshot_id)
     click.echo(f"notified {table} (event {event_id})")
 
 
@@ -275,7 +273,7 @@ def request(
         ActionItem.new(table, key, action, cls, 1, AD_HOC_BENEFIT, time.time(), reason=REQUESTED)
         for key in keys
     ]
-    queue = open_queue(ctx.cfg, client)
+    queue = open_state(ctx.cfg, client).queue
     outcomes = [queue.enqueue(item, time.time(), force=True) for item in items]
     data = {
         "id": items[0].id,

@@ -76,12 +76,10 @@ def _ledger(cfg: Config) -> Ledger | None:
     """The Redis ledger for the records not appended yet; None (one warning) when Redis
     does not answer: the table's records are shown alone."""
     # start-up: redis-py only when the command runs
-    from icefloe.base.keys import Keys
-    from icefloe.base.redis_client import connect
-    from icefloe.state.ledger.redis import RedisLedger
+    from icefloe.state.open import open_state
 
     try:
-        ledger = RedisLedger(connect(cfg), Keys.for_config(cfg))
+        ledger = open_state(cfg).ledger
         ledger.counters()  # reachable now, or not at all
     except ServiceUnavailable as e:
         click.echo(f"icefloe: warning: {e}: records not yet appended are not shown", err=True)

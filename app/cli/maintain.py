@@ -31,15 +31,13 @@ from icefloe.app.cli.common import (
 from icefloe.base.catalog import load_catalog, load_table
 from icefloe.base.config import Config, parse_table_identifier
 from icefloe.base.errors import OperationFailed, ServiceUnavailable
-from icefloe.base.keys import Keys
-from icefloe.base.redis_client import connect
 from icefloe.base.spark import build_spark
 from icefloe.jobs.maintenance.due import assess
 from icefloe.jobs.maintenance.sharing import orphan_hold
 from icefloe.optimizer.actions import BY_NAME, TABLE_ACTIONS
 from icefloe.optimizer.maintenance_rules import MetadataHealth
 from icefloe.state.health import statistics_age, statistics_text
-from icefloe.state.health.redis import RedisHealth
+from icefloe.state.open import open_state
 
 console = make_console()
 
@@ -94,7 +92,7 @@ def maintenance_plan(
 def stored_runs(cfg: Config, name: str) -> tuple[dict[str, int], Any]:
     """When each action last ran (from Redis), and the store; ({}, None) without Redis."""
     try:
-        store = RedisHealth(connect(cfg), Keys.for_config(cfg))
+        store = open_state(cfg).health
         return store.last_runs(name), store
     except ServiceUnavailable:
         return {}, None

@@ -12,7 +12,7 @@ import click
 from icefloe.app.cli.common import Context, make_console, pass_ctx
 from icefloe.base.config import parse_table_identifier
 from icefloe.base.redis_client import connect
-from icefloe.state.queue.redis import open_queue
+from icefloe.state.open import open_state
 
 
 @click.command()
@@ -34,7 +34,7 @@ def status(ctx: Context, tables: tuple[str, ...], as_json: bool) -> None:
     for name in tables:
         parse_table_identifier(name)
     client = connect(ctx.cfg)
-    data = gather(ctx.cfg, client, open_queue(ctx.cfg, client), time.time(), tables)
+    data = gather(ctx.cfg, client, open_state(ctx.cfg, client).queue, time.time(), tables)
     if as_json:
         click.echo(json_text(data))
     else:

@@ -31,9 +31,8 @@ from icefloe.service.actor.runners import spark_runners
 from icefloe.service.decider.wiring import open_decider
 from icefloe.service.observe.status import scans_avoided_pct
 from icefloe.service.observe.tables import plan_ms
-from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.open import open_state
 from icefloe.state.queue import budget_of
-from icefloe.state.queue.redis import RedisQueue
 
 Say = Callable[[str], None]
 TARGET_PROPERTY = "write.target-file-size-bytes"
@@ -218,14 +217,14 @@ class Icefloe:
     def _actor_pool(self) -> None:
         """Two actor threads on the queue until it has been empty for half a second."""
         s = self.settings
-        queue = RedisQueue(self.client, self.keys, s.max_attempts, s.aging_seconds)
+        state = open_state(self.cfg, self.client, s)
         actors = [
             Actor(
-                queue,
+                state.queue,
                 self.runner,
                 lease_seconds=s.lease_seconds,
                 recorder=self._record,
-                intents=RedisIntents(self.client, self.keys),
+                intents=state.intents,
                 clean=cleaner(self.catalog),
                 batch_runner=self.batch_runner,
                 budget=self.budget,

@@ -24,7 +24,6 @@ from typing import Any
 from icefloe.base.catalog import load_catalog, load_table, managed_tables
 from icefloe.base.config import Config
 from icefloe.base.errors import ServiceUnavailable, describe
-from icefloe.base.keys import Keys
 from icefloe.base.redis_client import connect
 from icefloe.base.tablestats import current_partitions
 from icefloe.jobs.history.flush import Kept, read_all
@@ -32,9 +31,9 @@ from icefloe.jobs.skew.detect import reports_version, stored_reports
 from icefloe.service.observe.kept import Policies, held_rank, held_score, kept_row, row_score
 from icefloe.service.observe.status import gather
 from icefloe.service.observe.tables import plan_ms, table_summary
-from icefloe.state.health.redis import RedisHealth
-from icefloe.state.ledger.redis import RedisLedger
-from icefloe.state.queue.redis import open_queue
+from icefloe.state.health import HealthStore
+from icefloe.state.ledger import Ledger
+from icefloe.state.open import open_state
 
 log = logging.getLogger("icefloe.ui")
 
@@ -122,7 +121,7 @@ class Dashboard:
 
         def run() -> dict[str, Any]:
             client = self._redis()
-            queue, now = open_queue(self.cfg, client), self.now()
+            queue, now = open_state(self.cfg, client).queue, self.now()
             return gather(self.cfg, client, queue, now, tables_too=False)
 
         return dict(self._locked(run))
@@ -137,7 +136,7 @@ class Dashboard:
         record, and only the page's records are read and built into rows."""
 
         def run() -> dict[str, Any]:
-            health = RedisHealth(self._redis(), Keys.for_config(self.cfg))
+            health = open_state(self.cfg, self._redis()).health
             names = health.managed()
             if names is None:  # no decider has listed them yet: the catalog, once a poll
                 names = managed_tables(self.cfg, self._cat())
@@ -153,7 +152,7 @@ class Dashboard:
         return dict(self._locked(run))
 
     def _ranked(
-        self, health: RedisHealth, names: list[str], now: float
+        self, health: HealthStore, names: list[str], now: float
     ) -> dict[str, tuple[int, float, str]]:
         """Each table's sort key: unreadable tables first, then by health score, tables
         not seen yet last; from its kept rank while that holds, else from its record."""
@@ -290,10 +289,10 @@ class Dashboard:
             self._reports = (version, stored_reports(self._cat()))
         return [dict(r) for r in self._reports[1]]
 
-    def _ledger(self) -> RedisLedger | None:
+    def _ledger(self) -> Ledger | None:
         """The ledger for the records not yet appended; None while Redis is away."""
         try:
-            ledger = RedisLedger(self._redis(), Keys.for_config(self.cfg))
+            ledger = open_state(self.cfg, self._redis()).ledger
             ledger.counters()
         except ServiceUnavailable:
             return None

@@ -32,12 +32,11 @@ from dataclasses import dataclass
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import Config
 from icefloe.base.errors import OperationFailed, ServiceUnavailable
-from icefloe.base.keys import Keys
 from icefloe.base.redis_client import connect
 from icefloe.jobs.maintenance.orphans import cleaner
 from icefloe.jobs.rewrite.guard import NO_GUARD, WriteGuard
 from icefloe.state.intents import ADHOC, AdhocLeases, Intent, sweep
-from icefloe.state.intents.redis import RedisIntents
+from icefloe.state.open import open_state
 
 log = logging.getLogger("icefloe.adhoc")
 
@@ -156,5 +155,6 @@ def open_adhoc(cfg: Config) -> AdhocIntents | None:
     except ServiceUnavailable as e:
         log.warning("write intents not recorded (%s)", e)
         return None
-    leases = RedisIntents(client, Keys.for_config(cfg))
+    leases = open_state(cfg, client).intents
+    assert leases is not None  # Redis keeps them
     return AdhocIntents(leases, cleaner(load_catalog(cfg)), cfg.decider.lease_seconds)

@@ -30,7 +30,6 @@ from typing import Any
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import Config
 from icefloe.base.errors import ServiceUnavailable
-from icefloe.base.keys import Keys
 from icefloe.base.partition_key import display_key
 from icefloe.base.redact import service_logging
 from icefloe.base.redis_client import connect
@@ -48,10 +47,8 @@ from icefloe.service.actor.runners import (
     summary,
 )
 from icefloe.state.intents import Intent, Intents, sweep
-from icefloe.state.intents.redis import RedisIntents
-from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 from icefloe.state.queue import Budget, Lease, PriorityQueue, budget_of
-from icefloe.state.queue.redis import open_queue
 
 log = logging.getLogger("icefloe.actor")
 
@@ -360,21 +357,20 @@ def run_actor(
     in Redis for the next leader pass."""
     service_logging()
     settings = cfg.decider
-    client = connect(cfg)
-    keys = Keys.for_config(cfg)
-    ledger = RedisLedger(client, keys)
+    state = open_state(cfg, connect(cfg))
+    ledger = state.ledger
     catalog = load_catalog(cfg)
 
     if runner is None:
         runner, batch_runner = spark_runners(cfg, spark)
     stop = threading.Event()
     a = Actor(
-        open_queue(cfg, client),
+        state.queue,
         runner,
         batch_runner=batch_runner,
         budget=budget_of(cfg),
         lease_seconds=settings.lease_seconds,
-        intents=RedisIntents(client, keys),
+        intents=state.intents,
         clean=cleaner(catalog),
         recorder=lambda entry: ledger.record_action(
             entry, settings.recent_cap, history=cfg.history.enabled

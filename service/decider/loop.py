@@ -32,8 +32,8 @@ that old, or the decider gained shards), so a commit without an event is still f
 worked through ``poll_budget_seconds`` per step, between the event batches, so an event
 never waits behind a poll of every table (a one-shot pass polls everything at once).
 
-The decider talks to Redis only through its adapters (:class:`Adapters`, given: the Redis
-ones from :func:`icefloe.service.decider.wiring.open_decider`, in-memory ones in tests); every
+The decider talks to Redis only through its adapters (a :class:`icefloe.state.open.State`,
+given: :func:`~icefloe.state.open.open_state`'s or, in tests, ``memory_state``'s); every
 failure of a backing service reaches it as :class:`ServiceUnavailable`. The leader's duties
 are :class:`icefloe.service.decider.duties.LeaderDuties`, called by :meth:`Decider.step`.
 """
@@ -44,7 +44,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from icefloe.base.catalog import managed_tables
@@ -63,38 +62,12 @@ from icefloe.service.decider.pool import Launcher, LogLauncher
 from icefloe.service.decider.records import Records
 from icefloe.service.decider.report import StepReport
 from icefloe.service.decider.scores import Scores
-from icefloe.state.events import CommitEvent, CommitEvents
-from icefloe.state.health import HealthStore
-from icefloe.state.intents import Intent, Intents
-from icefloe.state.layout import LayoutStore
-from icefloe.state.layout.memory import MemoryLayouts
-from icefloe.state.leader import Leader
-from icefloe.state.ledger import Ledger
-from icefloe.state.ledger.memory import MemoryLedger
-from icefloe.state.queue import PriorityQueue
-from icefloe.state.rolling import StatsStore
-from icefloe.state.shards import Claim, Shards
+from icefloe.state.events import CommitEvent
+from icefloe.state.intents import Intent
+from icefloe.state.open import State
+from icefloe.state.shards import Claim
 
 log = logging.getLogger("icefloe.decider")
-
-
-@dataclass(frozen=True)
-class Adapters:
-    """What the decider keeps its state in, one adapter per concern: the Redis ones
-    (:func:`icefloe.service.decider.wiring.open_decider`) or the in-memory ones (unit tests).
-    ``intents``: the records of the actors' write attempts, swept by the leader (none: no
-    sweep)."""
-
-    queue: PriorityQueue
-    stats: StatsStore
-    events: CommitEvents
-    leader: Leader
-    shards: Shards
-    health: HealthStore
-    intents: Intents | None = None
-    # counters, heartbeats, the scheduler's state, the launch guard (unit tests: in memory)
-    ledger: Ledger = field(default_factory=MemoryLedger)
-    layouts: LayoutStore = field(default_factory=MemoryLayouts)  # partitions' file bounds
 
 
 class Decider:
@@ -105,7 +78,7 @@ class Decider:
         self,
         cfg: Config,
         catalog: Any,
-        adapters: Adapters,
+        adapters: State,
         settings: DeciderSettings | None = None,
         *,
         launcher: Launcher | None = None,

@@ -27,7 +27,6 @@ from typing import Any
 
 from icefloe.base.config import TARGET_PROPERTY, Config, PlanInputs, TablePolicy
 from icefloe.base.errors import ServiceUnavailable
-from icefloe.base.keys import Keys
 from icefloe.base.layoutspec import LayoutSpec, key_sizes
 from icefloe.base.partition_key import display_key
 from icefloe.base.redis_client import connect
@@ -39,8 +38,8 @@ from icefloe.optimizer.layout import Depth
 from icefloe.optimizer.maintenance_rules import MetadataHealth
 from icefloe.optimizer.verdict import ACT, NONE, WAIT, Rules, Verdict, partition_verdict
 from icefloe.state.health import from_summary, statistics_age, summary, to_fields
-from icefloe.state.health.redis import RedisHealth
 from icefloe.state.layout import LayoutStore, kept_and_missing, zorder_columns
+from icefloe.state.open import open_state
 
 RECORD_MAX_AGE_S = 300.0  # a record is built again at least this often (ages, waits)
 VERDICTS_KEPT = 100  # verdicts kept a table (the rest counted): a record stays small
@@ -287,7 +286,7 @@ def kept_names(cfg: Config) -> list[str] | None:
     try:
         client = connect(cfg)
         try:
-            listed = RedisHealth(client, Keys.for_config(cfg)).managed()
+            listed = open_state(cfg, client).health.managed()
         finally:
             client.close()
     except ServiceUnavailable:
@@ -311,7 +310,7 @@ def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]
     try:
         client = connect(cfg)
         try:
-            records = RedisHealth(client, Keys.for_config(cfg)).records(names)
+            records = open_state(cfg, client).health.records(names)
         finally:
             client.close()
     except ServiceUnavailable as e:  # say what works without Redis

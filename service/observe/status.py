@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.table import Table
 
 from icefloe.base.config import Config
-from icefloe.base.keys import Keys
 from icefloe.base.partition_key import display_key
 from icefloe.base.redis_client import connect
 from icefloe.base.tablestats import table_score
@@ -29,19 +28,13 @@ from icefloe.optimizer.health_score import removable_mse
 from icefloe.optimizer.verdict import NONE, Verdict
 from icefloe.service.observe.kept import Policies, clustering_of, inputs_of, kept_row, kept_verdicts
 from icefloe.state.health import HealthStore, from_summary, statistics_age, statistics_text
-from icefloe.state.health.redis import RedisHealth
 from icefloe.state.layout import LayoutStore, spec_of
-from icefloe.state.layout.redis import RedisLayouts
 from icefloe.state.leader import Leader
-from icefloe.state.leader.redis import RedisLeader
 from icefloe.state.ledger import Ledger
-from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 from icefloe.state.queue import ActionItem, PriorityQueue
-from icefloe.state.queue.redis import open_queue
 from icefloe.state.rolling import StatsStore
-from icefloe.state.rolling.redis import RollingStats
 from icefloe.state.shards import Shards
-from icefloe.state.shards.redis import RedisShards
 
 RECENT_SHOWN = 20
 TABLES_SHOWN = 20  # rows of the tables section (worst first): ``--json`` has them all
@@ -81,17 +74,10 @@ class Sources:
 
 
 def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
-    """The Redis adapters of ``cfg`` on ``client`` (``queue``: the one the caller opened)."""
-    keys = Keys.for_config(cfg)
-    return Sources(
-        queue,
-        RollingStats(client, keys),
-        RedisHealth(client, keys),
-        RedisLedger(client, keys),
-        RedisLeader(client, keys, ttl_seconds=1),  # read only: its holder
-        RedisShards(client, keys, cfg.decider.shards, 1),  # read only: their holders
-        RedisLayouts(client, keys),
-    )
+    """The Redis adapters of ``cfg`` on ``client`` (``queue``: the one the caller opened);
+    the leader's and the shards' are read only (their holders)."""
+    s = open_state(cfg, client)
+    return Sources(queue, s.stats, s.health, s.ledger, s.leader, s.shards, s.layouts)
 
 
 def gather(
@@ -334,7 +320,7 @@ def queue_backlog(cfg: Config) -> int:
     """Actions waiting for an actor (pending + ready): what actor pools are sized by."""
     client = connect(cfg)
     try:
-        depth = open_queue(cfg, client).depth()
+        depth = open_state(cfg, client).queue.depth()
     finally:
         client.close()
     return int(depth["pending"] + depth["ready"])

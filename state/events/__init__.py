@@ -18,7 +18,7 @@ that are not managed are rejected by the decider, logged and acked, so one bad m
 never become a poison loop.
 
 One Protocol, :class:`CommitEvents`, two implementations proven by one contract suite
-(``tests/unit/service/test_events.py``, ``tests/redis/test_events_redis.py``):
+(``tests/unit/state/test_events.py``, ``tests/redis/test_events_redis.py``):
 :class:`icefloe.state.events.redis.RedisEvents` (the stream) and
 :class:`icefloe.state.events.memory.MemoryEvents` (for unit tests). Every Redis
 call is an adapter boundary: library errors leave as :class:`ServiceUnavailable`.
@@ -44,7 +44,10 @@ class CommitEvents(Protocol):
 
     consumer: str
 
-    def ensure_group(self) -> None: ...
+    def ensure_group(self, shards: Iterable[int] | None = None) -> None:
+        """Make sure the group exists on the stream of each of ``shards`` (default: all),
+        reading from its start; harmless when it does."""
+        ...
 
     def publish(self, table: str, snapshot_id: int | None = None) -> str:
         """Append an event; its id."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from icefloe.base.config import DEFAULT_SHARDS
 from icefloe.base.keys import shard_of
-from icefloe.state.events import CommitEvent
+from icefloe.state.events import CommitEvent, CommitEvents
 
 
 @dataclass
@@ -24,7 +24,7 @@ class MemoryStream:
     seq: int = 0
 
 
-class MemoryEvents:
+class MemoryEvents(CommitEvents):
     """Commit events in memory, with the streams' consumer-group semantics (never blocks)."""
 
     def __init__(

@@ -9,13 +9,13 @@ from typing import Any
 from icefloe.base.config import DEFAULT_SHARDS
 from icefloe.base.keys import Keys, shard_of
 from icefloe.base.redis_client import text, translated
-from icefloe.state.events import CommitEvent
+from icefloe.state.events import CommitEvent, CommitEvents
 
 GROUP = "decider"  # the deciders' consumer group on every shard's stream
 MAX_LEN = 100_000  # entries a stream keeps (approximately)
 
 
-class RedisEvents:
+class RedisEvents(CommitEvents):
     """Commit events on a Redis Stream with the consumer group ``decider``."""
 
     def __init__(

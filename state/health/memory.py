@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from icefloe.optimizer.maintenance_rules import MetadataHealth
-from icefloe.state.health import summary, to_fields
+from icefloe.state.health import HealthStore, summary, to_fields
 
 
-class MemoryHealth:
+class MemoryHealth(HealthStore):
     """The same in a dict, for unit tests."""
 
     def __init__(self) -> None:

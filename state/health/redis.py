@@ -12,14 +12,14 @@ from typing import Any
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import text, translated
 from icefloe.optimizer.maintenance_rules import MetadataHealth
-from icefloe.state.health import summary, to_fields
+from icefloe.state.health import HealthStore, summary, to_fields
 
 log = logging.getLogger("icefloe.health")
 RECORDS_A_CALL = 1000  # fields of one HMGET
 VERDICTS = "verdicts"  # a record's verdicts: kept apart, read only by who lists them
 
 
-class RedisHealth:
+class RedisHealth(HealthStore):
     """Health and last-run times in the table's slot: ``<prefix>:{t:<table>}:health``."""
 
     def __init__(self, client: Any, keys: Keys):

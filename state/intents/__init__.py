@@ -70,13 +70,18 @@ class Intents(Protocol):
         now: float,
         paths: Sequence[str] = (),
         prefixes: Sequence[str] = (),
-    ) -> bool: ...
+    ) -> bool:
+        """Add ``paths``/``prefixes`` to the attempt's intent; False when the lease is gone."""
+        ...
 
     def forget(self, token: str) -> None: ...
 
     def all(self) -> list[Intent]: ...
 
-    def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]: ...
+    def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]:
+        """Intents whose token no longer holds their item's lease (of ``item_id``: one
+        item's only); an ad-hoc run's, once its deadline has passed."""
+        ...
 
 
 class AdhocLeases(Intents, Protocol):
@@ -91,7 +96,9 @@ class AdhocLeases(Intents, Protocol):
 
     def record_adhoc(
         self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
-    ) -> bool: ...
+    ) -> bool:
+        """Add to the ad-hoc run's intent; False when its lease has expired."""
+        ...
 
 
 def sweep(

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from icefloe.state.intents import ADHOC, Intent
+from icefloe.state.intents import ADHOC, AdhocLeases, Intent
 
 
 @dataclass
-class MemoryIntents:
+class MemoryIntents(AdhocLeases):
     """The same in a dict; ``holder(item_id)`` gives the token holding an item's lease."""
 
     holder: Callable[[str], str | None]

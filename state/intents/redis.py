@@ -12,10 +12,10 @@ from typing import Any
 
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import lua_script, text, translated
-from icefloe.state.intents import ADHOC, Intent
+from icefloe.state.intents import ADHOC, AdhocLeases, Intent
 
 
-class RedisIntents:
+class RedisIntents(AdhocLeases):
     """Intents in one Redis hash (token → JSON), next to the queue's leases."""
 
     def __init__(self, client: Any, keys: Keys):
@@ -33,7 +33,6 @@ class RedisIntents:
         paths: Sequence[str] = (),
         prefixes: Sequence[str] = (),
     ) -> bool:
-        """Add ``paths``/``prefixes`` to the attempt's intent; False when the lease is gone."""
         return self._run_record(item_id, token, table, now, paths, prefixes, adhoc=False)
 
     def _run_record(
@@ -74,8 +73,6 @@ class RedisIntents:
 
     @translated("intents abandoned")
     def abandoned(self, item_id: str | None = None, now: float | None = None) -> list[Intent]:
-        """Intents whose token no longer holds their item's lease (of ``item_id``: one
-        item's only); an ad-hoc run's, once its deadline has passed."""
         now = time.time() if now is None else now
         intents = [i for i in self.all() if item_id is None or i.item == item_id]
         queued = [i for i in intents if not i.item.startswith(ADHOC)]
@@ -102,5 +99,4 @@ class RedisIntents:
     def record_adhoc(
         self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
     ) -> bool:
-        """Add to the ad-hoc run's intent; False when its lease has expired."""
         return self._run_record(ADHOC + token, token, table, now, paths, prefixes, adhoc=True)

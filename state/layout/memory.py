@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from icefloe.optimizer.layout import Depth, FileBounds
-from icefloe.state.layout import LayoutDelta, LayoutMismatch
+from icefloe.state.layout import LayoutDelta, LayoutMismatch, LayoutStore
 
 
-class MemoryLayouts:
+class MemoryLayouts(LayoutStore):
     """Plain dicts; one call is one step, so every method is trivially atomic."""
 
     def __init__(self) -> None:

@@ -21,6 +21,7 @@ from icefloe.optimizer.layout import Depth, FileBounds
 from icefloe.state.layout import (
     LayoutDelta,
     LayoutMismatch,
+    LayoutStore,
     decode_depth,
     decode_file,
     encode_depth,
@@ -29,7 +30,7 @@ from icefloe.state.layout import (
 )
 
 
-class RedisLayouts:
+class RedisLayouts(LayoutStore):
     """Per-partition file bounds in the table's slot: ``<prefix>:{t:<table>}:layout:<key>``."""
 
     def __init__(self, client: Any, keys: Keys):

@@ -6,7 +6,7 @@ Lua compare-and-extend (``leader_extend.lua``) keeps it, a compare-and-delete
 stops extending: its lease lapses within the TTL and another decider takes over. In memory
 (:class:`icefloe.state.leader.memory.MemoryLeader`): the same semantics on a shared
 :class:`~icefloe.state.leader.memory.LeaderBoard`, for unit tests.
-One contract suite (``tests/unit/service/test_leader.py``) runs against both.
+One contract suite (``tests/unit/state/test_leader.py``) runs against both.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from icefloe.state.leader import Leader
+
 
 @dataclass
 class LeaderBoard:
@@ -17,7 +19,7 @@ class LeaderBoard:
     deadline: float = 0.0
 
 
-class MemoryLeader:
+class MemoryLeader(Leader):
     """The lease in memory; ``clock`` (monotonic seconds) decides expiry."""
 
     def __init__(

@@ -9,9 +9,10 @@ from typing import Any
 
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import lua_script, text, translated
+from icefloe.state.leader import Leader
 
 
-class RedisLeader:
+class RedisLeader(Leader):
     """A leader lease: ``SET NX PX`` to take it, Lua compare-and-extend to keep it."""
 
     def __init__(self, client: Any, keys: Keys, ttl_seconds: float, token: str | None = None):

@@ -9,10 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from icefloe.state.ledger import RECENT_CAP, action_counts, stream_order
+from icefloe.state.ledger import RECENT_CAP, Ledger, action_counts, stream_order
 
 
-class MemoryLedger:
+class MemoryLedger(Ledger):
     """Plain dicts and a list; recent actions kept as the JSON Redis would hold."""
 
     def __init__(self) -> None:

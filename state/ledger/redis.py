@@ -12,10 +12,10 @@ from typing import Any
 
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import text, translated
-from icefloe.state.ledger import RECENT_CAP, action_counts
+from icefloe.state.ledger import RECENT_CAP, Ledger, action_counts
 
 
-class RedisLedger:
+class RedisLedger(Ledger):
     """The decider's and the actors' bookkeeping in Redis."""
 
     def __init__(self, client: Any, keys: Keys):

@@ -29,12 +29,11 @@ items carry a priority, and with leases so a dead actor's item comes back by its
   item with its own token. So an actor takes a table's batch whole, and every item is still
   acked, nacked or reaped on its own.
 
-Two implementations of one Protocol: :class:`icefloe.state.queue.redis.RedisQueue` (each move is
-one Lua script beside it; :func:`icefloe.state.queue.redis.open_queue` opens a
-config's) and
-:class:`icefloe.state.queue.memory.MemoryQueue` (plain Python, for unit tests). One contract suite
-(``tests/unit/service/test_queue.py``) runs against both.
-Every method takes ``now`` instead of reading a clock.
+Two implementations of one Protocol: :class:`icefloe.state.queue.redis.RedisQueue` (each
+move is one Lua script beside it; :func:`icefloe.state.open.open_state` opens a config's)
+and :class:`icefloe.state.queue.memory.MemoryQueue` (plain Python, for unit tests). One
+contract suite (``tests/support/contracts/queue.py``) runs against both. Every method takes
+``now`` instead of reading a clock.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The in-memory queue: the same semantics as the Lua scripts, for unit tests.
 
-``tests/unit/service/test_queue.py`` runs one contract suite against this and, in
+``tests/unit/state/test_queue.py`` runs one contract suite against this and, in
 ``tests/redis/``, against :class:`icefloe.state.queue.redis.RedisQueue`, so the two cannot drift.
 """
 
@@ -18,6 +18,7 @@ from icefloe.state.queue import (
     Budget,
     InFlight,
     Lease,
+    PriorityQueue,
     take_batch,
 )
 
@@ -26,7 +27,7 @@ def pending_score(item: ActionItem, enq: float, aging_seconds: float) -> float:
     return item.value_log2() - enq / aging_seconds
 
 
-class MemoryQueue:
+class MemoryQueue(PriorityQueue):
     """The in-memory stub: the same semantics as the Lua scripts, for unit tests."""
 
     def __init__(self, max_attempts: int = 3, aging_seconds: float = DEFAULT_AGING_SECONDS):

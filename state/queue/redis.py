@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from icefloe.base.config import Config
 from icefloe.base.errors import ServiceUnavailable
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import LuaScripts, text, translated
@@ -28,6 +27,7 @@ from icefloe.state.queue import (
     Budget,
     InFlight,
     Lease,
+    PriorityQueue,
     take_batch,
 )
 
@@ -62,7 +62,7 @@ def _lease(got: Any, token: str, deadline: float) -> Lease:
     return Lease(item, token, deadline)
 
 
-class RedisQueue:
+class RedisQueue(PriorityQueue):
     """The RPQ on Redis sorted sets; every state change is one Lua script (atomic)."""
 
     def __init__(
@@ -388,10 +388,3 @@ class RedisQueue:
     @translated("queue dead")
     def dead(self) -> list[ActionItem]:
         return [it for i in self.r.zrange(self.k.dead, 0, -1) if (it := self.get(text(i)))]
-
-
-def open_queue(cfg: Config, client: Any) -> RedisQueue:
-    """The queue of ``cfg`` on ``client``, with the decider's attempts and aging."""
-    return RedisQueue(
-        client, Keys.for_config(cfg), cfg.decider.max_attempts, cfg.decider.aging_seconds
-    )

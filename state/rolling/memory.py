@@ -1,6 +1,6 @@
 """The in-memory stats store: the same semantics as
 :class:`icefloe.state.rolling.redis.RollingStats`
-(proven by one contract suite, ``tests/unit/service/test_rolling.py``), for unit tests."""
+(proven by one contract suite, ``tests/support/contracts/rolling.py``), for unit tests."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from icefloe.state.ledger.memory import MemoryLedger
 from icefloe.state.rolling import (
     STATS_FORMAT,
     PartitionDelta,
+    StatsStore,
     chain_start,
     chain_stats,
     older_format,
 )
 
 
-class MemoryStats:
+class MemoryStats(StatsStore):
     """Plain dicts; one call is one step, so every method is trivially atomic. ``ledger``:
     where the store counts what it applied (a fresh :class:`MemoryLedger` by default)."""
 

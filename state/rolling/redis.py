@@ -28,6 +28,7 @@ from icefloe.state.ledger.redis import RedisLedger
 from icefloe.state.rolling import (
     STATS_FORMAT,
     PartitionDelta,
+    StatsStore,
     chain_start,
     chain_stats,
     decode,
@@ -42,7 +43,7 @@ def _int(raw: Any) -> int | None:
     return None if raw is None or raw == b"" or raw == "" else int(text(raw))
 
 
-class RollingStats:
+class RollingStats(StatsStore):
     """Per-table partition stats in Redis, updated one snapshot per transaction."""
 
     def __init__(self, client: Any, keys: Keys):
@@ -181,7 +182,6 @@ class RollingStats:
         stats: Mapping[str, PartitionStats],
         now: float,
     ) -> None:
-        """A full scan's result replaces the table's stats (and resets any drift)."""
         state, stats_key = self.k.table_state(table), self.k.stats(table)
         self.r.sadd(self.k.known_tables, table)
         pipe = self.r.pipeline(transaction=True)

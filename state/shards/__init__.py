@@ -20,7 +20,7 @@ On Redis (:class:`icefloe.state.shards.redis.RedisShards`) one Lua script does a
 atomically against the server's clock (``shards_claim.lua``, beside it); in memory
 (:class:`icefloe.state.shards.memory.MemoryShards`) the same rules on a shared
 :class:`~icefloe.state.shards.memory.ShardBoard`, for unit tests. One contract suite
-(``tests/unit/service/test_shards.py``) runs against both.
+(``tests/unit/state/test_shards.py``) runs against both.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from icefloe.state.shards import LEASE_FRACTION, Claim
+from icefloe.state.shards import LEASE_FRACTION, Claim, Shards
 
 
 @dataclass
@@ -19,7 +19,7 @@ class ShardBoard:
     leases: dict[int, tuple[float, str]] = field(default_factory=dict)
 
 
-class MemoryShards:
+class MemoryShards(Shards):
     """The shard leases in memory, by the rules of ``shards_claim.lua``; ``clock`` decides
     expiry."""
 

@@ -1,13 +1,16 @@
 -- Claim this decider's fair share of the shards, renew what it holds, release any excess.
 -- KEYS: 1 deciders zset (token -> membership deadline ms), 2 shard leases hash
 --       (shard -> "<deadline ms> <token>").
--- ARGV: 1 token, 2 ttl ms, 3 number of shards.
+-- ARGV: 1 token, 2 ttl ms, 3 number of shards, 4 (optional, tests) the time in ms.
 -- Returns {wait_ms, shard, shard, ...}: the shards this decider now holds (ascending) and
 -- the ms until the first lease held by another decider lapses (-1: none), so a survivor can
 -- look again as soon as a dead decider's shards become free.
--- Time is the server's (TIME), so the deciders' clocks need not agree.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Time is the server's (TIME), so the deciders' clocks need not agree; ARGV[4] replaces it.
+local now = ARGV[4] and tonumber(ARGV[4])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local token, ttl, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)

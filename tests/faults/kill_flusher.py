@@ -14,10 +14,8 @@ import sys
 
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import load_config
-from icefloe.base.keys import Keys
-from icefloe.base.redis_client import connect
 from icefloe.jobs.history.flush import flush
-from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 
 
 def die(upto_id: str) -> None:
@@ -27,7 +25,7 @@ def die(upto_id: str) -> None:
 
 def main(config_path: str) -> None:
     cfg = load_config(config_path)
-    ledger = RedisLedger(connect(cfg), Keys.for_config(cfg))
+    ledger = open_state(cfg).ledger
     ledger.trim_history = die  # type: ignore[method-assign]
     flush(cfg, load_catalog(cfg), ledger, "killed-decider")
     print("not killed", flush=True)  # the test fails on this

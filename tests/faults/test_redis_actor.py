@@ -61,17 +61,17 @@ def queued(env: Any, ledger: Any) -> Queued:
 
 def arm_first_queue(monkeypatch: Any, arm: Callable[[RedisQueue], None]) -> None:
     """The first queue ``run_actor`` opens gets ``arm``-ed (its methods wrapped)."""
-    real = actor_module.open_queue
-    opened: list[RedisQueue] = []
+    real = actor_module.open_state
+    opened: list[Any] = []
 
-    def open_queue(cfg: Any, client: Any) -> RedisQueue:
-        queue = real(cfg, client)
+    def open_state(cfg: Any, client: Any) -> Any:
+        state = real(cfg, client)
         if not opened:
-            arm(queue)
-        opened.append(queue)
-        return queue
+            arm(state.queue)
+        opened.append(state)
+        return state
 
-    monkeypatch.setattr(actor_module, "open_queue", open_queue)
+    monkeypatch.setattr(actor_module, "open_state", open_state)
 
 
 def recent(client: Any, env: Any) -> list[dict[str, Any]]:

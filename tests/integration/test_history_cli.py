@@ -18,10 +18,8 @@ from click.testing import CliRunner
 from icefloe.app.cli import cli
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import load_config
-from icefloe.base.keys import Keys
-from icefloe.base.redis_client import connect
 from icefloe.jobs.history.flush import flush
-from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -38,7 +36,7 @@ def test_history_pending_then_appended_then_past_a_redis_flush(
     conf.write_text(yaml.safe_dump(config_raw(tmp_path, history={"enabled": True})))
     cfg = load_config(str(conf))
     load_catalog(cfg)  # the lake exists (read-only commands create none): no history table yet
-    book = RedisLedger(connect(cfg), Keys.for_config(cfg))
+    book = open_state(cfg).ledger
     now = time.time()
     for i, (table, age_h) in enumerate((("db.a", 50), ("db.b", 2), ("db.a", 1))):
         entry = {"id": f"i{i}", "table": table, "action": "merge", "ok": True, "seconds": 2}

@@ -27,11 +27,9 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from icefloe.app.cli import cli
 from icefloe.base.config import load_config
-from icefloe.base.keys import Keys
-from icefloe.base.redis_client import connect
 from icefloe.jobs.history import table as history
 from icefloe.service.actor.loop import run_actor
-from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis, pytest.mark.integration]
@@ -87,7 +85,7 @@ def test_an_actor_stopped_by_sigterm_flushes_the_history_and_exits_0(
 ) -> None:
     conf = _config(lake_home, namespace)
     cfg = load_config(str(conf))
-    book = RedisLedger(connect(cfg), Keys.for_config(cfg))
+    book = open_state(cfg).ledger
     for i in range(2):  # records an earlier actor handed over: pending until a flush
         entry = {"id": f"i{i}", "table": "db.t", "action": "merge", "ok": True, "seconds": 1}
         book.record_action(entry | {"finished_at": time.time()}, history=True)

@@ -26,8 +26,8 @@ from icefloe.app.web.data import Dashboard
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import load_config
 from icefloe.base.redis_client import connect
+from icefloe.state.open import open_state
 from icefloe.state.queue import ActionItem
-from icefloe.state.queue.redis import open_queue
 from tests.support.config import config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -105,7 +105,7 @@ def test_every_surface_gives_the_decider_s_verdict(tmp_path: Path, redis_client:
     status = _invoke(conf, "status", "--json")["tables"]
     tables = {r["table"]: r["verdicts"] for r in _invoke(conf, "tables", "--json")}
     client = connect(cfg)
-    queue = open_queue(cfg, client)
+    queue = open_state(cfg, client).queue
     dashboard = Dashboard(cfg)
     seen: dict[str, dict[str, tuple[str, str]]] = {}
     try:

@@ -42,7 +42,7 @@ from icefloe.base.config import Config, load_config
 from icefloe.base.tablestats import current_partitions
 from icefloe.jobs.rewrite.commit import REWRITE_ID_PROPERTY
 from icefloe.service.observe.status import gather
-from icefloe.state.queue.redis import open_queue
+from icefloe.state.open import open_state
 from tests.integration.executor_python import ROOT, BarePython, PackedArchive
 from tests.support.config import config_raw
 
@@ -341,7 +341,7 @@ def test_actors_run_the_arrow_engine_on_a_standalone_cluster(
     assert f"actor done={len(PARTS)} failed=0 lost=0" in out.splitlines()
 
     # every item acked once, in one batch whose report names the Arrow engine: one commit
-    queue = open_queue(cfg, redis_client)
+    queue = open_state(cfg, redis_client).queue
     assert queue.depth() == {"pending": 0, "ready": 0, "inflight": 0, "dead": 0}
     (e,) = gather(cfg, redis_client, queue, time.time())["recent"]
     assert e["ok"] and e["outcome"] == f"done×{len(PARTS)}" and e["attempt"] == 1, e

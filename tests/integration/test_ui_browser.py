@@ -33,12 +33,11 @@ from icefloe.app.web.server import UiServer, make_server, serve_in_thread
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import Config, load_config
 from icefloe.base.errors import UsageError
-from icefloe.base.keys import Keys
-from icefloe.base.redis_client import connect
 from icefloe.jobs.history.flush import flush
 from icefloe.jobs.skew.detect import save_report
 from icefloe.service.observe.tables import table_summary
 from icefloe.state.ledger.redis import RedisLedger
+from icefloe.state.open import open_state
 from tests.support.config import REPO, config_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.redis]
@@ -78,7 +77,7 @@ def warehouse(tmp_path: Path, redis_client: Any) -> tuple[Config, Any, RedisLedg
             spec.add_identity("day")
         for c in range(commits):  # files of several sizes: a histogram of several bars
             table.append(_rows(1500 * (1 + c)))
-    book = RedisLedger(connect(cfg), Keys.for_config(cfg))
+    book = open_state(cfg).ledger
     _record(book, "old-1", "db.events", 3, 3600)
     _record(book, "old-2", "db.clicks", 1, 1800)
     assert flush(cfg, catalog, book, "d1") == 2

@@ -15,8 +15,8 @@ from icefloe.base.errors import ConfigError
 from icefloe.base.keys import Keys
 from icefloe.base.redis_client import connect
 from icefloe.optimizer import stats_from_sizes
+from icefloe.state.open import open_state
 from icefloe.state.queue import ActionItem
-from icefloe.state.queue.redis import open_queue
 from icefloe.state.rolling.redis import RollingStats
 from tests.support.cluster import LocalCluster, primaries
 from tests.support.config import TEST_REDIS_URL, make_config
@@ -65,7 +65,7 @@ def test_a_flag_that_does_not_match_the_server_is_a_config_error(
 
 def test_the_queue_is_one_slot_and_tables_spread(cluster_cfg: Config, cluster_client: Any) -> None:
     keys = Keys.for_config(cluster_cfg)
-    q = open_queue(cluster_cfg, cluster_client)
+    q = open_state(cluster_cfg, cluster_client).queue
     store = RollingStats(cluster_client, keys)
     tables = [f"db.t{i}" for i in range(12)]
     for t in tables:

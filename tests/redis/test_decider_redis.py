@@ -1,11 +1,11 @@
 """The decider on its default (Redis) adapters, status and metrics against a real Redis.
 
-The decider's behaviour is tested on the in-memory adapters (``tests/unit/service/
-test_decider.py``); each Redis adapter is proven equal to its in-memory twin by the contract
-suites (``test_queue_redis``, ``test_rolling_redis``, ``test_events_redis``,
-``test_leader_redis``). Here: the wiring, and what only Redis shows, on a single Redis and
-on a Redis Cluster. No catalog here (``tests/integration/test_decider.py`` has the
-end-to-end runs)."""
+The decider's behaviour is tested on the in-memory adapters
+(``tests/unit/service/decider/test_loop.py``); each Redis adapter is proven equal to its
+in-memory twin by the contract suites (``test_queue_redis``, ``test_rolling_redis``,
+``test_events_redis``, ``test_leader_redis``). Here: the wiring, and what only Redis
+shows, on a single Redis and on a Redis Cluster. No catalog here
+(``tests/integration/test_decider.py`` has the end-to-end runs)."""
 
 from __future__ import annotations
 

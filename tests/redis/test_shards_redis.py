@@ -3,6 +3,7 @@ test)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,8 +26,14 @@ class TestRedisShards(ShardsContract):
     def _redis(self, redis_client: Any) -> None:
         self.client = redis_client
 
-    def make(self, token: str, count: int = 8, ttl_seconds: float = 30.0) -> Shards:
-        return RedisShards(self.client, KEYS, count, ttl_seconds, token)
+    def make(
+        self,
+        token: str,
+        count: int = 8,
+        ttl_seconds: float = 30.0,
+        clock: Callable[[], float] | None = None,
+    ) -> Shards:
+        return RedisShards(self.client, KEYS, count, ttl_seconds, token, clock)
 
 
 def test_leases_and_membership_live_in_the_decider_slot(redis_client: Any) -> None:

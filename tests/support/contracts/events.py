@@ -1,7 +1,7 @@
 """The commit-events contract suite: every :class:`icefloe.state.events.CommitEvents` runs these.
 
 ``EventsContract`` is not collected by itself; ``TestMemoryEvents`` in
-``tests/unit/service/test_events.py`` runs it on the in-memory stream,
+``tests/unit/state/test_events.py`` runs it on the in-memory stream,
 ``tests/redis/test_events_redis.py`` on a Redis Stream.
 """
 

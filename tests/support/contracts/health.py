@@ -1,7 +1,7 @@
 """The metadata-health store contract suite: every :class:`icefloe.state.health.HealthStore`
 runs these.
 
-``HealthContract`` is not collected by itself; ``tests/unit/service/test_health.py`` runs it
+``HealthContract`` is not collected by itself; ``tests/unit/state/test_health.py`` runs it
 in memory, ``tests/redis/test_health_redis.py`` on Redis and a Redis Cluster.
 """
 

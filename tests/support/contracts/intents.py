@@ -2,7 +2,7 @@
 is gone.
 
 ``IntentsContract`` is not collected by itself; ``TestMemoryIntents`` in
-``tests/unit/service/test_intents.py`` runs it on the in-memory queue,
+``tests/unit/state/test_intents.py`` runs it on the in-memory queue,
 ``tests/redis/test_intents_redis.py`` on Redis.
 """
 

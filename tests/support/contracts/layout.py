@@ -1,7 +1,7 @@
 """The layout store contract suite: every :class:`icefloe.state.layout.LayoutStore` runs
 these.
 
-``LayoutContract`` is not collected by itself; ``tests/unit/service/test_layout.py`` runs it
+``LayoutContract`` is not collected by itself; ``tests/unit/state/test_layout.py`` runs it
 in memory, ``tests/redis/test_layout_redis.py`` on Redis and a Redis Cluster.
 """
 

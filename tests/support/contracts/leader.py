@@ -1,7 +1,7 @@
 """The leader-lease contract suite: every :class:`icefloe.state.leader.Leader` runs these.
 
 ``LeaderContract`` is not collected by itself; ``TestMemoryLeader`` in
-``tests/unit/service/test_leader.py`` runs it, ``tests/redis/test_leader_redis.py`` on Redis.
+``tests/unit/state/test_leader.py`` runs it, ``tests/redis/test_leader_redis.py`` on Redis.
 """
 
 from __future__ import annotations

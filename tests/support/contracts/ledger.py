@@ -1,6 +1,6 @@
 """The ledger contract suite: every :class:`icefloe.state.ledger.Ledger` runs these.
 
-``LedgerContract`` is not collected by itself; ``tests/unit/service/test_ledger.py`` runs it
+``LedgerContract`` is not collected by itself; ``tests/unit/state/test_ledger.py`` runs it
 on the in-memory ledger, ``tests/redis/test_ledger_redis.py`` on Redis and a Redis Cluster.
 """
 

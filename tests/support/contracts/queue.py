@@ -1,7 +1,7 @@
 """The RPQ contract suite (dagster style): every queue implementation runs these tests.
 
 ``QueueContract`` is not collected by itself (``__test__ = False``); ``TestMemoryQueue``
-in ``tests/unit/service/test_queue.py`` runs it on the in-memory stub,
+in ``tests/unit/state/test_queue.py`` runs it on the in-memory stub,
 ``tests/redis/test_queue_redis.py`` on Redis.
 """
 

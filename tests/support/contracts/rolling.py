@@ -2,7 +2,7 @@
 (the bookkeeping beside it: ``tests/support/contracts/ledger.py``).
 
 ``StatsContract`` is not collected by itself (``__test__ = False``); ``TestMemoryStats``
-in ``tests/unit/service/test_rolling.py`` runs it on the in-memory store,
+in ``tests/unit/state/test_rolling.py`` runs it on the in-memory store,
 ``tests/redis/test_rolling_redis.py`` on Redis.
 """
 

@@ -1,22 +1,32 @@
 """The shard-lease contract suite: every :class:`icefloe.state.shards.Shards` runs these.
 
 ``ShardsContract`` is not collected by itself; ``TestMemoryShards`` in
-``tests/unit/service/test_shards.py`` runs it, ``tests/redis/test_shards_redis.py`` on a
+``tests/unit/state/test_shards.py`` runs it, ``tests/redis/test_shards_redis.py`` on a
 single Redis and on a Redis Cluster.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+
+import pytest
 
 from icefloe.state.shards import LEASE_FRACTION, Shards
+from tests.support.clock import Clock
 
 
 class ShardsContract:
     __test__ = False
 
-    def make(self, token: str, count: int = 8, ttl_seconds: float = 30.0) -> Shards:
-        """A decider's handle on this test's one set of shard leases."""
+    def make(
+        self,
+        token: str,
+        count: int = 8,
+        ttl_seconds: float = 30.0,
+        clock: Callable[[], float] | None = None,
+    ) -> Shards:
+        """A decider's handle on this test's one set of shard leases, timed by ``clock``
+        (seconds; None: the adapter's own, the server's on Redis)."""
         raise NotImplementedError
 
     def test_a_lone_decider_holds_every_shard(self) -> None:
@@ -42,23 +52,22 @@ class ShardsContract:
         assert all(holders[s] == t for t, o in owned.items() for s in o)
 
     def test_a_dead_deciders_shards_are_taken_after_its_lease(self) -> None:
-        # a lease long enough that a stalled test process (a loaded machine) does not see
-        # it lapse early; its end is waited for, never guessed
-        ttl = 3.0
-        a, b = self.make("a", ttl_seconds=ttl), self.make("b", ttl_seconds=ttl)
+        clock = Clock()
+        ttl = 10.0
+        lease = ttl * LEASE_FRACTION  # the survivors' reaction fits in the rest of the TTL
+        a, b = (self.make(t, ttl_seconds=ttl, clock=clock) for t in ("a", "b"))
         a.claim()
         b.claim()
-        a.claim()
-        silent_from = time.monotonic()  # a's last renewal
+        a.claim()  # a's last renewal: it goes silent now
         assert b.claim().owned == frozenset(range(4, 8))
         claim = b.claim()
-        assert claim.next_lapse is not None and 0 < claim.next_lapse <= ttl * LEASE_FRACTION
-        time.sleep(0.3)
+        assert claim.next_lapse == pytest.approx(lease)
+        clock.sleep(lease - 1)
         b.claim()  # a is silent, but its lease has not lapsed
-        owned = b.claim().owned
-        if time.monotonic() - silent_from < ttl * LEASE_FRACTION - 0.1:
-            assert owned == frozenset(range(4, 8))
-        time.sleep(max(0.0, silent_from + ttl - time.monotonic()) + 0.1)  # a's all lapsed
+        claim = b.claim()
+        assert claim.owned == frozenset(range(4, 8))
+        assert claim.next_lapse == pytest.approx(1)
+        clock.sleep(1)  # a's membership and leases lapse together
         assert b.claim().owned == frozenset(range(8))
         assert b.holders() == {s: "b" for s in range(8)}
 

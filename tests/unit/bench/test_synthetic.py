@@ -8,7 +8,6 @@ import importlib.util
 import random
 import sys
 from dataclasses import replace
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -18,10 +17,11 @@ from icefloe.optimizer import stats_from_sizes
 from icefloe.state.rolling import scan as rolling_scan
 from icefloe.state.rolling.memory import MemoryStats
 from icefloe.state.rolling.scan import catch_up, full_stats, snapshot_delta
+from tests.support.config import REPO
 
 pytestmark = [pytest.mark.unit]
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = REPO
 
 
 def _load() -> ModuleType:

@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pytest
 
 from icefloe.state.shards import LEASE_FRACTION, Shards
@@ -22,8 +25,14 @@ class TestMemoryShards(ShardsContract):
     def _board(self) -> None:
         self.board = ShardBoard()
 
-    def make(self, token: str, count: int = 8, ttl_seconds: float = 30.0) -> Shards:
-        return MemoryShards(self.board, count, ttl_seconds, token)
+    def make(
+        self,
+        token: str,
+        count: int = 8,
+        ttl_seconds: float = 30.0,
+        clock: Callable[[], float] | None = None,
+    ) -> Shards:
+        return MemoryShards(self.board, count, ttl_seconds, token, clock or time.monotonic)
 
 
 def test_memory_shards_follow_their_clock() -> None:

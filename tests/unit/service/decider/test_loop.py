@@ -15,18 +15,14 @@ from icefloe.app.cli.decide import partition_selector
 from icefloe.base.config import DeciderSettings
 from icefloe.base.errors import ServiceUnavailable, UsageError
 from icefloe.optimizer import PartitionStats, estimate, stats_from_sizes
-from icefloe.service.decider.loop import Adapters, Decider
+from icefloe.service.decider.loop import Decider
 from icefloe.service.decider.pool import desired_actors
 from icefloe.service.decider.wiring import open_decider
-from icefloe.state.events.memory import MemoryEvents, MemoryStream
-from icefloe.state.health.memory import MemoryHealth
-from icefloe.state.layout.memory import MemoryLayouts
-from icefloe.state.leader.memory import LeaderBoard, MemoryLeader
-from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.leader.memory import LeaderBoard
+from icefloe.state.open import memory_state
 from icefloe.state.queue import ActionItem
 from icefloe.state.queue.memory import MemoryQueue
 from icefloe.state.rolling.memory import MemoryStats
-from icefloe.state.shards.memory import MemoryShards
 from tests.support.config import make_config
 
 pytestmark = [pytest.mark.unit]
@@ -180,23 +176,13 @@ def _decider(
     """A decider on in-memory adapters; ``batch``: every table's ``batch_max_items`` (1:
     one item per dispatch, the scheduler's own unit)."""
 
-    ledger = MemoryLedger()  # the store counts there too, as on Redis
     cfg = make_config(
         tmp_path,
         defaults={"batch_max_items": batch},
         tables={"db.vip": {"priority": 0}, "db.big": {"weight": 3}},
     )
     s = DeciderSettings(**settings)
-    adapters = Adapters(
-        queue=MemoryQueue(s.max_attempts, s.aging_seconds),
-        stats=MemoryStats(ledger),
-        ledger=ledger,
-        events=MemoryEvents(stream or MemoryStream(), token, s.claim_idle_ms),
-        leader=MemoryLeader(board or LeaderBoard(), s.leader_ttl_seconds, token),
-        shards=MemoryShards(None, s.shards, s.leader_ttl_seconds, token),  # a lone decider
-        health=MemoryHealth(),
-        layouts=MemoryLayouts(),
-    )
+    adapters = memory_state(s, token, stream, board)
     return Decider(cfg, None, adapters, s, launcher=launcher, tables=lambda: [], clock=lambda: T0)
 
 
@@ -293,7 +279,6 @@ def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
 
 
 def test_second_decider_stands_by(tmp_path: Path) -> None:
-    from icefloe.state.leader.memory import LeaderBoard
 
     board = LeaderBoard()
     a = _decider(tmp_path, board=board, token="a")
@@ -424,7 +409,7 @@ def test_small_files_that_fill_a_target_file_are_merged_at_once(tmp_path: Path) 
     0.75·T together hold more than one target file: queued now, not after
     ``max_wait_hours``. The decider (from rolling stats) and the actor's planner (from the
     files; ``icefloe optimize`` too) count the rule the same way, and whether the merge
-    lowers anything too (``tests/unit/optimizer/test_merge_need.py``: on every partition).
+    lowers anything too (``tests/unit/optimizer/test_entropy_merge_need.py``: on every partition).
     The item carries the policy's floor."""
     from icefloe.base.tablestats import PartitionFiles
     from icefloe.jobs.base.plan import _plan_partition
@@ -505,8 +490,6 @@ def test_a_waiting_partition_is_merged_after_max_wait_hours(tmp_path: Path) -> N
     restart the clock) it is enqueued as it stands; one merged meanwhile, or gone, is not.
     Each pass reads the waiting set once and writes only what changed."""
     from icefloe.service.decider.needs import Waits, enqueue_overdue, enqueue_touched
-    from icefloe.state.queue.memory import MemoryQueue
-    from icefloe.state.rolling.memory import MemoryStats
 
     t, hour = 1000, 3600.0
     defaults = {"target_file_size_bytes": t, "tolerance_bytes": 0, "max_wait_hours": 2}

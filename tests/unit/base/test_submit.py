@@ -8,6 +8,7 @@ import pytest
 
 from icefloe.base.errors import UsageError
 from icefloe.base.submit import build_submit_command, job_script
+from tests.support.config import REPO
 
 pytestmark = [pytest.mark.unit]
 
@@ -171,7 +172,7 @@ def test_one_list_of_artifacts_for_jars_and_packages(tmp_path: Path) -> None:
 
 
 def test_bootstrap_reads_the_artifacts_from_service_versions() -> None:
-    script = (Path(__file__).resolve().parents[3] / "scripts" / "bootstrap.sh").read_text()
+    script = (REPO / "scripts" / "bootstrap.sh").read_text()
     assert "python -m icefloe.base.versions maven-paths" in script
     assert '.jar"' not in script  # no pinned jar path of its own
 

@@ -16,11 +16,11 @@ from icefloe.base.errors import ConfigError, UsageError
 from icefloe.base.spark import ARCHIVE_ALIAS, in_process_master, python_workers_env, spark_conf
 from icefloe.base.submit import python_env
 from icefloe.jobs.rewrite.java_errors import arrow_failure
-from tests.support.config import base
+from tests.support.config import REPO, base
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = REPO
 
 
 def names(roots: list[str]) -> set[str]:
