@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole check: ruff (lint and format), mypy, the import contracts, then pytest.
-#   scripts/test.sh           everything: unit, spark, redis, integration, DAG tests (make test)
+# The whole check: ruff (lint and format), mypy, the import contracts, the JVM tests, then pytest.
+#   scripts/test.sh           everything: jvm/ (mvn test), unit, spark, redis, integration, DAG tests (make test)
 #   scripts/test.sh --fast    lint, types, contracts and the unit tests only (make test-fast)
 #   scripts/test.sh --lint-only
 # Called by `make test` and by .ci/run after the bootstrap.
@@ -27,6 +27,18 @@ if [ "$mode" != "--fast" ] && { [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/ch
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
       --no-install-recommends chromium chromium-driver >/dev/null; } ||
     { echo "chromium is missing and apt-get could not install chromium chromium-driver: install them by hand"; exit 1; }
+fi
+# the Spark extension's JVM unit tests (jvm/src/test), in a copy of jvm/ as scripts/bootstrap.sh
+# builds it (jvm/target/ is left to whoever works there); Maven came with the bootstrap
+if [ "$mode" != "--fast" ]; then
+  echo "== jvm tests"
+  command -v mvn >/dev/null 2>&1 || { echo "mvn is missing: run scripts/bootstrap.sh"; exit 1; }
+  jvm_tmp=$(mktemp -d)
+  cp -r jvm/pom.xml jvm/src "$jvm_tmp/"
+  if ! mvn -q -B --strict-checksums -f "$jvm_tmp/pom.xml" test; then
+    rm -rf "$jvm_tmp"; echo "jvm tests failed"; exit 1
+  fi
+  rm -rf "$jvm_tmp"
 fi
 echo "== pytest"
 set +e

@@ -304,7 +304,7 @@ def _check_arrow_ran_on_the_executor(
     folders = {cluster.work_dir / app["App ID"] / x for x in executors}
     started = [s for s in bare_python.starts() if Path(s["cwd"]) in folders]
     assert started and all(s["executable"] == bare_python.python for s in started)
-    code = Path("icefloe_deps", "jobs", "rewrite", "__pycache__")
+    code = Path("icefloe_deps", "icefloe", "jobs", "rewrite", "__pycache__")
     assert any(list((f / code).glob("arrow_engine.cpython-*.pyc")) for f in folders)
 
 

@@ -25,6 +25,7 @@ import org.apache.iceberg.spark.SparkSchemaUtil;
 import org.apache.iceberg.spark.SparkUtil;
 import org.apache.iceberg.spark.data.SparkParquetReaders;
 import org.apache.iceberg.spark.source.SparkTable;
+import org.apache.iceberg.spark.source.StagedSparkTable;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.PartitionUtil;
@@ -55,7 +56,6 @@ final class DriverProbe {
   private DriverProbe() {}
 
   private static final Logger LOG = LoggerFactory.getLogger(DriverProbe.class);
-  private static final String SPARK_TABLE = "org.apache.iceberg.spark.source.SparkTable";
   private static final int CACHED = 4096;
   /** (table uuid, snapshot, field id, name mapping, key) to whether the files hold the key. */
   private static final Map<List<Object>, Boolean> SEEN =
@@ -79,11 +79,14 @@ final class DriverProbe {
     }
     DataSourceV2Relation relation = source.get().relation();
     // options could pick another snapshot, branch or an incremental read
-    if (!relation.table().getClass().getName().equals(SPARK_TABLE)
-        || !relation.options().isEmpty()) {
+    if (!relation.options().isEmpty()) {
       return List.of();
     }
     try {
+      // Iceberg's classes are loaded here only: without them (a LinkageError) nothing is probed
+      if (!Files.iceberg(relation.table())) {
+        return List.of();
+      }
       return Files.held(relation.table(), source.get().column(), keys, files);
     } catch (RuntimeException | LinkageError e) {
       LOG.debug("icefloe: no driver probe of {}: {}", relation.table().name(), e.toString());
@@ -91,9 +94,18 @@ final class DriverProbe {
     }
   }
 
-  /** The Iceberg side, loaded only for a table {@link #held} found to be Iceberg's. */
+  /** The Iceberg side, loaded only once {@link #held} has a side to probe. */
   private static final class Files {
     private Files() {}
+
+    /**
+     * Whether {@code table} is an Iceberg table read as Spark loaded it: a {@link SparkTable}
+     * (not a staged CTAS/RTAS target, which no read relation holds: its files are not
+     * committed).
+     */
+    static boolean iceberg(org.apache.spark.sql.connector.catalog.Table table) {
+      return table instanceof SparkTable && !(table instanceof StagedSparkTable);
+    }
 
     static List<Literal> held(
         org.apache.spark.sql.connector.catalog.Table sparkTable,

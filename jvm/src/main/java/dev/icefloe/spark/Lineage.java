@@ -16,6 +16,8 @@ import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.UnknownRuleId$;
+import org.apache.spark.sql.catalyst.trees.TreePattern;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 
 /**
@@ -134,11 +136,12 @@ final class Lineage {
     return e.deterministic() && !SubqueryExpression.hasSubquery(e);
   }
 
+  /** {@code e} with its attributes of {@code ids} replaced by theirs (the others kept). */
   static Expression remap(Expression e, Map<ExprId, Attribute> ids) {
-    if (e instanceof AttributeReference a && ids.containsKey(a.exprId())) {
-      return ids.get(a.exprId());
-    }
-    return (Expression) e.mapChildren(c -> remap(c, ids));
+    return e.transformDownWithPruning(
+        bits -> bits.containsPattern(TreePattern.ATTRIBUTE_REFERENCE()),
+        UnknownRuleId$.MODULE$,
+        Scala.partial(x -> x instanceof AttributeReference a ? ids.get(a.exprId()) : null));
   }
 
   static Map<ExprId, Attribute> ids() {

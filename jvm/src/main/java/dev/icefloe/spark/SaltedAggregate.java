@@ -26,6 +26,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.UnknownRuleId$;
+import org.apache.spark.sql.catalyst.trees.TreePattern;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DecimalType;
@@ -75,18 +77,14 @@ final class SaltedAggregate {
 
   /** Gathers the aggregates of {@code e}; false when one cannot be split. */
   private static boolean collect(Expression e, List<AggregateExpression> out) {
-    if (e instanceof AggregateExpression ae) {
+    List<AggregateExpression> found =
+        Scala.list(e.collect(Scala.partial(x -> x instanceof AggregateExpression a ? a : null)));
+    for (AggregateExpression ae : found) {
       if (ae.isDistinct() || ae.mode() != Complete$.MODULE$ || !splittable(ae.aggregateFunction())) {
         return false;
       }
-      out.add(ae);
-      return true;
     }
-    for (Expression c : Scala.list(e.children())) {
-      if (!collect(c, out)) {
-        return false;
-      }
-    }
+    out.addAll(found);
     return true;
   }
 
@@ -179,10 +177,14 @@ final class SaltedAggregate {
     return new Alias(e, name, Scala.newId(), Scala.seq(), Scala.none(), Scala.seq());
   }
 
+  /**
+   * {@code e} with each aggregate of {@code finals} (the very instances {@link #collect} found:
+   * a top-down transform meets them before it copies anything) replaced by what combines it.
+   */
   private static Expression replace(Expression e, Map<AggregateExpression, Expression> finals) {
-    if (e instanceof AggregateExpression ae && finals.containsKey(ae)) {
-      return finals.get(ae);
-    }
-    return (Expression) e.mapChildren(c -> replace(c, finals));
+    return e.transformDownWithPruning(
+        bits -> bits.containsPattern(TreePattern.AGGREGATE_EXPRESSION()),
+        UnknownRuleId$.MODULE$,
+        Scala.partial(x -> x instanceof AggregateExpression ae ? finals.get(ae) : null));
   }
 }

@@ -16,6 +16,7 @@ import org.apache.spark.sql.catalyst.expressions.Pmod;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.VariantType;
 import scala.Tuple2;
 
 /**
@@ -195,7 +196,7 @@ final class Salts {
     List<Expression> out = new ArrayList<>();
     for (Attribute a : row) {
       boolean map = a.dataType().existsRecursively(t -> t instanceof MapType);
-      boolean variant = a.dataType().typeName().equals("variant");
+      boolean variant = a.dataType() instanceof VariantType;
       if (!map && !variant) {
         out.add(a);
       }

@@ -7,9 +7,18 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
+import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
+import org.apache.spark.sql.catalyst.plans.logical.WriteDelta;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.rules.UnknownRuleId$;
+import org.apache.spark.sql.catalyst.trees.TreePattern;
+import org.apache.spark.sql.catalyst.trees.TreePatternBits;
+import org.apache.spark.sql.connector.write.RowLevelOperationTable;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Function1;
 
 /**
  * Salts joins and {@code GROUP BY}s over the hot keys {@code icefloe skew detect} stored in
@@ -67,7 +76,19 @@ public final class SkewRule extends Rule<LogicalPlan> {
             share(conf().getConfString(ISOLATE_MIN_SHARE, "0.6")),
             Math.max(0, intConf(PROBE_FILES, "2")),
             p -> session.sessionState().optimizer().execute(p));
-    return rewrite(plan, settings);
+    // Catalyst's traversal, bottom-up: each join (aggregation) is offered to the rewrite after
+    // its children were, the rewritten plan is not visited again, and a subtree without a
+    // join (aggregation) is skipped on its tree-pattern bits. UnknownRuleId: no node is ever
+    // marked as one this rule leaves alone, since whether it rewrites a node depends on the
+    // session's settings, the table's properties and the clock, not on the node alone
+    // (Spark's RuleIdCollection only knows its own rules: this.ruleId() would throw)
+    boolean aggregates = settings.aggregates();
+    Function1<TreePatternBits, Object> candidates =
+        bits ->
+            bits.containsPattern(TreePattern.JOIN())
+                || aggregates && bits.containsPattern(TreePattern.AGGREGATE());
+    return plan.transformUpWithPruning(
+        candidates, UnknownRuleId$.MODULE$, Scala.partial(p -> rewrite(p, settings)));
   }
 
   /** {@code isolateMaxBytes} as bytes ({@code 256m}, {@code 1g}...); negative: never isolate. */
@@ -109,36 +130,37 @@ public final class SkewRule extends Rule<LogicalPlan> {
   /**
    * Whether {@code plan} is (or holds) a row-level write: Iceberg's MERGE, UPDATE and
    * DELETE read their target through one shared scan that also decides which files the
-   * commit replaces; a second read of it (the presence query) must never exist. Left as
-   * written.
+   * commit replaces; a second read of it (the presence query) must never exist. The whole
+   * plan is then left as written: checked on every node before the traversal starts (no
+   * tree pattern marks these nodes, so nothing is pruned here).
    */
   static boolean rowLevelWrite(LogicalPlan plan) {
-    String name = plan.getClass().getSimpleName();
-    if (name.equals("ReplaceData") || name.equals("WriteDelta") || name.startsWith("MergeRows")) {
-      return true;
-    }
-    if (plan instanceof org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation r
-        && r.table().getClass().getSimpleName().equals("RowLevelOperationTable")) {
-      return true;
-    }
-    for (LogicalPlan child : Scala.list(plan.children())) {
-      if (rowLevelWrite(child)) {
-        return true;
-      }
-    }
-    return false;
+    return plan.exists(SkewRule::rowLevelNode);
   }
 
-  private LogicalPlan rewrite(LogicalPlan plan, Settings settings) {
-    LogicalPlan p = (LogicalPlan) plan.mapChildren(c -> rewrite(c, settings));
+  /**
+   * A row-level write's own node: Spark's {@code ReplaceData} (copy-on-write), {@code
+   * WriteDelta} (merge-on-read) or {@code MergeRows} (a MERGE's actions), or a read of the
+   * target through the operation's {@code RowLevelOperationTable}.
+   */
+  private static boolean rowLevelNode(LogicalPlan node) {
+    return node instanceof ReplaceData
+        || node instanceof WriteDelta
+        || node instanceof MergeRows
+        || node instanceof DataSourceV2Relation relation
+            && relation.table() instanceof RowLevelOperationTable;
+  }
+
+  /** The rewritten {@code node} (a join or aggregation), or null where it is left alone. */
+  private static LogicalPlan rewrite(LogicalPlan node, Settings settings) {
     Optional<SaltedJoin.Rewrite> done = Optional.empty();
-    if (p instanceof Join join) {
+    if (node instanceof Join join) {
       done = SaltedJoin.rewrite(join, settings);
-    } else if (p instanceof Aggregate agg && settings.aggregates()) {
+    } else if (node instanceof Aggregate agg && settings.aggregates()) {
       done = SaltedAggregate.rewrite(agg, settings);
     }
     if (done.isEmpty()) {
-      return p;
+      return null;
     }
     REWRITES.incrementAndGet();
     LOG.info(done.get().message());

@@ -1,0 +1,82 @@
+package dev.icefloe.spark;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.types.DataTypes;
+import org.junit.jupiter.api.Test;
+
+/** How {@link SkewRule} reads a hot-key report from a table's properties (no session). */
+class HotKeyReportTest {
+  static final long NOW = 1_764_390_000_000L;
+  static final String GOOD =
+      "{\"v\":1,\"column\":\"cust_id\",\"type\":\"bigint\",\"snapshot_id\":123,"
+          + "\"computed_at_ms\":" + NOW + ",\"max_age_ms\":86400000,\"rows\":1000000,"
+          + "\"null_rows\":500,\"keys\":[[\"42\",300000],[\"7\",100000]]}";
+
+  static Optional<HotKeyReport> read(String json, String snapshot, long now) {
+    return HotKeyReport.of(
+        Map.of(HotKeyReport.PREFIX + "cust_id", json, "current-snapshot-id", snapshot),
+        "cust_id",
+        DataTypes.LongType,
+        now);
+  }
+
+  @Test
+  void readsTheDocumentedFormat() {
+    HotKeyReport r = read(GOOD, "123", NOW).orElseThrow();
+    assertEquals(
+        List.of(Literal.create(42L, DataTypes.LongType), Literal.create(7L, DataTypes.LongType)),
+        r.keys());
+    assertEquals(List.of(300_000L, 100_000L), r.keyRows());
+    assertEquals(1_000_000L, r.rows());
+    assertEquals(500L, r.nullRows());
+    // 16 partitions, 62,500 rows each: both keys over it, their 400,000 rows in 25,000-row chunks
+    assertArrayEquals(new int[] {12, 4}, r.salts(16, 32));
+    assertArrayEquals(new int[] {8, 4}, r.salts(16, 8)); // at most maxSalts
+    assertEquals(1, r.nullSalts(16, 32)); // 500 NULLs: under a partition's share
+    // 8 partitions, 125,000 rows each: key 7 under it, left alone; key 42's rows in 8 chunks
+    assertArrayEquals(new int[] {8, 1}, r.salts(8, 32));
+  }
+
+  @Test
+  void usedAtItsSnapshotOrWhileYoung() {
+    long old = NOW + 86_400_001L;
+    assertTrue(read(GOOD, "123", old).isPresent()); // the table has not changed
+    assertTrue(read(GOOD, "124", NOW + 1000).isPresent()); // changed, but the report is young
+    assertTrue(read(GOOD, "124", old).isEmpty());
+    assertTrue(read(GOOD, "none", old).isEmpty());
+  }
+
+  @Test
+  void aBadReportIsNoReport() {
+    for (String bad :
+        List.of(
+            "",
+            "{",
+            "[]",
+            "null",
+            GOOD.replace("\"v\":1", "\"v\":2"),
+            GOOD.replace("bigint", "int"),
+            GOOD.replace("\"column\":\"cust_id\"", "\"column\":\"id\""),
+            GOOD.replace("[[\"42\",300000],[\"7\",100000]]", "[[\"x\",300000]]")
+                .replace("\"null_rows\":500", "\"null_rows\":0"),
+            GOOD.replace("[[\"42\",300000],[\"7\",100000]]", "[]").replace("\"null_rows\":500", "\"null_rows\":0"))) {
+      assertTrue(read(bad, "123", NOW).isEmpty(), bad);
+    }
+    assertTrue(HotKeyReport.of(Map.of(), "cust_id", DataTypes.LongType, NOW).isEmpty());
+  }
+
+  @Test
+  void keysThatDoNotReadAsTheTypeOrRepeatAreDropped() {
+    String json = GOOD.replace("[[\"42\",300000],[\"7\",100000]]", "[[\"42\",300000],[\"x\",5],[\"42\",9],[\"8\",0]]");
+    HotKeyReport r = read(json, "123", NOW).orElseThrow();
+    assertEquals(List.of(Literal.create(42L, DataTypes.LongType)), r.keys());
+    assertEquals(List.of(300_000L), r.keyRows());
+  }
+}
