@@ -28,7 +28,6 @@ from icefloe.base.layoutspec import (
     declared_order,
     layout_spec,
     rewrite_action,
-    sort_columns,
 )
 from icefloe.base.tablestats import (
     PartitionFiles,
@@ -106,11 +105,6 @@ class TablePlan:
     @property
     def work(self) -> bool:
         return any(p.groups for p in self.partitions)
-
-
-def resolve_sort_columns(table: Table, policy_sort: tuple[str, ...]) -> tuple[str, ...]:
-    """The table's sort order (identity fields), else the policy's ``sort_order``."""
-    return sort_columns(table, policy_sort)
 
 
 def _referenced(table: Table, snapshot_id: int) -> dict[str, int]:

@@ -90,8 +90,3 @@ class RedisLedger(Ledger):
     @translated("launch guard")
     def claim_launch(self, now: float, ttl_seconds: float) -> bool:
         return bool(self.r.set(self.k.launch_guard, now, nx=True, ex=max(1, int(ttl_seconds))))
-
-
-def _entry(fields: Mapping[Any, Any]) -> Any:
-    """A stream entry's ``entry`` field, whether the client decodes replies or not."""
-    return fields[b"entry"] if b"entry" in fields else fields["entry"]
