@@ -4,6 +4,7 @@ loader and runner of the adapters' Lua scripts (each ``.lua`` file sits beside t
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +24,14 @@ def lua_script(client: Any, path: Path) -> Any:
     """The Lua script at ``path`` (an adapter passes ``Path(__file__).with_name("x.lua")``),
     registered on ``client`` (a ``redis.Redis`` or ``RedisCluster``; called with ``keys=``
     and ``args=``)."""
-    return client.register_script(path.read_text())
+    return client.register_script(_source(path))
+
+
+@functools.cache
+def _source(path: Path) -> str:
+    """A script's text, read once a process (adapters are built per request, e.g. by the
+    dashboard: ``icefloe.state.open.open_state``)."""
+    return path.read_text()
 
 
 def connect(cfg: Config, block_seconds: float = 0.0) -> Any:

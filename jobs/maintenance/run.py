@@ -70,12 +70,14 @@ class TableRun:
 class Ran:
     """What a runner did (``result``, the procedure's figures) and verified. ``snapshots``:
     whose referenced files must exist after it (None: every retained snapshot's; empty: the
-    table's metadata file only); ``checked`` False: it changed nothing (a dry run)."""
+    table's metadata file only); ``checked`` False: it changed nothing (a dry run).
+    ``after``: the table as the runner loaded it after its work, if it did (not read again)."""
 
     result: dict[str, Any]
     verified: dict[str, Any] = field(default_factory=dict)
     snapshots: frozenset[int] | None = frozenset()
     checked: bool = True
+    after: Any = None
 
 
 Runner = Callable[[TableRun], Ran]
@@ -187,16 +189,17 @@ def run_table_action(
         raise UsageError(
             f"unknown maintenance action {action!r} (known: {', '.join(TABLE_ACTIONS)})"
         )
-    runner = runner_of(BY_NAME[action])  # a spec naming no runner fails before any work
+    spec = BY_NAME[action]
+    runner = runner_of(spec)  # a spec naming no runner fails before any work
     catalog = load_catalog(cfg)
     before = load_table(catalog, name)
     started = time.perf_counter()
-    spec = BY_NAME[action]
     at = now or datetime.now(UTC)
     ran = runner(TableRun(spec, spark, cfg, catalog, name, before, at, dry_run, allow_shared))
     verified = dict(ran.verified)
     if ran.checked:
-        missing = missing_files(load_table(catalog, name), ran.snapshots)
+        after = ran.after if ran.after is not None else load_table(catalog, name)
+        missing = missing_files(after, ran.snapshots)
         if missing:
             raise OperationFailed(
                 f"{action} on {name}: {len(missing)} referenced file(s) missing, e.g. {missing[0]}"
@@ -234,4 +237,4 @@ def procedure_calls(run: TableRun) -> Ran:
     problem = None if spec.verify is None else spec.verify(facts, statistics_facts(after))
     if problem is not None:
         raise OperationFailed(f"{spec.name} on {run.name}: {problem}")
-    return Ran(result, {"checked": True})
+    return Ran(result, {"checked": True}, after=after)

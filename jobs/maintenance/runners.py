@@ -32,7 +32,9 @@ def rewrite_manifests(run: TableRun) -> Ran:
     report = driver_or_procedure(run)
     after = load_table(run.catalog, run.name)
     only = check_manifests_rewrite(after, None if start is None else start.snapshot_id)
-    return Ran(report.result, {"manifest_rewrites_checked": len(only)}, frozenset(only))
+    return Ran(
+        report.result, {"manifest_rewrites_checked": len(only)}, frozenset(only), after=after
+    )
 
 
 def expire_snapshots(run: TableRun) -> Ran:
@@ -44,7 +46,7 @@ def expire_snapshots(run: TableRun) -> Ran:
     )
     after = load_table(run.catalog, run.name)
     verified = check_expiry(run.before, after, int(cutoff.timestamp() * 1000), m.retain_last)
-    return Ran(report.result, verified, None)
+    return Ran(report.result, verified, None, after=after)
 
 
 def remove_orphan_files(run: TableRun) -> Ran:
