@@ -21,13 +21,10 @@ from icefloe.base.errors import (
     TableNotFound,
     describe,
 )
-from icefloe.base.versions import ICEBERG_EXTENSIONS_CLASS
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
-
-SPARK_EXTENSIONS = ICEBERG_EXTENSIONS_CLASS  # a session's whole list: versions.sql_extensions
 
 
 def pyiceberg_properties(cat: CatalogConfig) -> dict[str, str]:

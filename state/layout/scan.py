@@ -14,9 +14,6 @@ from icefloe.base.tablestats import PartitionFiles
 from icefloe.optimizer.layout import FileBounds
 from icefloe.state.layout import LayoutStore, signature
 
-# the inspect.files columns a data file's bounds are read from
-BOUND_COLUMNS = ("lower_bounds", "upper_bounds", "null_value_counts", "nan_value_counts")
-
 
 def file_bounds(spec: LayoutSpec, path: str, size: int, metrics: Sequence[Any]) -> FileBounds[str]:
     """One data file's key interval; ``metrics``: its lower and upper bounds, null and NaN

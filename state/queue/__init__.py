@@ -132,9 +132,6 @@ class Budget:
     bytes: int = 1 << 62
 
 
-ONE = Budget(1)
-
-
 def budget_of(cfg: Config) -> Callable[[str], Budget]:
     """Each table's batch budget from its policy (``batch_max_items``, ``batch_max_bytes``),
     looked up once per table."""
@@ -289,7 +286,6 @@ __all__ = [
     "BATCHED_ACTIONS",
     "DEFAULT_AGING_SECONDS",
     "LEASE_EXPIRED",
-    "ONE",
     "REQUESTED",
     "Budget",
     "budget_of",
