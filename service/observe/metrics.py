@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import start_http_server
@@ -46,6 +47,39 @@ TABLE_GAUGES = {
     "delete_files": "Delete files of the table's current snapshot",
     "delete_ratio": "Rows its delete files delete per data row (the table's whole snapshot)",
 }
+
+GAUGES = {  # the decider's own gauges: name -> (help, labels)
+    "queue_depth": ("Queue items by state", ("state",)),
+    "events_lag": ("Commit events not yet acked", ()),
+    "actors": ("Actors with a recent heartbeat", ()),
+    "leader": ("1 when this decider holds the lease", ()),
+    "shards": ("Shards whose tables this decider observes", ()),
+}
+QUEUE_STATES = ("pending", "ready", "inflight", "dead")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric the decider serves, as a scrape shows it."""
+
+    name: str  # the family's name (a counter's samples add ``_total``)
+    kind: str  # counter | gauge
+    help: str
+    labels: tuple[str, ...] = ()
+
+    @property
+    def sample(self) -> str:
+        """The name a scrape's sample lines carry."""
+        return f"{self.name}_total" if self.kind == "counter" else self.name
+
+
+METRICS: tuple[Metric, ...] = (
+    *(Metric(f"icefloe_table_{n}", "gauge", h, ("table",)) for n, h in TABLE_GAUGES.items()),
+    *(Metric(f"icefloe_{n}", "counter", h) for n, h in COUNTERS.items()),
+    *(Metric(f"icefloe_{n}", "gauge", h, labels) for n, (h, labels) in GAUGES.items()),
+)
+"""Every metric :class:`DeciderMetrics` serves, in the order it serves them (the metrics
+reference page of the docs is generated from it)."""
 
 
 class DeciderMetrics(Collector):
@@ -112,24 +146,14 @@ class DeciderMetrics(Collector):
         counters["action_seconds"] = counters.get("action_ms", 0) / 1000  # kept in ms
         for name, help_text in COUNTERS.items():
             yield CounterMetricFamily(f"icefloe_{name}", help_text, value=counters.get(name, 0))
-        q = GaugeMetricFamily("icefloe_queue_depth", "Queue items by state", labels=["state"])
-        for state in ("pending", "ready", "inflight", "dead"):
-            q.add_metric([state], depth.get(state, 0))
-        yield q
-        yield GaugeMetricFamily(
-            "icefloe_events_lag", "Commit events not yet acked", value=gauges.get("events_lag", 0)
-        )
-        yield GaugeMetricFamily(
-            "icefloe_actors", "Actors with a recent heartbeat", value=gauges.get("actors", 0)
-        )
-        yield GaugeMetricFamily(
-            "icefloe_leader", "1 when this decider holds the lease", value=gauges.get("leader", 0)
-        )
-        yield GaugeMetricFamily(
-            "icefloe_shards",
-            "Shards whose tables this decider observes",
-            value=gauges.get("shards", 0),
-        )
+        for name, (help_text, labels) in GAUGES.items():
+            if name == "queue_depth":
+                q = GaugeMetricFamily(f"icefloe_{name}", help_text, labels=list(labels))
+                for state in QUEUE_STATES:
+                    q.add_metric([state], depth.get(state, 0))
+                yield q
+            else:
+                yield GaugeMetricFamily(f"icefloe_{name}", help_text, value=gauges.get(name, 0))
 
 
 def serve(metrics: DeciderMetrics, port: int, addr: str = "127.0.0.1") -> CollectorRegistry:
