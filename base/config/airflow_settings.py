@@ -32,9 +32,21 @@ JobSeconds = Annotated[int, Strict(), Field(ge=MIN_RUN_SECONDS, le=MAX_JOB_SECON
 class AirflowSettings:
     """The DAGs' spark-submit runs (config section ``airflow:``), in whole seconds."""
 
-    actor_max_seconds: ActorSeconds = 900  # an actor run's --max-seconds: new actions until then
-    actor_grace_seconds: ActorSeconds = 1800  # then Spark's start and the action in flight
-    job_timeout_seconds: JobSeconds = 7200  # any other run: ad-hoc optimize, skew detect, join
+    actor_max_seconds: ActorSeconds = Field(
+        900,
+        description="An actor run's --max-seconds: it takes new actions until then, finishes "
+        "the one in flight and exits.",
+    )
+    actor_grace_seconds: ActorSeconds = Field(
+        1800,
+        description="Its execution_timeout is actor_max_seconds plus this (2 h at most): "
+        "Spark's start and the action in flight.",
+    )
+    job_timeout_seconds: JobSeconds = Field(
+        7200,
+        description="Any other spark-submit run's timeout: the ad-hoc optimize, skew detect, "
+        "the salted join.",
+    )
 
     @model_validator(mode="after")
     def _actor_run_fits(self) -> AirflowSettings:

@@ -56,6 +56,11 @@ def one_of(choices: tuple[str, ...]) -> BeforeValidator:
     return BeforeValidator(check)
 
 
+def choices(values: tuple[str, ...]) -> Any:
+    """The values a field (or each of its items) takes, for the configuration reference."""
+    return Field(json_schema_extra={"choices": list(values)})
+
+
 def _identifier(value: str) -> str:
     if not is_identifier(value):
         raise FieldProblem(f"must be an identifier, got {show(value)}")
@@ -121,12 +126,12 @@ def _archive(path: str) -> str:
 
 
 Identifier = Annotated[NonEmptyStr, AfterValidator(_identifier)]
-CatalogType = Annotated[str, one_of(CATALOG_TYPES)]
-Engine = Annotated[str, one_of(ENGINES)]
+CatalogType = Annotated[str, one_of(CATALOG_TYPES), choices(CATALOG_TYPES)]
+Engine = Annotated[str, one_of(ENGINES), choices(ENGINES)]
 RedisUrl = Annotated[NonEmptyStr, AfterValidator(_redis_url)]
 ArchivePath = Annotated[str, Strict(), AfterValidator(_archive)]
 ScalarMap = Annotated[Mapping[str, str], BeforeValidator(_scalar_map)]
-Actions = Annotated[tuple[str, ...], BeforeValidator(_actions)]
+Actions = Annotated[tuple[str, ...], BeforeValidator(_actions), choices(POLICY_ACTIONS)]
 Columns = Annotated[tuple[NonEmptyStr, ...], _each(is_identifier, "column")]
 Namespaces = Annotated[tuple[NonEmptyStr, ...], _each(is_namespace, "namespace")]
 Tables = Annotated[tuple[NonEmptyStr, ...], _each(is_table, "table identifier")]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from icefloe.base.config.fields import (
@@ -45,23 +45,47 @@ class _Thresholds:
     ``tables.<name>.maintenance``); with every registered action's own settings
     (``icefloe.optimizer.actions``: :data:`MaintenancePolicy`)."""
 
-    # manifests: None = the table's commit.manifest.target-size-bytes, else Iceberg's 8 MiB
-    manifest_target_bytes: PositiveInt | None = None
-    manifest_tolerance_bytes: NonNegativeInt | None = None  # None: a third of the target
-    min_manifests: PositiveInt = 32  # undersized manifests worth one rewrite
-    # snapshots: expire those older than this, always keeping the newest retain_last
-    snapshot_max_age_hours: PositiveFloat = 120.0
-    retain_last: PositiveInt = 5
-    expire_interval_hours: PositiveFloat = 1.0
-    # orphan files: scan this often; delete only files older than orphan_min_age_hours
-    orphan_interval_hours: PositiveFloat = 24.0
-    orphan_min_age_hours: PositiveFloat = 72.0
-    # delete files: compact a partition when they delete this share of its rows
-    delete_ratio: Fraction = 0.1
-    # tables allowed to have files under this table's location: orphan removal is held
-    # while any other table overlaps it (icefloe.jobs.maintenance.sharing),
-    # unless each such table is named here
-    allow_shared_location: Tables = ()
+    manifest_target_bytes: PositiveInt | None = Field(
+        None,
+        description="The manifests' target size (none: the table's "
+        "commit.manifest.target-size-bytes, else Iceberg's 8 MiB).",
+    )
+    manifest_tolerance_bytes: NonNegativeInt | None = Field(
+        None,
+        description="rewrite_manifests is due once the manifests' MSE is over tolerance² "
+        "(none: a third of the manifest target) ...",
+    )
+    min_manifests: PositiveInt = Field(
+        32, description="... and at least this many manifests are undersized."
+    )
+    snapshot_max_age_hours: PositiveFloat = Field(
+        120.0,
+        description="expire_snapshots expires snapshots older than this (1 at least) ...",
+    )
+    retain_last: PositiveInt = Field(
+        5, description="... always keeping the newest this many (and every branch and tag)."
+    )
+    expire_interval_hours: PositiveFloat = Field(
+        1.0, description="At most one expiry a table this often."
+    )
+    orphan_interval_hours: PositiveFloat = Field(
+        24.0, description="remove_orphan_files runs this often, from when the table was first seen."
+    )
+    orphan_min_age_hours: PositiveFloat = Field(
+        72.0,
+        description="It deletes only files older than this (24 at least: a write in flight "
+        "is never an orphan).",
+    )
+    delete_ratio: Fraction = Field(
+        0.1,
+        description="compact_deletes is due in a partition whose delete files delete this "
+        "share of its data rows.",
+    )
+    allow_shared_location: Tables = Field(
+        (),
+        description="Other tables allowed to have files under this table's location: orphan "
+        "removal is held while any table not named here overlaps it.",
+    )
 
     @model_validator(mode="after")
     def _floors(self) -> _Thresholds:
@@ -124,7 +148,7 @@ _KINDS: dict[str, Any] = {
 def _with_settings(base: type) -> type:
     """``base`` with one field per registered action setting (its key, its kind's strict
     type, its default): a new action's keys are validated like every other."""
-    namespace: dict[str, Any] = {s.key: s.default for s in SETTINGS}
+    namespace: dict[str, Any] = {s.key: Field(s.default, description=s.doc) for s in SETTINGS}
     namespace["__annotations__"] = {s.key: _KINDS[s.kind] for s in SETTINGS}
     namespace["__doc__"], namespace["__module__"] = base.__doc__, __name__
     return dataclass(frozen=True, config=STRICT)(type("MaintenancePolicy", (base,), namespace))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from icefloe.base.config.airflow_settings import AirflowSettings
@@ -53,22 +53,46 @@ DEFAULT_SHARDS = 16  # decider.shards
 DEFAULT_BATCH_BYTES = 16 << 30  # a table's batch: one commit per this much rewritten
 DEFAULT_SPARK_CONF = {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
 TARGET_PROPERTY = "write.target-file-size-bytes"  # a table's own target (Iceberg's property)
+NOT_KEYS = ("source", "home")  # Config fields the loader sets, never a file
 
 
 @dataclass(frozen=True, config=STRICT)
 class CatalogConfig:
-    name: Identifier = "lake"  # the Spark catalog and the PyIceberg catalog share it
-    type: CatalogType = "sql"
-    uri: NonEmptyStr = "sqlite:///.lakehouse/catalog.db"
-    warehouse: NonEmptyStr = "file:.lakehouse/warehouse"
-    properties: ScalarMap = dataclasses.field(default_factory=dict)  # to Spark and PyIceberg
+    name: Identifier = Field(
+        "lake",
+        description="The catalog's name in Spark and in PyIceberg (both see the same tables).",
+    )
+    type: CatalogType = Field(
+        "sql", description="sql (JDBC on SQLite or PostgreSQL), rest, hive or glue."
+    )
+    uri: NonEmptyStr = Field(
+        "sqlite:///.lakehouse/catalog.db",
+        description="sqlite:///relative/or/absolute.db, postgresql://user:pw@host/db, or the "
+        "REST or Hive URI; a relative SQLite path resolves against the project folder.",
+    )
+    warehouse: NonEmptyStr = Field(
+        "file:.lakehouse/warehouse",
+        description="The warehouse location: file:relative, file:///absolute or s3://bucket/path.",
+    )
+    properties: ScalarMap = Field(
+        default_factory=dict,
+        description="Free catalog properties, passed to Spark (spark.sql.catalog.<name>.<key>) "
+        "and to PyIceberg (credentials: better in the environment).",
+    )
 
 
 @dataclass(frozen=True, config=STRICT)
 class RedisConfig:
-    url: RedisUrl = "redis://127.0.0.1:6379/0"
-    key_prefix: NonEmptyStr = "icefloe"
-    cluster: Flag = False  # a Redis Cluster: ``url`` names any one node (db 0 only)
+    url: RedisUrl = Field(
+        "redis://127.0.0.1:6379/0",
+        description="redis://, rediss:// (TLS) or unix://; a password in it is never printed.",
+    )
+    key_prefix: NonEmptyStr = Field("icefloe", description="The prefix of every Redis key.")
+    cluster: Flag = Field(
+        False,
+        description="A Redis Cluster: url names any one node (db 0 only), the client finds "
+        "the others.",
+    )
 
     @model_validator(mode="after")
     def _cluster_fits(self) -> RedisConfig:
@@ -94,9 +118,21 @@ class RedisConfig:
 
 @dataclass(frozen=True, config=STRICT)
 class SparkConfig:
-    master: NonEmptyStr = "local[*]"
-    conf: ScalarMap = dataclasses.field(default_factory=lambda: dict(DEFAULT_SPARK_CONF))
-    executor_deps: ArchivePath = ""  # the Arrow engine's archive for a cluster (``icefloe pack``)
+    master: NonEmptyStr = Field(
+        "local[*]",
+        description="The master of the sessions icefloe starts itself (ignored under "
+        "spark-submit).",
+    )
+    conf: ScalarMap = Field(
+        default_factory=lambda: dict(DEFAULT_SPARK_CONF),
+        description="Free Spark conf for every session icefloe starts or submits.",
+    )
+    executor_deps: ArchivePath = Field(
+        "",
+        description="On a cluster, the archive icefloe pack writes (a path or a URI): shipped "
+        "with spark.archives and put on the executors' PYTHONPATH, so the Arrow engine runs "
+        "there.",
+    )
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -107,23 +143,72 @@ class TablePolicy:
     the table's ``write.target-file-size-bytes`` property, then ``defaults``. In a config
     file, ``defaults.tolerance_bytes`` defaults to a third of ``defaults``' target."""
 
-    target_file_size_bytes: TargetSize | None = DEFAULT_TARGET  # 1 TiB at most
-    tolerance_bytes: NonNegativeInt = DEFAULT_TARGET // 3  # T/3: MSE < tolerance² is left alone
-    min_input_files: MinInputFiles = 5  # a partition waits for this many small files
-    max_wait_hours: PositiveFloat = 1.0  # ... or this long (from 2 small files), then merges
-    priority: Priority = 1  # 0 is the highest class (1000 the lowest)
-    weight: PositiveInt = 1
-    actions: Actions = ("merge",)
-    sort_order: Columns = ()
-    zorder: Columns = ()  # z-order columns (the zorder action; two or more)
-    # mean depth a sorted partition may reach: 1.25 opens about as many files as a full
-    # re-sort at under half its bytes (bench/layout_bench.py; 2.0 opened 1.3x as many)
-    clustering_tolerance: ClusteringDepth = 1.25
-    enabled: Flag = True
-    engine: Engine = "auto"  # the actors' data engine: auto (Arrow where exact) | spark
-    batch_max_items: PositiveInt = 1000  # partitions an actor rewrites and commits at once
-    batch_max_bytes: PositiveInt = DEFAULT_BATCH_BYTES  # ... and bytes (the first always)
-    maintenance: MaintenancePolicy = dataclasses.field(default_factory=MaintenancePolicy)
+    target_file_size_bytes: TargetSize | None = Field(
+        DEFAULT_TARGET,
+        description="The target size T of data files (1 TiB at most). A table's own "
+        "write.target-file-size-bytes comes before defaults, a tables.<name> override first.",
+    )
+    tolerance_bytes: NonNegativeInt = Field(
+        DEFAULT_TARGET // 3,
+        description="A partition whose file-size MSE is under tolerance² is left alone "
+        "(default: a third of the target; an inherited tolerance scales with a table's target).",
+    )
+    min_input_files: MinInputFiles = Field(
+        5,
+        description="A partition waits for this many small files (under 0.75 of the target) "
+        "before it is merged, unless together they hold more than a target (Iceberg's "
+        "min-input-files).",
+    )
+    max_wait_hours: PositiveFloat = Field(
+        1.0,
+        description="... or this long from when it first had two small files; then it is "
+        "merged as it stands (Amoro's minor.trigger.interval).",
+    )
+    priority: Priority = Field(
+        1, description="The queue's class: 0 is the highest, 1000 the lowest."
+    )
+    weight: PositiveInt = Field(
+        1, description="The table's share, in bytes rewritten, among the tables of its class."
+    )
+    actions: Actions = Field(
+        ("merge",),
+        description="What the decider may do to the table: names from the action registry "
+        "(see the actions reference).",
+    )
+    sort_order: Columns = Field(
+        (),
+        description="Columns to keep sorted by (ascending, nulls first) when the table "
+        "declares no write order of its own (the sort action).",
+    )
+    zorder: Columns = Field(
+        (), description="Two or more columns to z-order by (the zorder action)."
+    )
+    clustering_tolerance: ClusteringDepth = Field(
+        1.25,
+        description="The mean clustering depth a sorted or z-ordered partition may reach (1: "
+        "fully sorted); 1.25 opens about as many files as a full re-sort at under half its "
+        "bytes (bench/layout_bench.py).",
+    )
+    enabled: Flag = Field(True, description="false: the decider leaves the table alone.")
+    engine: Engine = Field(
+        "auto",
+        description="The actors' data engine: auto (Arrow for groups of Parquet files whose "
+        "delete files, if any, are Parquet position deletes; else Spark) or spark.",
+    )
+    batch_max_items: PositiveInt = Field(
+        1000,
+        description="Partitions an actor takes, plans and commits at once (1: one item per "
+        "commit).",
+    )
+    batch_max_bytes: PositiveInt = Field(
+        DEFAULT_BATCH_BYTES,
+        description="... and bytes to rewrite in one batch (the first item always goes).",
+    )
+    maintenance: MaintenancePolicy = Field(
+        default_factory=MaintenancePolicy,
+        description="When the maintenance actions pay (layered key by key over "
+        "defaults.maintenance).",
+    )
 
     @model_validator(mode="after")
     def _something_runs(self) -> TablePolicy:
@@ -162,8 +247,8 @@ class PlanInputs:
 
 @dataclass(frozen=True, config=STRICT)
 class ManagedConfig:
-    namespaces: Namespaces = ()  # every table in these namespaces is managed
-    tables: Tables = ()  # and these tables
+    namespaces: Namespaces = Field((), description="Every table in these namespaces is managed.")
+    tables: Tables = Field((), description="... and these tables (namespace.table).")
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -171,10 +256,15 @@ class HistoryConfig:
     """The durable action history (config section ``history:``): an Iceberg table in the
     managed catalog, created on first use and managed like the other tables."""
 
-    enabled: Flag = True
-    table: NonEmptyStr = "icefloe.action_history"
-    flush_seconds: PositiveFloat = 60.0  # the leader appends what actors recorded this often
-    flush_records: PositiveInt = 10_000  # at most this many records per commit
+    enabled: Flag = Field(True, description="false: no action history table.")
+    table: NonEmptyStr = Field(
+        "icefloe.action_history",
+        description="The history table (namespace.table) in the managed catalog.",
+    )
+    flush_seconds: PositiveFloat = Field(
+        60.0, description="The leader appends what actors recorded this often."
+    )
+    flush_records: PositiveInt = Field(10_000, description="At most this many records per commit.")
 
     @model_validator(mode="after")
     def _table_named(self) -> HistoryConfig:
@@ -189,23 +279,54 @@ class HistoryConfig:
 class DeciderSettings:
     """The decider service and its actor pool (config section ``decider:``)."""
 
-    poll_seconds: PositiveFloat = 10.0
-    poll_budget_seconds: PositiveFloat = 0.5  # of a poll per step, between event batches
-    lease_seconds: PositiveFloat = 300.0
-    max_attempts: PositiveInt = 3
-    actors_min: NonNegativeInt = 0
-    actors_max: PositiveInt = 4
-    backlog_per_actor: PositiveInt = 8
-    ready_depth: NonNegativeInt = 8  # 0: enqueue only, never dispatch (benchmarks)
-    aging_seconds: PositiveFloat = 3600.0
-    quantum_bytes: PositiveInt = 1 << 30
-    leader_ttl_seconds: PositiveFloat = 30.0  # the leader lease and each shard lease
-    shards: ShardCount = DEFAULT_SHARDS  # tables split among live deciders
-    claim_idle_ms: PositiveInt = 60_000
-    backoff_initial_seconds: PositiveFloat = 1.0
-    backoff_max_seconds: PositiveFloat = 60.0
-    recent_cap: PositiveInt = 200
-    metrics_port: Port = 0  # 0 = no endpoint
+    poll_seconds: PositiveFloat = Field(
+        10.0, description="Every table is polled when no commit event came for this long."
+    )
+    poll_budget_seconds: PositiveFloat = Field(
+        0.5, description="Seconds of polling per step, between batches of commit events."
+    )
+    lease_seconds: PositiveFloat = Field(
+        300.0, description="An actor's lease on a dequeued item (renewed while it runs)."
+    )
+    max_attempts: PositiveInt = Field(
+        3, description="Attempts before an item goes to the dead-letter set with its last error."
+    )
+    actors_min: NonNegativeInt = Field(0, description="The fewest actors the pool asks for.")
+    actors_max: PositiveInt = Field(4, description="The most actors the pool asks for.")
+    backlog_per_actor: PositiveInt = Field(
+        8, description="Queued items per actor the pool is sized by."
+    )
+    ready_depth: NonNegativeInt = Field(
+        8, description="Items the fair dispatch keeps ready (0: enqueue only, never dispatch)."
+    )
+    aging_seconds: PositiveFloat = Field(
+        3600.0,
+        description="Aging of pending items: one enqueued this much earlier ranks as if it "
+        "were worth twice as much.",
+    )
+    quantum_bytes: PositiveInt = Field(
+        1 << 30, description="The deficit round robin's quantum, in bytes to rewrite."
+    )
+    leader_ttl_seconds: PositiveFloat = Field(
+        30.0,
+        description="The leader lease and each shard lease (must exceed poll_seconds).",
+    )
+    shards: ShardCount = Field(
+        DEFAULT_SHARDS,
+        description="Shards the tables are split into among live deciders (set it before the "
+        "first decider starts).",
+    )
+    claim_idle_ms: PositiveInt = Field(
+        60_000, description="A commit event unacked this long is claimed by another decider."
+    )
+    backoff_initial_seconds: PositiveFloat = Field(
+        1.0, description="The first wait after Redis or the catalog failed a step."
+    )
+    backoff_max_seconds: PositiveFloat = Field(60.0, description="... doubled up to this.")
+    recent_cap: PositiveInt = Field(200, description="Recent actions kept for status.")
+    metrics_port: Port = Field(
+        0, description="The default of decide --metrics-port (0: no metrics endpoint)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> DeciderSettings:
@@ -267,17 +388,34 @@ def _layer_policies(data: dict[str, Any]) -> None:
 
 @dataclass(frozen=True, config=STRICT)
 class Config:
-    catalog: CatalogConfig = dataclasses.field(default_factory=CatalogConfig)
-    redis: RedisConfig = dataclasses.field(default_factory=RedisConfig)
-    spark: SparkConfig = dataclasses.field(default_factory=SparkConfig)
-    defaults: TablePolicy = dataclasses.field(default_factory=TablePolicy)
-    managed: ManagedConfig = dataclasses.field(default_factory=ManagedConfig)
-    tables: Mapping[str, TablePolicy] = dataclasses.field(default_factory=dict)
-    source: str = "<defaults>"
-    home: str = str(PROJECT_ROOT)
-    decider: DeciderSettings = dataclasses.field(default_factory=DeciderSettings)
-    history: HistoryConfig = dataclasses.field(default_factory=HistoryConfig)
-    airflow: AirflowSettings = dataclasses.field(default_factory=AirflowSettings)  # the DAGs' runs
+    catalog: CatalogConfig = Field(
+        default_factory=CatalogConfig, description="The Iceberg catalog icefloe manages."
+    )
+    redis: RedisConfig = Field(default_factory=RedisConfig, description="The decider's state.")
+    spark: SparkConfig = Field(default_factory=SparkConfig, description="Spark sessions and jobs.")
+    defaults: TablePolicy = Field(
+        default_factory=TablePolicy, description="Every managed table's policy."
+    )
+    managed: ManagedConfig = Field(
+        default_factory=ManagedConfig, description="Which tables icefloe manages."
+    )
+    tables: Mapping[str, TablePolicy] = Field(
+        default_factory=dict,
+        description="Per-table overrides of any defaults key, by namespace.table.",
+    )
+    source: str = Field("<defaults>", description="The file read (set by the loader).")
+    home: str = Field(
+        str(PROJECT_ROOT), description="Where relative paths resolve (set by the loader)."
+    )
+    decider: DeciderSettings = Field(
+        default_factory=DeciderSettings, description="The decider service and its actor pool."
+    )
+    history: HistoryConfig = Field(
+        default_factory=HistoryConfig, description="The durable action history."
+    )
+    airflow: AirflowSettings = Field(
+        default_factory=AirflowSettings, description="The Airflow DAGs' spark-submit runs."
+    )
 
     @model_validator(mode="before")
     @classmethod
