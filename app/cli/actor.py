@@ -7,6 +7,7 @@ import click
 from icefloe.app.cli.common import (
     Context,
     FiniteFloat,
+    IntRange,
     pass_ctx,
 )
 
@@ -14,7 +15,7 @@ from icefloe.app.cli.common import (
 @click.command()
 @click.option(
     "--max-actions",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     metavar="N",
     help="Exit after taking this many actions (a table's batch counts as one).",

@@ -56,6 +56,31 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
         render(data)
 
 
+def describe_range(
+    low: float | None, high: float | None, low_open: bool = False, high_open: bool = False
+) -> str:
+    """A range in words, for ``--help`` and click's ``is not in the range ...`` (click's own
+    reads ``x<=None`` for a range without an upper bound): ``1 or more``, ``more than 0``,
+    ``at most 9``, ``1 to 65535``; nothing for no bound at all."""
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f"more than {low}" if low_open else f"{low} or more"
+    if low is None:
+        return f"less than {high}" if high_open else f"at most {high}"
+    ends = ("(excluded)" if low_open else "", "(excluded)" if high_open else "")
+    return f"{low}{' ' + ends[0] if ends[0] else ''} to {high}{' ' + ends[1] if ends[1] else ''}"
+
+
+class IntRange(click.IntRange):
+    """``click.IntRange`` whose ``--help`` says its bounds in words (:func:`describe_range`)."""
+
+    name = "integer"
+
+    def _describe_range(self) -> str:
+        return describe_range(self.min, self.max, self.min_open, self.max_open)
+
+
 class FiniteFloat(click.FloatRange):
     """A float option within bounds that is never NaN or infinite (``FloatRange`` compares
     NaN as in range, so ``--idle-exit nan`` would never exit)."""
@@ -67,6 +92,9 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return rv
+
+    def _describe_range(self) -> str:
+        return describe_range(self.min, self.max, self.min_open, self.max_open)
 
 
 force_option = click.option(

@@ -19,6 +19,7 @@ import click
 from icefloe.app.cli.common import (
     Context,
     FiniteFloat,
+    IntRange,
     emit,
     force_option,
     pass_ctx,
@@ -61,7 +62,7 @@ AD_HOC_BENEFIT = float(2**60)  # ad-hoc requests go first within their table
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(0, 65535),
+    type=IntRange(0, 65535),
     default=None,
     help="Serve Prometheus metrics on 127.0.0.1:PORT (0 = off; default: decider.metrics_port).",
 )
@@ -194,7 +195,7 @@ def step_data(report: Any, depth: dict[str, Any]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("table")
-@click.argument("snapshot_id", required=False, type=click.IntRange(1, MAX_LONG))
+@click.argument("snapshot_id", required=False, type=IntRange(1, MAX_LONG))
 @pass_ctx
 def notify(ctx: Context, table: str, snapshot_id: int | None) -> None:
     """Tell the decider that TABLE committed (SNAPSHOT_ID optional)."""
@@ -237,7 +238,7 @@ def partition_selector(spec_fields: list[str], pairs: tuple[str, ...]) -> str | 
 @click.option("--action", type=click.Choice(ACTIONS), default="merge", show_default=True)
 @click.option(
     "--priority",
-    type=click.IntRange(0, MAX_PRIORITY),
+    type=IntRange(0, MAX_PRIORITY),
     default=None,
     help=f"Priority class (0 highest, {MAX_PRIORITY} lowest; default: the table's).",
 )

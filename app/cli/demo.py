@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from icefloe.app.cli.common import Context, Steps, emit, make_console, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, Steps, emit, make_console, pass_ctx
 from icefloe.app.cli.tables import render_partitions
 from icefloe.app.demo import DEFAULT_ROUNDS
 from icefloe.app.demo.report import render_demo
@@ -25,7 +25,7 @@ console = make_console()
     "--rounds",
     default=DEFAULT_ROUNDS,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     help="Rounds of streaming ingest, each followed by compaction on both sides.",
 )
 @click.option("--quick", is_flag=True, help="Only build the warehouse and show its entropy.")

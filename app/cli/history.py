@@ -16,7 +16,7 @@ from typing import Any
 import click
 from rich.table import Table as RichTable
 
-from icefloe.app.cli.common import Context, emit, make_console, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, emit, make_console, pass_ctx
 from icefloe.base.config import Config, parse_table_identifier
 from icefloe.base.errors import ServiceUnavailable, UsageError
 from icefloe.state.ledger import Ledger
@@ -50,7 +50,7 @@ def parse_since(text: str, now: datetime) -> datetime:
 @click.command()
 @click.argument("table", required=False)
 @click.option("--since", metavar="WHEN", help="Only actions ended since: 7d, 12h, or a date.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="The newest N only.")
+@click.option("--limit", type=IntRange(min=1), default=None, help="The newest N only.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def history(

@@ -12,14 +12,14 @@ import shlex
 
 import click
 
-from icefloe.app.cli.common import Context, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, pass_ctx
 from icefloe.app.ops.sql_server import DEFAULT_HOST, DEFAULT_PORT, ServerPlan, plan_server, serve
 
 
 @click.command("sql-server")
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=IntRange(1, 65535),
     default=DEFAULT_PORT,
     show_default=True,
     help="The Spark Connect (gRPC) port.",

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from icefloe.app.cli.common import Context, make_console, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, make_console, pass_ctx
 from icefloe.base.catalog import load_catalog, managed_tables
 from icefloe.base.config import Config
 from icefloe.base.config.identifiers import is_namespace
@@ -148,7 +148,7 @@ def _render(rows: list[dict[str, Any]], worst: bool) -> None:
 @click.command()
 @click.option(
     "--worst",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     metavar="N",
     help="Only the N tables of lowest health score, worst first.",
@@ -166,9 +166,7 @@ def _render(rows: list[dict[str, Any]], worst: bool) -> None:
     metavar="NS",
     help="Only the tables of namespace NS (repeatable).",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N rows."
-)
+@click.option("--limit", type=IntRange(min=1), default=None, metavar="N", help="At most N rows.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def tables(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from icefloe.app.cli.common import Context, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, pass_ctx
 from icefloe.app.web.server import is_loopback, make_server
 from icefloe.base.errors import UsageError
 from icefloe.base.redact import register_secrets
@@ -20,7 +20,7 @@ MIN_TOKEN = 16
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--port", type=IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
     "--token-file",
     type=click.Path(exists=True, dir_okay=False, readable=True),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from icefloe.app.cli.common import Steps
+from icefloe.app.cli.common import Steps, describe_range
 
 pytestmark = [pytest.mark.unit]
 
@@ -42,3 +42,18 @@ def test_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> No
         (task,) = bar.tasks
         assert (task.completed, task.total, task.fields["label"]) == (2, 3, "round 2")
     assert "demo: 1/3" not in capsys.readouterr().err  # the bar, not plain lines
+
+
+@pytest.mark.parametrize(
+    ("bounds", "words"),
+    [
+        ((None, None), ""),
+        ((1, None), "1 or more"),
+        ((0, None, True), "more than 0"),
+        ((None, 9), "at most 9"),
+        ((1, 65535), "1 to 65535"),
+        ((0, 1, True, False), "0 (excluded) to 1"),
+    ],
+)
+def test_ranges_are_described_in_words(bounds: tuple[Any, ...], words: str) -> None:
+    assert describe_range(*bounds) == words
