@@ -33,17 +33,17 @@ class AirflowSettings:
     """The DAGs' spark-submit runs (config section ``airflow:``), in whole seconds."""
 
     actor_max_seconds: ActorSeconds = Field(
-        900,
+        default=900,
         description="An actor run's --max-seconds: it takes new actions until then, finishes "
         "the one in flight and exits.",
     )
     actor_grace_seconds: ActorSeconds = Field(
-        1800,
+        default=1800,
         description="Its execution_timeout is actor_max_seconds plus this (2 h at most): "
         "Spark's start and the action in flight.",
     )
     job_timeout_seconds: JobSeconds = Field(
-        7200,
+        default=7200,
         description="Any other spark-submit run's timeout: the ad-hoc optimize, skew detect, "
         "the salted join.",
     )

@@ -46,43 +46,44 @@ class _Thresholds:
     (``icefloe.optimizer.actions``: :data:`MaintenancePolicy`)."""
 
     manifest_target_bytes: PositiveInt | None = Field(
-        None,
+        default=None,
         description="The manifests' target size (none: the table's "
         "commit.manifest.target-size-bytes, else Iceberg's 8 MiB).",
     )
     manifest_tolerance_bytes: NonNegativeInt | None = Field(
-        None,
+        default=None,
         description="rewrite_manifests is due once the manifests' MSE is over tolerance² "
         "(none: a third of the manifest target) ...",
     )
     min_manifests: PositiveInt = Field(
-        32, description="... and at least this many manifests are undersized."
+        default=32, description="... and at least this many manifests are undersized."
     )
     snapshot_max_age_hours: PositiveFloat = Field(
-        120.0,
+        default=120.0,
         description="expire_snapshots expires snapshots older than this (1 at least) ...",
     )
     retain_last: PositiveInt = Field(
-        5, description="... always keeping the newest this many (and every branch and tag)."
+        default=5, description="... always keeping the newest this many (and every branch and tag)."
     )
     expire_interval_hours: PositiveFloat = Field(
-        1.0, description="At most one expiry a table this often."
+        default=1.0, description="At most one expiry a table this often."
     )
     orphan_interval_hours: PositiveFloat = Field(
-        24.0, description="remove_orphan_files runs this often, from when the table was first seen."
+        default=24.0,
+        description="remove_orphan_files runs this often, from when the table was first seen.",
     )
     orphan_min_age_hours: PositiveFloat = Field(
-        72.0,
+        default=72.0,
         description="It deletes only files older than this (24 at least: a write in flight "
         "is never an orphan).",
     )
     delete_ratio: Fraction = Field(
-        0.1,
+        default=0.1,
         description="compact_deletes is due in a partition whose delete files delete this "
         "share of its data rows.",
     )
     allow_shared_location: Tables = Field(
-        (),
+        default=(),
         description="Other tables allowed to have files under this table's location: orphan "
         "removal is held while any table not named here overlaps it.",
     )
@@ -148,7 +149,9 @@ _KINDS: dict[str, Any] = {
 def _with_settings(base: type) -> type:
     """``base`` with one field per registered action setting (its key, its kind's strict
     type, its default): a new action's keys are validated like every other."""
-    namespace: dict[str, Any] = {s.key: Field(s.default, description=s.doc) for s in SETTINGS}
+    namespace: dict[str, Any] = {
+        s.key: Field(default=s.default, description=s.doc) for s in SETTINGS
+    }
     namespace["__annotations__"] = {s.key: _KINDS[s.kind] for s in SETTINGS}
     namespace["__doc__"], namespace["__module__"] = base.__doc__, __name__
     return dataclass(frozen=True, config=STRICT)(type("MaintenancePolicy", (base,), namespace))

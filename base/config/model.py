@@ -59,19 +59,19 @@ NOT_KEYS = ("source", "home")  # Config fields the loader sets, never a file
 @dataclass(frozen=True, config=STRICT)
 class CatalogConfig:
     name: Identifier = Field(
-        "lake",
+        default="lake",
         description="The catalog's name in Spark and in PyIceberg (both see the same tables).",
     )
     type: CatalogType = Field(
-        "sql", description="sql (JDBC on SQLite or PostgreSQL), rest, hive or glue."
+        default="sql", description="sql (JDBC on SQLite or PostgreSQL), rest, hive or glue."
     )
     uri: NonEmptyStr = Field(
-        "sqlite:///.lakehouse/catalog.db",
+        default="sqlite:///.lakehouse/catalog.db",
         description="sqlite:///relative/or/absolute.db, postgresql://user:pw@host/db, or the "
         "REST or Hive URI; a relative SQLite path resolves against the project folder.",
     )
     warehouse: NonEmptyStr = Field(
-        "file:.lakehouse/warehouse",
+        default="file:.lakehouse/warehouse",
         description="The warehouse location: file:relative, file:///absolute or s3://bucket/path.",
     )
     properties: ScalarMap = Field(
@@ -84,12 +84,12 @@ class CatalogConfig:
 @dataclass(frozen=True, config=STRICT)
 class RedisConfig:
     url: RedisUrl = Field(
-        "redis://127.0.0.1:6379/0",
+        default="redis://127.0.0.1:6379/0",
         description="redis://, rediss:// (TLS) or unix://; a password in it is never printed.",
     )
-    key_prefix: NonEmptyStr = Field("icefloe", description="The prefix of every Redis key.")
+    key_prefix: NonEmptyStr = Field(default="icefloe", description="The prefix of every Redis key.")
     cluster: Flag = Field(
-        False,
+        default=False,
         description="A Redis Cluster: url names any one node (db 0 only), the client finds "
         "the others.",
     )
@@ -119,7 +119,7 @@ class RedisConfig:
 @dataclass(frozen=True, config=STRICT)
 class SparkConfig:
     master: NonEmptyStr = Field(
-        "local[*]",
+        default="local[*]",
         description="The master of the sessions icefloe starts itself (ignored under "
         "spark-submit).",
     )
@@ -128,7 +128,7 @@ class SparkConfig:
         description="Free Spark conf for every session icefloe starts or submits.",
     )
     executor_deps: ArchivePath = Field(
-        "",
+        default="",
         description="On a cluster, the archive icefloe pack writes (a path or a URI): shipped "
         "with spark.archives and put on the executors' PYTHONPATH, so the Arrow engine runs "
         "there.",
@@ -144,64 +144,65 @@ class TablePolicy:
     file, ``defaults.tolerance_bytes`` defaults to a third of ``defaults``' target."""
 
     target_file_size_bytes: TargetSize | None = Field(
-        DEFAULT_TARGET,
+        default=DEFAULT_TARGET,
         description="The target size T of data files (1 TiB at most). A table's own "
         "write.target-file-size-bytes comes before defaults, a tables.<name> override first.",
     )
     tolerance_bytes: NonNegativeInt = Field(
-        DEFAULT_TARGET // 3,
+        default=DEFAULT_TARGET // 3,
         description="A partition whose file-size MSE is under tolerance² is left alone "
         "(default: a third of the target; an inherited tolerance scales with a table's target).",
     )
     min_input_files: MinInputFiles = Field(
-        5,
+        default=5,
         description="A partition waits for this many small files (under 0.75 of the target) "
         "before it is merged, unless together they hold more than a target (Iceberg's "
         "min-input-files).",
     )
     max_wait_hours: PositiveFloat = Field(
-        1.0,
+        default=1.0,
         description="... or this long from when it first had two small files; then it is "
         "merged as it stands (Amoro's minor.trigger.interval).",
     )
     priority: Priority = Field(
-        1, description="The queue's class: 0 is the highest, 1000 the lowest."
+        default=1, description="The queue's class: 0 is the highest, 1000 the lowest."
     )
     weight: PositiveInt = Field(
-        1, description="The table's share, in bytes rewritten, among the tables of its class."
+        default=1,
+        description="The table's share, in bytes rewritten, among the tables of its class.",
     )
     actions: Actions = Field(
-        ("merge",),
+        default=("merge",),
         description="What the decider may do to the table: names from the action registry "
         "(see the actions reference).",
     )
     sort_order: Columns = Field(
-        (),
+        default=(),
         description="Columns to keep sorted by (ascending, nulls first) when the table "
         "declares no write order of its own (the sort action).",
     )
     zorder: Columns = Field(
-        (), description="Two or more columns to z-order by (the zorder action)."
+        default=(), description="Two or more columns to z-order by (the zorder action)."
     )
     clustering_tolerance: ClusteringDepth = Field(
-        1.25,
+        default=1.25,
         description="The mean clustering depth a sorted or z-ordered partition may reach (1: "
         "fully sorted); 1.25 opens about as many files as a full re-sort at under half its "
         "bytes (bench/layout_bench.py).",
     )
-    enabled: Flag = Field(True, description="false: the decider leaves the table alone.")
+    enabled: Flag = Field(default=True, description="false: the decider leaves the table alone.")
     engine: Engine = Field(
-        "auto",
+        default="auto",
         description="The actors' data engine: auto (Arrow for groups of Parquet files whose "
         "delete files, if any, are Parquet position deletes; else Spark) or spark.",
     )
     batch_max_items: PositiveInt = Field(
-        1000,
+        default=1000,
         description="Partitions an actor takes, plans and commits at once (1: one item per "
         "commit).",
     )
     batch_max_bytes: PositiveInt = Field(
-        DEFAULT_BATCH_BYTES,
+        default=DEFAULT_BATCH_BYTES,
         description="... and bytes to rewrite in one batch (the first item always goes).",
     )
     maintenance: MaintenancePolicy = Field(
@@ -247,8 +248,10 @@ class PlanInputs:
 
 @dataclass(frozen=True, config=STRICT)
 class ManagedConfig:
-    namespaces: Namespaces = Field((), description="Every table in these namespaces is managed.")
-    tables: Tables = Field((), description="... and these tables (namespace.table).")
+    namespaces: Namespaces = Field(
+        default=(), description="Every table in these namespaces is managed."
+    )
+    tables: Tables = Field(default=(), description="... and these tables (namespace.table).")
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -256,15 +259,17 @@ class HistoryConfig:
     """The durable action history (config section ``history:``): an Iceberg table in the
     managed catalog, created on first use and managed like the other tables."""
 
-    enabled: Flag = Field(True, description="false: no action history table.")
+    enabled: Flag = Field(default=True, description="false: no action history table.")
     table: NonEmptyStr = Field(
-        "icefloe.action_history",
+        default="icefloe.action_history",
         description="The history table (namespace.table) in the managed catalog.",
     )
     flush_seconds: PositiveFloat = Field(
-        60.0, description="The leader appends what actors recorded this often."
+        default=60.0, description="The leader appends what actors recorded this often."
     )
-    flush_records: PositiveInt = Field(10_000, description="At most this many records per commit.")
+    flush_records: PositiveInt = Field(
+        default=10_000, description="At most this many records per commit."
+    )
 
     @model_validator(mode="after")
     def _table_named(self) -> HistoryConfig:
@@ -280,52 +285,57 @@ class DeciderSettings:
     """The decider service and its actor pool (config section ``decider:``)."""
 
     poll_seconds: PositiveFloat = Field(
-        10.0, description="Every table is polled when no commit event came for this long."
+        default=10.0, description="Every table is polled when no commit event came for this long."
     )
     poll_budget_seconds: PositiveFloat = Field(
-        0.5, description="Seconds of polling per step, between batches of commit events."
+        default=0.5, description="Seconds of polling per step, between batches of commit events."
     )
     lease_seconds: PositiveFloat = Field(
-        300.0, description="An actor's lease on a dequeued item (renewed while it runs)."
+        default=300.0, description="An actor's lease on a dequeued item (renewed while it runs)."
     )
     max_attempts: PositiveInt = Field(
-        3, description="Attempts before an item goes to the dead-letter set with its last error."
+        default=3,
+        description="Attempts before an item goes to the dead-letter set with its last error.",
     )
-    actors_min: NonNegativeInt = Field(0, description="The fewest actors the pool asks for.")
-    actors_max: PositiveInt = Field(4, description="The most actors the pool asks for.")
+    actors_min: NonNegativeInt = Field(
+        default=0, description="The fewest actors the pool asks for."
+    )
+    actors_max: PositiveInt = Field(default=4, description="The most actors the pool asks for.")
     backlog_per_actor: PositiveInt = Field(
-        8, description="Queued items per actor the pool is sized by."
+        default=8, description="Queued items per actor the pool is sized by."
     )
     ready_depth: NonNegativeInt = Field(
-        8, description="Items the fair dispatch keeps ready (0: enqueue only, never dispatch)."
+        default=8,
+        description="Items the fair dispatch keeps ready (0: enqueue only, never dispatch).",
     )
     aging_seconds: PositiveFloat = Field(
-        3600.0,
+        default=3600.0,
         description="Aging of pending items: one enqueued this much earlier ranks as if it "
         "were worth twice as much.",
     )
     quantum_bytes: PositiveInt = Field(
-        1 << 30, description="The deficit round robin's quantum, in bytes to rewrite."
+        default=1 << 30, description="The deficit round robin's quantum, in bytes to rewrite."
     )
     leader_ttl_seconds: PositiveFloat = Field(
-        30.0,
+        default=30.0,
         description="The leader lease and each shard lease (must exceed poll_seconds).",
     )
     shards: ShardCount = Field(
-        DEFAULT_SHARDS,
+        default=DEFAULT_SHARDS,
         description="Shards the tables are split into among live deciders (set it before the "
         "first decider starts).",
     )
     claim_idle_ms: PositiveInt = Field(
-        60_000, description="A commit event unacked this long is claimed by another decider."
+        default=60_000,
+        description="A commit event unacked this long is claimed by another decider.",
     )
     backoff_initial_seconds: PositiveFloat = Field(
-        1.0, description="The first wait after Redis or the catalog failed a step."
+        default=1.0, description="The first wait after Redis or the catalog failed a step."
     )
-    backoff_max_seconds: PositiveFloat = Field(60.0, description="... doubled up to this.")
-    recent_cap: PositiveInt = Field(200, description="Recent actions kept for status.")
+    backoff_max_seconds: PositiveFloat = Field(default=60.0, description="... doubled up to this.")
+    recent_cap: PositiveInt = Field(default=200, description="Recent actions kept for status.")
     metrics_port: Port = Field(
-        0, description="The default of decide --metrics-port (0: no metrics endpoint)."
+        default=0, description="The default of decide --metrics-port (0: no metrics endpoint)."
     )
 
     @model_validator(mode="after")
@@ -403,9 +413,9 @@ class Config:
         default_factory=dict,
         description="Per-table overrides of any defaults key, by namespace.table.",
     )
-    source: str = Field("<defaults>", description="The file read (set by the loader).")
+    source: str = Field(default="<defaults>", description="The file read (set by the loader).")
     home: str = Field(
-        str(PROJECT_ROOT), description="Where relative paths resolve (set by the loader)."
+        default=str(PROJECT_ROOT), description="Where relative paths resolve (set by the loader)."
     )
     decider: DeciderSettings = Field(
         default_factory=DeciderSettings, description="The decider service and its actor pool."
