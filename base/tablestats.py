@@ -8,6 +8,7 @@ itself is the pure core's (:func:`icefloe.optimizer.stats_from_sizes`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,16 @@ def own_rewrite(table: Table, snapshot_id: int) -> bool:
     snap = table.metadata.snapshot_by_id(snapshot_id)
     summary = None if snap is None else snap.summary
     return summary is not None and REWRITE_ID_PROPERTY in summary.additional_properties
+
+
+def ancestry(table: Table) -> Iterator[Any]:
+    """The current snapshot, then its parent and theirs, newest first: the current history."""
+    by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
+    node = table.current_snapshot()
+    while node is not None:
+        yield node
+        parent = node.parent_snapshot_id
+        node = None if parent is None else by_id.get(parent)
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from itertools import islice
 from typing import Any, cast
 
 from icefloe.base.catalog import load_catalog, load_table
 from icefloe.base.config import Config
 from icefloe.base.config.maintenance_policy import MaintenancePolicy
 from icefloe.base.errors import OperationFailed, UsageError
+from icefloe.base.tablestats import ancestry
 from icefloe.jobs.maintenance import procedures as maintenance
 from icefloe.optimizer.actions import BY_NAME, TABLE_ACTIONS, ActionSpec
 from icefloe.state.health import statistics_facts
@@ -129,8 +131,9 @@ def check_manifests_rewrite(table: Any, start: int | None) -> set[int]:
     """Verify each manifest rewrite committed on the current history since ``start``; the
     snapshots checked."""
     checked = set()
-    node = table.current_snapshot()
-    while node is not None and node.snapshot_id != start:
+    for node in ancestry(table):
+        if node.snapshot_id == start:
+            break
         props = node.summary.additional_properties if node.summary is not None else {}
         parent = node.parent_snapshot_id
         if "manifests-replaced" in props and parent is not None:
@@ -140,7 +143,6 @@ def check_manifests_rewrite(table: Any, start: int | None) -> set[int]:
                     "its parent's files"
                 )
             checked.add(node.snapshot_id)
-        node = None if parent is None else table.metadata.snapshot_by_id(parent)
     return checked
 
 
@@ -148,14 +150,7 @@ def must_retain(table: Any, cutoff_ms: int, retain_last: int) -> set[int]:
     """Snapshots expiry must keep: younger than the cutoff, the newest ``retain_last``
     ancestors of the current snapshot, and every branch's or tag's snapshot."""
     keep = {s.snapshot_id for s in table.metadata.snapshots if s.timestamp_ms >= cutoff_ms}
-    current = table.current_snapshot()
-    node = current
-    for _ in range(retain_last):
-        if node is None:
-            break
-        keep.add(node.snapshot_id)
-        parent = node.parent_snapshot_id
-        node = None if parent is None else table.metadata.snapshot_by_id(parent)
+    keep |= {s.snapshot_id for s in islice(ancestry(table), retain_last)}
     keep |= {ref.snapshot_id for ref in table.metadata.refs.values()}
     return keep
 

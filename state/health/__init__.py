@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from icefloe.base.tablestats import ancestry
 from icefloe.optimizer import PartitionStats
 from icefloe.optimizer.maintenance_rules import MetadataHealth
 from icefloe.optimizer.skew_report import ReportAge, reports_in
@@ -31,17 +32,13 @@ if TYPE_CHECKING:
 def summary_deletes(snap: Any) -> tuple[int, int, int]:
     """(rows, delete files, deleted rows: positions + equality rows) from a snapshot's
     summary totals; zeros where a writer left them out."""
-    props = snap.summary.additional_properties if snap is not None and snap.summary else {}
-
-    def total(key: str) -> int:
-        raw = props.get(key, "0")
-        return int(raw) if str(raw).isdigit() else 0
-
-    deleted = total("total-position-deletes") + total("total-equality-deletes")
-    return total("total-records"), total("total-delete-files"), deleted
+    deleted = _summary_int(snap, "total-position-deletes")
+    deleted += _summary_int(snap, "total-equality-deletes")
+    return _summary_int(snap, "total-records"), _summary_int(snap, "total-delete-files"), deleted
 
 
 def _summary_int(snap: Any, key: str) -> int:
+    """A number of a snapshot's summary; 0 where a writer left it out."""
     props = snap.summary.additional_properties if snap is not None and snap.summary else {}
     raw = props.get(key, "0")
     return int(raw) if str(raw).isdigit() else 0
@@ -66,12 +63,11 @@ def statistics_facts(table: Table) -> dict[str, Any]:
     count of ``snapshots``. Table metadata only (in memory once loaded)."""
     meta = table.metadata
     snap = table.current_snapshot()
-    by_id = {s.snapshot_id: s for s in meta.snapshots}
     table_stats = {f.snapshot_id for f in meta.statistics}
     part_stats = {f.snapshot_id for f in meta.partition_statistics}
     found: dict[str, int | None] = {"statistics": None, "partition_statistics": None}
-    changed, node = 0, snap
-    while node is not None:
+    changed, history = 0, ancestry(table)
+    for node in history:
         sid = node.snapshot_id
         if found["partition_statistics"] is None and sid in part_stats:
             found["partition_statistics"] = sid
@@ -79,13 +75,9 @@ def statistics_facts(table: Table) -> dict[str, Any]:
             found["statistics"] = sid
             break
         changed += sum(_summary_int(node, key) for key in _CHANGED_ROWS)
-        parent = node.parent_snapshot_id
-        node = None if parent is None else by_id.get(parent)
-    if found["partition_statistics"] is None and node is not None:  # at or past the table's
-        while node is not None and node.snapshot_id not in part_stats:
-            parent = node.parent_snapshot_id
-            node = None if parent is None else by_id.get(parent)
-        found["partition_statistics"] = None if node is None else node.snapshot_id
+    if found["partition_statistics"] is None:  # past the table statistics' snapshot
+        older = (s.snapshot_id for s in history if s.snapshot_id in part_stats)
+        found["partition_statistics"] = next(older, None)
     return {
         **found,
         "changed_rows": changed,
@@ -99,16 +91,14 @@ def changed_rows_since(table: Table, snapshot_ids: Collection[int]) -> dict[int,
     """snapshot → the rows added, removed or deleted by delete files in the snapshots of
     the current ancestry after it (one walk for all); every row of the ancestry for one
     that is not in it (expired, or of another branch). Table metadata only."""
-    meta, wanted = table.metadata, set(snapshot_ids)
-    by_id = {s.snapshot_id: s for s in meta.snapshots}
+    wanted, changed = set(snapshot_ids), 0
     out: dict[int, int] = {}
-    changed, node = 0, table.current_snapshot()
-    while node is not None and len(out) < len(wanted):
+    for node in ancestry(table):
+        if len(out) == len(wanted):
+            break
         if node.snapshot_id in wanted:
             out[node.snapshot_id] = changed
         changed += sum(_summary_int(node, key) for key in _CHANGED_ROWS)
-        parent = node.parent_snapshot_id
-        node = None if parent is None else by_id.get(parent)
     return {sid: out.get(sid, changed) for sid in wanted}
 
 

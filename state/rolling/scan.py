@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.base.layoutspec import LayoutSpec
 from icefloe.base.partition_key import PartitionKey
-from icefloe.base.tablestats import PartitionFiles, current_partitions, own_rewrite, spec_fields
+from icefloe.base.tablestats import (
+    PartitionFiles,
+    ancestry,
+    current_partitions,
+    own_rewrite,
+    spec_fields,
+)
 from icefloe.optimizer import PartitionStats, merge_stats
 from icefloe.state.layout import LayoutDelta, LayoutMismatch, LayoutStore, net, signature
 from icefloe.state.layout.scan import file_bounds, rebuild
@@ -39,15 +45,11 @@ def snapshots_since(table: Table, last_applied: int | None) -> list[int]:
     if last_applied is None:
         raise GapError("no snapshot applied yet")
     chain: list[int] = []
-    snap: Any = current
-    while snap is not None and snap.snapshot_id != last_applied:
+    for snap in ancestry(table):
+        if snap.snapshot_id == last_applied:
+            return chain[::-1]
         chain.append(snap.snapshot_id)
-        parent = snap.parent_snapshot_id
-        snap = None if parent is None else table.metadata.snapshot_by_id(parent)
-    if snap is None:
-        raise GapError(f"snapshot {last_applied} is not an ancestor of the current one")
-    chain.reverse()
-    return chain
+    raise GapError(f"snapshot {last_applied} is not an ancestor of the current one")
 
 
 def _partition_converter(table: Table) -> Any:
