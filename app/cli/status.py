@@ -11,6 +11,7 @@ import click
 
 from icefloe.app.cli.common import Context, make_console, pass_ctx
 from icefloe.base.config import parse_table_identifier
+from icefloe.base.errors import OperationFailed, UsageError
 from icefloe.base.redis_client import connect
 from icefloe.state.open import open_state
 
@@ -33,8 +34,19 @@ def status(ctx: Context, tables: tuple[str, ...], as_json: bool) -> None:
 
     for name in tables:
         parse_table_identifier(name)
+        if not ctx.cfg.is_managed(name):
+            raise UsageError(
+                f"table {name!r} is not managed (managed.namespaces, managed.tables or "
+                "tables.<name> in the config)"
+            )
     client = connect(ctx.cfg)
     data = gather(ctx.cfg, client, open_state(ctx.cfg, client).queue, time.time(), tables)
+    for name in tables:
+        if "seen_at" not in data["tables"][name]:  # only a kept record has one
+            raise OperationFailed(
+                f"the decider keeps no record of table {name!r}: no decider has seen it yet "
+                "(`icefloe tables --fresh` reads it from the catalog)"
+            )
     if as_json:
         click.echo(json_text(data))
     else:

@@ -25,6 +25,14 @@ MIB = 1 << 20
 console = make_console()
 
 
+def manages_namespace(cfg: Config, namespace: str) -> bool:
+    """Whether the config manages ``namespace`` or a table in it."""
+    tables = (*cfg.managed.tables, *cfg.tables)
+    return namespace in cfg.managed.namespaces or any(
+        t.rsplit(".", 1)[0] == namespace for t in tables
+    )
+
+
 def _fresh_rows(cfg: Config, catalog: Any, names: list[str]) -> list[dict[str, Any]]:
     """Each table's row read from the catalog now (``table_summary``)."""
     rows: list[dict[str, Any]] = []
@@ -185,6 +193,11 @@ def tables(
     for ns in namespaces:
         if not is_namespace(ns):
             raise UsageError(f"bad namespace {ns!r}: expected names of letters, digits, _ (a.b)")
+        if not manages_namespace(ctx.cfg, ns):
+            raise UsageError(
+                f"namespace {ns!r} is not managed (managed.namespaces, managed.tables or "
+                "tables.<name> in the config)"
+            )
     names = None if fresh else kept_names(ctx.cfg)  # as the decider last listed them
     catalog = None
     if names is None:  # not listed yet, or not as the config manages them now

@@ -50,3 +50,30 @@ def test_optimize_with_nothing_to_do_starts_no_spark_and_a_pipe_gets_whole_lines
     assert "Spark" not in run.stderr and "log4j" not in run.stderr  # no JVM started
     assert run.seconds < 15, run.seconds
     assert "…" not in run.stdout and max(map(len, run.stdout.splitlines())) > 80
+
+
+def test_unknown_names_are_one_line_and_a_non_zero_exit(
+    catalog: Any, namespace: str, lake_home: Path, tmp_path: Path, redis_client: Any
+) -> None:
+    """#61.10: ``tables --namespace`` of a namespace the config does not manage, and
+    ``status --table`` of a table the decider keeps no record of, say so in one line."""
+    name = f"{namespace}.t"
+    make_table(catalog, name, files_per_day=1, rows_per_file=5)
+    path = _config(lake_home, tmp_path, namespace)
+    run = run_cli(path, "tables", "--namespace", "not_managed")
+    assert run.returncode == 2, run.output
+    assert run.error_lines() == [
+        "icefloe: error: namespace 'not_managed' is not managed (managed.namespaces, "
+        "managed.tables or tables.<name> in the config)"
+    ]
+    listed = run_cli(path, "tables", "--namespace", namespace, "--json")
+    assert listed.returncode == 0 and [r["table"] for r in json.loads(listed.stdout)] == [name]
+
+    for table, code, said in (
+        (f"{namespace}.missing", 1, f"the decider keeps no record of table '{namespace}.missing'"),
+        ("other.t", 2, "table 'other.t' is not managed"),
+    ):
+        run = run_cli(path, "status", "--table", table)
+        assert run.returncode == code, run.output
+        assert len(run.error_lines()) == 1 and said in run.error_lines()[0], run.output
+        assert run.stdout == ""
