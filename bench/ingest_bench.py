@@ -47,13 +47,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import pyarrow as pa  # noqa: E402
-from pyiceberg.manifest import DataFileContent, ManifestEntryStatus  # noqa: E402
-from pyiceberg.transforms import DayTransform  # noqa: E402
 from wide_bench import _answers, drop_keys, private_redis  # noqa: E402
 
 import icefloe.jobs.base.plan as plan_module  # noqa: E402
 import icefloe.jobs.data.optimize as optimize_module  # noqa: E402
+from icefloe.app.demo.copies import append_to_copies, create_with_copies  # noqa: E402
 from icefloe.app.demo.orderlines import OrderLines  # noqa: E402
 from icefloe.app.demo.rounds import Icefloe, iceberg_rewrite, read_view, summarize  # noqa: E402
 from icefloe.base.catalog import load_catalog  # noqa: E402
@@ -82,54 +80,12 @@ def make_config(
     return build_config(raw, source="<ingest bench>", home=home)
 
 
-def create_copies(catalog: Any, names: dict[str, str], sample: pa.Table, target: int) -> None:
-    """The icefloe copy, partitioned by day, and the others registered on its metadata."""
-    catalog.create_namespace_if_not_exists("bench")
-    ident = tuple(names["icefloe"].split("."))
-    base = catalog.create_table(
-        ident,
-        schema=sample.schema,
-        properties={
-            "format-version": "2",
-            "write.parquet.compression-codec": "zstd",
-            "write.target-file-size-bytes": str(target),
-        },
-    )
-    with base.update_spec() as spec:
-        spec.add_field("l_shipdate", DayTransform(), "day")
-    base = catalog.load_table(ident)
-    for arm in ARMS[1:]:
-        catalog.register_table(tuple(names[arm].split(".")), base.metadata_location)
-
-
-def ingest(
-    catalog: Any, names: dict[str, str], stream: OrderLines, commits: int, target: int
-) -> int:
+def ingest(catalog: Any, names: dict[str, str], stream: OrderLines, commits: int) -> int:
     """``commits`` commits into the icefloe copy, their data files fast-appended to the
-    others; returns the bytes ingested."""
-    table = catalog.load_table(tuple(names["icefloe"].split(".")))
-    twins = [catalog.load_table(tuple(names[a].split("."))) for a in ARMS[1:]]
-    ingested = 0
-    for _ in range(commits):
-        with table.transaction() as tx:
-            tx.set_properties({"write.target-file-size-bytes": str(target * 64)})  # one file
-            tx.append(stream.take())
-            tx.set_properties({"write.target-file-size-bytes": str(target)})
-        snap = table.current_snapshot()
-        added = [
-            e.data_file
-            for m in snap.manifests(table.io)
-            if m.added_snapshot_id == snap.snapshot_id
-            for e in m.fetch_manifest_entry(table.io)
-            if e.status == ManifestEntryStatus.ADDED and e.data_file.content == DataFileContent.DATA
-        ]
-        ingested += sum(f.file_size_in_bytes for f in added)
-        for i, twin in enumerate(twins):
-            with twin.transaction() as tx, tx.update_snapshot().fast_append() as append:
-                for f in added:
-                    append.append_data_file(f)
-            twins[i] = catalog.load_table(tuple(names[ARMS[1 + i]].split(".")))
-    return ingested
+    others (the demo's :func:`~icefloe.app.demo.copies.append_to_copies`); returns the
+    bytes ingested."""
+    copies = [names[a] for a in ARMS]
+    return sum(sum(append_to_copies(catalog, copies, stream.take())) for _ in range(commits))
 
 
 @contextmanager
@@ -229,12 +185,13 @@ def main() -> None:
         try:
             catalog = load_catalog(cfgs["icefloe"])
             stream = OrderLines(commits_per_day=max(1, args.commits // 2))
-            create_copies(catalog, names, OrderLines(1).take(), target)
+            sample = OrderLines(1).take()
+            create_with_copies(catalog, [names[a] for a in ARMS], sample, "l_shipdate", target)
             spark = build_spark(cfgs["icefloe"], app_name="icefloe-ingest-bench")
             loops = {a: Icefloe(cfgs[a], spark, catalog) for a in ("icefloe", "sizes")}
             rounds, rows = [], 0
             for r in range(args.rounds):
-                ingested = ingest(catalog, names, stream, args.commits, target)
+                ingested = ingest(catalog, names, stream, args.commits)
                 rows = stream.next_key - 1
                 figures = {
                     a: run_round(a, loops, spark, cfgs, catalog, names[a], target) for a in ARMS

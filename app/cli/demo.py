@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from pathlib import Path
 
 import click
 
@@ -11,7 +11,6 @@ from icefloe.app.cli.common import Context, IntRange, Steps, emit, make_console,
 from icefloe.app.cli.tables import render_partitions
 from icefloe.app.demo import DEFAULT_ROUNDS
 from icefloe.app.demo.report import render_demo
-from icefloe.base.catalog import load_catalog
 from icefloe.base.config import Config, parse_table_identifier
 from icefloe.service.observe.tables import table_summary
 
@@ -29,15 +28,33 @@ console = make_console()
     help="Rounds of streaming ingest, each followed by compaction on both sides.",
 )
 @click.option("--quick", is_flag=True, help="Only build the warehouse and show its entropy.")
+@click.option(
+    "--charts",
+    "charts",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for the charts (icefloe-demo-rounds.png, icefloe-demo-sizes.png) "
+    "[default: beside the warehouse, <lakehouse>/demo].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary at the end.")
 @pass_ctx
-def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_json: bool) -> None:
-    """Build a streaming-ingest warehouse in rounds, compacting between them: icefloe's
-    decider and actors on the tables, Iceberg's rewrite_data_files on identical copies."""
+def demo(
+    ctx: Context,
+    namespace: str,
+    seed: int,
+    rounds: int,
+    quick: bool,
+    charts: Path | None,
+    as_json: bool,
+) -> None:
+    """Stream small commits into a warehouse in rounds, compacting between them: icefloe's
+    decider and actors on the tables, Iceberg's rewrite_data_files on identical copies;
+    then readers' queries on both sides, and a skewed join with and without icefloe's SQL
+    extension."""
     parse_table_identifier(f"{namespace}.x", "namespace")
     cfg = ctx.cfg
     if quick:
-        _demo_quick(cfg, namespace, seed, as_json)
+        _demo_quick(cfg, namespace, seed, rounds, as_json)
         return
     # start-up: the full demo reaches the actors, rewrite engines and matplotlib
     from icefloe.app.demo.run import run_demo
@@ -51,7 +68,9 @@ def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_j
             elif not as_json:
                 console.print(line)
 
-        result = run_demo(cfg, say, namespace=namespace, seed=seed, rounds=rounds, step=steps.step)
+        result = run_demo(
+            cfg, say, namespace=namespace, seed=seed, rounds=rounds, out=charts, step=steps.step
+        )
     spark = result.pop("spark")
     try:
         if as_json:
@@ -64,25 +83,20 @@ def demo(ctx: Context, namespace: str, seed: int, rounds: int, quick: bool, as_j
         raise SystemExit(1)
 
 
-def _demo_quick(cfg: Config, namespace: str, seed: int, as_json: bool) -> None:
+def _demo_quick(cfg: Config, namespace: str, seed: int, rounds: int, as_json: bool) -> None:
     # start-up: the demo's ingest only for --quick
-    from icefloe.app.demo.ingest import demo_tables, ingest
+    from icefloe.app.demo.run import create, ingest_round
 
-    catalog = load_catalog(cfg)
     started = time.monotonic()
+    with console.status("streaming the demo's commits") as status:
+        wh = create(cfg, namespace, seed, rounds, lambda _: None)
+        for index in range(rounds):
+            ingest_round(wh, index, status.update)
     summaries = []
-    for i, spec in enumerate(demo_tables(namespace)):
-        with console.status(f"ingesting {spec.name}") as status:
-
-            def tick(info: Any, spec: Any = spec, status: Any = status) -> None:
-                status.update(f"ingesting {spec.name}: snapshot {info.snapshot_id}")
-
-            commits = ingest(catalog, spec, seed=seed + i, on_commit=tick)
-        summary = table_summary(cfg, catalog, spec.name)
+    for table in wh.tables:
+        summary = table_summary(cfg, wh.catalog, wh.name("icefloe", table))
         summaries.append(summary)
         if not as_json:
-            late = sum(c.late for c in commits)
-            console.print(f"[bold]{spec.name}[/]: {len(commits)} commits, {late} late")
             render_partitions(summary)
     elapsed = time.monotonic() - started
     if as_json:

@@ -1,4 +1,5 @@
-"""A streaming-ingest workload generator: the small-file shape icefloe exists to fix.
+"""A streaming-ingest workload generator: the small-file shape icefloe exists to fix (the
+tests' warehouses; the demo's own workload is :mod:`icefloe.app.demo.workload`).
 
 Each simulated micro-batch commit appends a few thousand rows for the "current" day across
 every region, so each commit adds one small file per (day, region) partition. A share of
@@ -206,28 +207,3 @@ def ingest(
     with table.transaction() as tx:
         tx.set_properties({"write.target-file-size-bytes": str(spec.target_file_size_bytes)})
     return out
-
-
-def demo_tables(namespace: str = "demo") -> list[TableSpec]:
-    """The demo warehouse: three tables with different ingest shapes."""
-    return [
-        TableSpec(f"{namespace}.events", days=4, commits=30, late_share=0.3, healthy_days=1),
-        TableSpec(
-            f"{namespace}.clicks",
-            days=3,
-            regions=("eu", "us"),
-            commits=40,
-            small_file_bytes=(4 << 10, 96 << 10),
-            late_share=0.1,
-            healthy_days=0,
-        ),
-        TableSpec(
-            f"{namespace}.orders",
-            days=5,
-            regions=("eu", "us"),
-            commits=12,
-            small_file_bytes=(200 << 10, 1500 << 10),
-            late_share=0.2,
-            healthy_days=2,
-        ),
-    ]

@@ -28,17 +28,21 @@ FIRST_DAY = dt.date(2026, 11, 1)
 class OrderLines:
     """The stream: each commit's rows, generated from a seed (the same for every copy)."""
 
-    def __init__(self, commits_per_day: int, seed: int = 46) -> None:
+    def __init__(
+        self, commits_per_day: int, seed: int = 46, rows: tuple[int, int] = (150, 2500)
+    ) -> None:
         self.rng = random.Random(seed)
+        self.rows = rows  # each commit's rows: log-uniform between these
         self.per_day = commits_per_day  # a new day every this many commits
         self.taken = 0
         self.next_key = 1
 
     def take(self) -> pa.Table:
-        """The next commit's rows: 150-2,500 order lines (log-uniform) of one day."""
+        """The next commit's rows: ``rows`` order lines (log-uniform) of one day."""
         import pyarrow as pa  # pyarrow: only when rows are made
 
-        rng, n = self.rng, int(150 * (2500 / 150) ** self.rng.random())
+        (lo, hi), rng = self.rows, self.rng
+        n = int(lo * (hi / lo) ** rng.random())
         day = FIRST_DAY + dt.timedelta(days=self.taken // self.per_day)
         if self.taken >= self.per_day and rng.random() < 0.2:  # late rows of an earlier day
             day -= dt.timedelta(days=rng.randrange(1, 1 + self.taken // self.per_day))

@@ -14,13 +14,16 @@ SIDES = (("icefloe", "icefloe"), ("iceberg", "Iceberg"))
 def render_demo(console: Console, result: dict[str, Any]) -> None:
     render_rounds(console, result)
     render_tables(console, result)
+    render_readers(console, result)
     loop = result["loop"]
     console.print(
         f"decider passes {loop['decider_passes']}, actions {loop['actions']}; partition "
         f"scans avoided by the rolling stats: {loop['scans_avoided_pct']:.0f}%"
     )
     render_skew(console, result["skew"])
-    console.print(f"charts: {result['chart']}, {result['rounds_chart']}")
+    render_verdicts(console, result)
+    charts = result["charts"]
+    console.print(f"charts: {charts['rounds']}, {charts['sizes']}")
     console.print(
         f"demo finished in {result['seconds']:.0f}s; "
         "`icefloe status` explains the state it left behind"
@@ -45,7 +48,7 @@ def render_rounds(console: Console, result: dict[str, Any]) -> None:
     metadata health and planning time, and whether every row is there."""
     out = RichTable(
         title="each round: streaming ingest, then compaction (icefloe on the tables, "
-        "Iceberg's rewrite_data_files on identical clones); all tables"
+        "Iceberg's rewrite_data_files on identical copies); all tables"
     )
     cols = ("round", "commits", "", "rewritten MiB", "files rewritten", "files after")
     for col in (*cols, "mean MSE after", "manifests", "plan ms", "snapshots", "rows"):
@@ -79,10 +82,12 @@ def render_rounds(console: Console, result: dict[str, Any]) -> None:
         out.add_row("total" if i == 0 else "", "", label, *_side_row(total[side]))
     console.print(out)
     ours, theirs = total["icefloe"]["bytes_rewritten"], total["iceberg"]["bytes_rewritten"]
+    ingested = total["bytes_ingested"]
     if theirs:
         console.print(
-            f"over {len(result['rounds'])} rounds icefloe rewrote {ours / MIB:.1f} MiB, "
-            f"Iceberg {theirs / MIB:.1f} MiB ({ours / theirs:.2f}×)"
+            f"over {len(result['rounds'])} rounds ({ingested / MIB:.1f} MiB ingested) icefloe "
+            f"rewrote {ours / MIB:.1f} MiB ({ours / ingested:.2f} per byte ingested), Iceberg "
+            f"{theirs / MIB:.1f} MiB ({theirs / ingested:.2f}): {ours / theirs:.2f}×"
         )
 
 
@@ -90,6 +95,7 @@ def render_tables(console: Console, result: dict[str, Any]) -> None:
     """Per table after the last round: uncompacted (every file ingested), icefloe, Iceberg."""
     out = RichTable(title="per table after the last round (same data, same target T)")
     cols = ("table", "", "files", "MiB", "mean MSE", "max MSE", "rewritten MiB", "work")
+    labels = {"uncompacted": "uncompacted", "icefloe": "icefloe", "iceberg": "Iceberg"}
     for col in (*cols, "manifests", "plan ms", "snapshots"):
         out.add_column(col, justify="left" if col in ("table", "") else "right")
     for t in result["tables"]:
@@ -98,12 +104,12 @@ def render_tables(console: Console, result: dict[str, Any]) -> None:
             row = t[key]
             rewritten = row.get("bytes_rewritten")
             work = {
-                "icefloe": f"{row.get('actions')} actions",
-                "iceberg": f"{row.get('calls')} calls",
+                "icefloe": f"{row.get('actions')} actions ({row.get('strategy')})",
+                "iceberg": f"{row.get('calls')} calls ({row.get('strategy')})",
             }
             out.add_row(
                 t["table"].split(".")[-1] if key == "uncompacted" else "",
-                key,
+                labels[key],
                 str(row["files"]),
                 f"{row['bytes'] / MIB:.1f}",
                 f"{row['mean_mse'] / target2:.3f}·T²",
@@ -142,3 +148,39 @@ def render_skew(console: Console, skew: dict[str, Any]) -> None:
     console.print(out)
     same = "[green]identical rows[/]" if skew["identical"] else "[red]RESULTS DIFFER[/]"
     console.print(f"with the extension vs plain: {same}")
+
+
+def render_readers(console: Console, result: dict[str, Any]) -> None:
+    """Per query, on both sides: files opened, their MiB, and a fresh reader's planning."""
+    out = RichTable(
+        title="readers after the last round: files each query opens (partitions and column "
+        "bounds pruned) and a fresh reader's planning (PyIceberg load + plan_files, median of 3)"
+    )
+    for col in ("table", "query", "", "files", "MiB", "plan ms"):
+        out.add_column(col, justify="right" if col in ("files", "MiB", "plan ms") else "left")
+    for q in result["readers"]:
+        for i, (side, label) in enumerate(SIDES):
+            f = q[side]
+            out.add_row(
+                q["table"] if i == 0 else "",
+                q["query"] if i == 0 else "",
+                label,
+                str(f["files"]),
+                f"{f['bytes'] / MIB:.1f}",
+                f"{f['plan_ms']:.0f}",
+                end_section=i == 1,
+            )
+    console.print(out)
+
+
+def render_verdicts(console: Console, result: dict[str, Any]) -> None:
+    """The figures icefloe does not win, said plainly (lower is better for every one)."""
+    lost = [v for v in result["verdicts"] if v["winner"] != "icefloe"]
+    won = len(result["verdicts"]) - len(lost)
+    console.print(f"icefloe wins {won} of the {len(result['verdicts'])} figures above.")
+    for v in lost:
+        word = "ties" if v["winner"] == "tie" else "loses"
+        console.print(
+            f"[yellow]icefloe {word} on {v['figure']}: {v['icefloe']:g} against Iceberg's "
+            f"{v['iceberg']:g}[/]"
+        )

@@ -1,9 +1,8 @@
 """The demo's rounds: a stretch of streaming ingest, then compaction on both sides.
 
-Every table has a twin, its clone. A round appends the next commits of each table's stream
-to the table and the very same data files to its clone (one fast append each, so both
-hold identical files), then icefloe's decider and two actor threads converge the tables
-while Iceberg's ``rewrite_data_files`` (default binpack, same target) compacts the clones.
+Every table has a twin, its copy (:mod:`icefloe.app.demo.copies`: the very same data files
+every commit). After a round's ingest, icefloe's decider and two actor threads converge
+the tables while Iceberg's ``rewrite_data_files`` (same target) compacts the copies.
 Both sides are then read back from Iceberg metadata: the files and bytes each rewrote,
 files, entropy and rows after, and metadata health (the current snapshot's manifests and
 the snapshot count).
@@ -17,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icefloe.app.demo.ingest import CommitStream
 from icefloe.base.catalog import spark_table_name
 from icefloe.base.config import Config, DeciderSettings
 from icefloe.base.keys import Keys
@@ -35,7 +33,6 @@ from icefloe.state.open import open_state
 from icefloe.state.queue import budget_of
 
 Say = Callable[[str], None]
-TARGET_PROPERTY = "write.target-file-size-bytes"
 
 
 @dataclass(frozen=True)
@@ -90,59 +87,16 @@ def state(view: View, target: int) -> dict[str, Any]:
     }
 
 
-def clone_table(catalog: Any, source: str, dest: str) -> None:
-    """A copy sharing ``source``'s data files, with a history of its own."""
-    src = catalog.load_table(tuple(source.split(".")))
-    ident = tuple(dest.split("."))
-    catalog.create_namespace_if_not_exists(ident[:-1])
-    if catalog.table_exists(ident):
-        catalog.drop_table(ident)  # drop, never purge: the files belong to the source too
-    catalog.register_table(ident, src.metadata_location)
-
-
-def append_twice(catalog: Any, name: str, clone: str, stream: CommitStream, commits: int) -> int:
-    """The stream's next ``commits`` commits: each appended to ``name`` (one file per
-    partition, as the first ingest wrote them) and its files fast-appended to ``clone``;
-    returns the rows appended."""
-    # pyiceberg: only when a catalog, table or file is used
-    from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
-
-    table = catalog.load_table(tuple(name.split(".")))
-    twin = catalog.load_table(tuple(clone.split(".")))
-    target = stream.spec.target_file_size_bytes
-    rows = 0
-    for _ in range(commits):
-        data, _late = stream.take()
-        with table.transaction() as tx:
-            # PyIceberg splits a write by its in-memory Arrow size: the ingest's limit for
-            # the write, the table's target back before the commit
-            tx.set_properties({TARGET_PROPERTY: str(target * 8)})
-            tx.append(data)
-            tx.set_properties({TARGET_PROPERTY: str(target)})
-        snap = table.current_snapshot()
-        assert snap is not None
-        added = [
-            entry.data_file
-            for manifest in snap.manifests(table.io)
-            if manifest.added_snapshot_id == snap.snapshot_id
-            for entry in manifest.fetch_manifest_entry(table.io)
-            if entry.status == ManifestEntryStatus.ADDED
-            and entry.data_file.content == DataFileContent.DATA
-        ]
-        with twin.transaction() as tx, tx.update_snapshot().fast_append() as append:
-            for data_file in added:
-                append.append_data_file(data_file)
-        rows += data.num_rows
-    return rows
-
-
-def iceberg_rewrite(spark: Any, cfg: Config, name: str, target: int) -> dict[str, Any]:
-    """Iceberg's ``rewrite_data_files`` (default binpack) with ``target``: what it rewrote."""
+def iceberg_rewrite(
+    spark: Any, cfg: Config, name: str, target: int, strategy: str = "binpack"
+) -> dict[str, Any]:
+    """Iceberg's ``rewrite_data_files`` with ``target`` and ``strategy`` (``binpack``, its
+    default, or ``sort``: the table's write order): what it rewrote."""
     full = spark_table_name(cfg, name).replace("`", "")
     begin = time.monotonic()
     row = spark.sql(
         f"CALL {cfg.catalog.name}.system.rewrite_data_files(table => '{full}', "
-        f"options => map('target-file-size-bytes', '{target}'))"
+        f"strategy => '{strategy}', options => map('target-file-size-bytes', '{target}'))"
     ).collect()[0]
     return {
         "files_rewritten": int(row["rewritten_data_files_count"]),

@@ -24,12 +24,13 @@ JOIN_SQL = (
 SALT_LABEL = re.compile(r"icefloe_(?:salt|isolate)\([^)]*\)")  # the rule's either form
 
 
+METRICS = ("wall", "max_over_median", "max_read_mb", "tasks", "task_seconds")
 SKEW_CONF = {
     # measure shuffle joins as they are: no broadcast of the small side, no coalescing of
     # the tiny demo partitions into one task; AQE's skew split stays on (the default)
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
-    "spark.sql.shuffle.partitions": "16",
+    "spark.sql.shuffle.partitions": "8",
 }
 
 
@@ -39,7 +40,7 @@ def skew_section(
     catalog: Any,
     namespace: str,
     say: Say,
-    rows: int = 1_000_000,
+    rows: int = 400_000,
     hot_share: float = 0.3,
 ) -> dict[str, Any]:
     """Plant a hot key, detect it, and run the salted LEFT join against the plain one."""
@@ -79,8 +80,8 @@ def skew_section(
         "rows": report["rows"],
         "hot_keys": hot,
         "skewed_partitions": report.get("skewed_partitions", []),
-        "plain": {k: plain[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
-        "salted": {k: salted[k] for k in ("wall", "max_over_median", "max_read_mb", "tasks")},
+        "plain": {k: plain[k] for k in METRICS},
+        "salted": {k: salted[k] for k in METRICS},
         "identical": checks[False] == checks[True],
         "sql": query,
         "rewrite": rewrite.group(0) if rewrite else None,

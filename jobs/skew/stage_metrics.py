@@ -75,6 +75,7 @@ class Meter:
                 "max_over_median": 0.0,
                 "max_read_mb": 0.0,
                 "tasks": 0,
+                "task_seconds": [],
                 "makespan16": 0.0,
                 "makespan64": 0.0,
             }
@@ -85,6 +86,7 @@ class Meter:
             "max_over_median": max(durs) / med if med > 0 else float("inf"),
             "max_read_mb": max(main["reads"]) / 2**20,
             "tasks": len(durs),
+            "task_seconds": sorted(durs, reverse=True),  # the join stage's, longest first
             "makespan16": sum(makespan(s["durs"], 16) for s in stages),
             "makespan64": sum(makespan(s["durs"], 64) for s in stages),
         }
