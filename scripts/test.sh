@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: ruff (lint and format), mypy, the import contracts, the JVM tests, then pytest.
 #   scripts/test.sh           everything: jvm/ (mvn test), unit, spark, redis, integration, DAG tests (make test)
-#   scripts/test.sh --fast    lint, types, contracts and the unit tests only (make test-fast)
+#   scripts/test.sh --fast    lint, types, contracts, the docs site and the unit tests only (make test-fast)
 #   scripts/test.sh --lint-only
 # Called by `make test` and by .ci/run after the bootstrap.
 set -euo pipefail
@@ -11,6 +11,12 @@ mode=${1:-}
 echo "== ruff"; ruff check .; ruff format --check --quiet .
 echo "== mypy"; mypy -p icefloe
 echo "== import contracts"; lint-imports --no-cache >/dev/null; echo "contracts kept"
+# the docs site: a broken link, a missing page or a reference page that fails to generate
+echo "== docs site"; site=$(mktemp -d)
+if ! NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site"; then
+  rm -rf "$site"; echo "mkdocs build --strict failed"; exit 1
+fi
+rm -rf "$site"; echo "site built"
 [ "$mode" = "--lint-only" ] && exit 0
 # promtool checks the alert rules (tests/integration/test_alert_rules.py): Debian's prometheus
 if [ "$mode" != "--fast" ] && ! command -v promtool >/dev/null 2>&1; then

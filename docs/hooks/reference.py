@@ -198,8 +198,8 @@ def config_page() -> str:
         "",
         "Every key of the configuration file, from its model (`icefloe.base.config`): its",
         "type, its default, the values it accepts and what it does. Any key can be set in the",
-        f"environment instead: `{ENV_PREFIX}<SECTION>__<KEY>` (a YAML scalar; the variable of",
-        "each key is in its row). How the file is found, layered and validated:",
+        f"environment instead: `{ENV_PREFIX}<SECTION>__<KEY>` (its value parsed as YAML;",
+        "each key's variable is in its row). How the file is found, layered and validated:",
         "[configuration](../operating/configuration.md).",
         "",
     ]

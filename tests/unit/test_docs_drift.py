@@ -16,7 +16,7 @@ from icefloe.app.cli.submit import JOB_COMMANDS
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", ROOT / "jvm" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "jvm" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SETTING = re.compile(r"spark\.icefloe\.[A-Za-z.]*[A-Za-z]")
 
 
