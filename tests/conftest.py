@@ -1,7 +1,11 @@
 """Shared fixtures: one SparkSession per test run on a temporary catalog, a real Redis.
 
-A missing Java or Redis is a test failure, never a skip: the README's test command sets
-both up (scripts/bootstrap.sh), and CI runs exactly that.
+The run starts a ``redis-server`` of its own before collection, on a free port with its
+folder under the run's temporary directory, and stops it at the end
+(:mod:`tests.support.redis_server`); ``ICEFLOE_TEST_REDIS_URL`` names another Redis to use
+instead (the tests flush it). Two test runs on one machine never share a server, a port
+or a folder. A missing Java or ``redis-server`` is a test failure, never a skip: the
+README's test command sets both up (scripts/bootstrap.sh), and CI runs exactly that.
 """
 
 from __future__ import annotations
@@ -16,18 +20,45 @@ import pytest
 from hypothesis import settings
 
 from icefloe.base.config import Config
-from tests.support.config import REPO, TEST_REDIS_URL, config_raw, make_config
+from tests.support.config import REDIS_URL_ENV, REPO, config_raw, make_config, redis_url
+from tests.support.redis_server import RedisServer, RedisServerError, start_run_redis
 
 # CI runs hypothesis derandomized: a red CI run is then reproducible, never a coin toss.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+RUN_REDIS = pytest.StashKey[RedisServer]()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own: the run's temporary directory exists
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's Redis, before any test module loads (they may read :func:`redis_url`)."""
+    if os.environ.get(REDIS_URL_ENV):
+        return
+    workdir = config._tmp_path_factory.mktemp("redis")  # what the tmp_path_factory fixture gives
+    try:
+        server = start_run_redis(workdir)
+    except RedisServerError as e:
+        raise pytest.UsageError(
+            f"cannot start the test run's Redis: {e}; or set {REDIS_URL_ENV} to a Redis "
+            "the tests may flush"
+        ) from None
+    config.stash[RUN_REDIS] = server
+    os.environ[REDIS_URL_ENV] = server.url()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = config.stash.get(RUN_REDIS, None)
+    if server is not None:
+        server.stop()
+        os.environ.pop(REDIS_URL_ENV, None)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_default_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Whatever a test runs without naming a config (a CLI subprocess, ``load_config()``)
-    gets a temporary catalog and Redis db 15, never the demo's ``.lakehouse/`` or db 0."""
+    gets a temporary catalog and the run's Redis, never the demo's ``.lakehouse/`` or Redis."""
     import yaml
 
     home = tmp_path_factory.mktemp("default-config")
@@ -94,14 +125,15 @@ def namespace(catalog: Any) -> str:
 
 @pytest.fixture
 def redis_client() -> Iterator[Any]:
-    """A real Redis (db 15 by default), flushed before and after each test."""
+    """The run's Redis (:func:`redis_url`), its db flushed before and after each test."""
     import redis
 
-    client = redis.Redis.from_url(TEST_REDIS_URL)
+    url = redis_url()
+    client = redis.Redis.from_url(url)
     try:
         client.ping()
     except redis.exceptions.ConnectionError as e:
-        pytest.fail(f"Redis is not answering at {TEST_REDIS_URL}: run scripts/bootstrap.sh ({e})")
+        pytest.fail(f"Redis is not answering at {url} ({REDIS_URL_ENV}): {e}")
     client.flushdb()
     yield client
     client.flushdb()

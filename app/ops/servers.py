@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,6 +29,8 @@ from icefloe.base.redact import scrub
 from icefloe.base.versions import REST_CATALOG_DIR, S3PROXY, SERVERS_DIR
 
 LOOPBACK = "127.0.0.1"
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+FREE_PORTS_FROM = 20_000  # above the servers' usual ports (5432, 6379, 8080, 8181, 9000...)
 PG_BIN = Path(os.environ.get("ICEFLOE_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_USER = "postgres"
 PG_ROLE = "icefloe"  # the cluster's superuser, and its database
@@ -85,8 +88,24 @@ def port_free(port: int, host: str = LOOPBACK, grace: float = 0.0) -> bool:
         time.sleep(0.1)
 
 
+def ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default: 32768)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port nothing listens on (the kernel's pick)."""
+    """A free port at random below the kernel's ephemeral range (where ``bind(0)`` picks and
+    every outgoing connection takes its local port: one could hold it while the service is
+    down, which could then not start again); the kernel's pick if none is free there."""
+    top = ephemeral_start()
+    pick = random.SystemRandom()  # not the seedable module state: two runs pick apart
+    for _ in range(100 if top > FREE_PORTS_FROM else 0):
+        port = pick.randrange(FREE_PORTS_FROM, top)
+        if port_free(port, host):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

@@ -12,7 +12,9 @@ it was), and the session fixtures ``rest_s3`` and ``postgres`` of
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +32,9 @@ from icefloe.state.intents.redis import RedisIntents
 from tests.contract.checks import assert_intact, stored_files
 from tests.faults.harness import make_table
 from tests.support.config import config_raw
+
+# what s3proxy (Jetty), the REST server (Java) and PostgreSQL log when their port is taken
+BIND_FAILED = re.compile(r"Address already in use|Failed to bind|could not bind")
 
 
 @dataclass
@@ -70,11 +75,73 @@ class Profile:
             assert time.monotonic() < deadline, f"{service} (pid {pid}) was never reaped"
             time.sleep(0.05)
 
-    def ensure_up(self) -> None:
-        """Every service of the profile running again (same data, same ports)."""
+    def status(self) -> list[Any]:
+        """``icefloe dev status`` of the profile: each service's PID, address, running."""
         from icefloe.app.ops import dev
 
-        dev.up(self.name, self.root, free_ports=True)
+        return list(dev.status(self.name, self.root))
+
+    def ensure_up(self, attempts: int = 3) -> None:
+        """Every service of the profile running again (same data, same ports). A service
+        that cannot have its port back (another process took it while the service was
+        down: ``icefloe dev`` picks ports no outgoing connection takes, yet any process may
+        bind one) is started again a few times, then fails naming the port and its holder."""
+        from icefloe.app.ops import dev
+        from icefloe.base.errors import ServiceUnavailable
+
+        pdir = dev.profile_dir(self.name, self.root)
+        for attempt in range(1, attempts + 1):
+            services = dev.status(self.name, self.root)
+            logs = {s.address: _LogTail(pdir / f"{s.name}.log") for s in services}
+            try:
+                dev.up(self.name, self.root, free_ports=True)
+                return
+            except ServiceUnavailable as e:
+                taken = [a for a, log in logs.items() if _port_race(a, log, str(e))]
+                if not taken:
+                    raise
+                if attempt == attempts:
+                    holders = "; ".join(f"{a} held by {_holder(a)}" for a in taken)
+                    raise AssertionError(
+                        f"{self.name}: a service could not listen on its port again after "
+                        f"{attempts} starts, another process took it while it was down "
+                        f"({holders}): {e}"
+                    ) from None
+                time.sleep(2.0)
+
+
+def _port_race(address: str, log: _LogTail, error: str) -> bool:
+    """Whether the service on ``address`` failed to start for its port: taken before the
+    start (``icefloe dev``'s check) or while it started (its log)."""
+    port = address.rsplit(":", 1)[-1]
+    checked = f"port {port} on " in error and "is taken by another process" in error
+    return checked or BIND_FAILED.search(log.new()) is not None
+
+
+class _LogTail:
+    """What a log gained since this was made."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = path.stat().st_size if path.exists() else 0
+
+    def new(self) -> str:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.size)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+
+def _holder(address: str) -> str:
+    """Who has a socket on ``address`` (``ss``'s process column), or ``unknown``."""
+    port = address.rsplit(":", 1)[1]
+    out = subprocess.run(
+        ["ss", "-Htanp", f"( sport = :{port} )"], capture_output=True, text=True, check=False
+    ).stdout
+    users = [line.split("users:", 1)[1] for line in out.splitlines() if "users:" in line]
+    return users[0] if users else "unknown"
 
 
 def _exists(pid: int) -> bool:

@@ -3,7 +3,8 @@ method, the ``icefloe`` command line in a child process, and small tables to bre
 
 Stable names (``tests/faults/test_kill_points.py`` and every other fault test use them):
 
-* :class:`RedisServer` — a ``redis-server`` of this test run only, on a free port, with a
+* :class:`RedisServer` — a ``redis-server`` of this test run only (started as every test
+  Redis is, by :mod:`tests.support.redis_server`), on a free port, with a
   password (:data:`REDIS_PASSWORD`) and an append-only file fsynced on every write
   (``appendfsync always``): a SIGKILL models the crash of the *process*, not of the disk,
   so a restart on the same port (:meth:`RedisServer.restart`) comes back with every write
@@ -23,8 +24,6 @@ Stable names (``tests/faults/test_kill_points.py`` and every other fault test us
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -34,132 +33,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.redis_server import RedisServer as SharedRedisServer
+
 REDIS_PASSWORD = "s3cr3t-fault-pw"
 S3_SECRET = "fault-s3-secret-9f2e7c"  # a secret-named catalog property: must never print
 SECRETS = (REDIS_PASSWORD, S3_SECRET)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisServer:
-    """A private ``redis-server`` (password, AOF with ``appendfsync always``) that tests
-    may SIGKILL and restart on the same port; its data survives a restart."""
+class RedisServer(SharedRedisServer):
+    """The fault suite's private ``redis-server`` (password, AOF with ``appendfsync
+    always``) that tests may SIGKILL and restart on the same port; its data survives a
+    restart (:class:`tests.support.redis_server.RedisServer`)."""
 
     def __init__(self, workdir: Path, password: str = REDIS_PASSWORD) -> None:
-        self.workdir = workdir
-        self.password = password
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.kills = 0
-        self.restarts = 0
-
-    # ---- life cycle -----------------------------------------------------------------------
-    def start(self) -> None:
-        """Start on a free port (the first time) or on the same port (every later time)."""
-        assert not self.up, "already running"
-        first = self.port == 0
-        for _ in range(5 if first else 1):
-            if first:
-                self.port = free_port()
-            self.workdir.mkdir(parents=True, exist_ok=True)
-            self.proc = subprocess.Popen(
-                [
-                    "redis-server",
-                    "--port",
-                    str(self.port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--requirepass",
-                    self.password,
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "yes",
-                    "--appendfsync",
-                    "always",
-                    "--dir",
-                    str(self.workdir),
-                    "--logfile",
-                    str(self.workdir / "redis.log"),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            if self._wait_ready(10.0):
-                return
-            self._reap()
-        raise RuntimeError(f"redis-server did not start (see {self.workdir / 'redis.log'})")
-
-    def _wait_ready(self, seconds: float) -> bool:
-        import redis
-
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.proc is None or self.proc.poll() is not None:
-                return False
-            try:
-                with self.client() as c:
-                    if c.ping():
-                        return True
-            except redis.exceptions.BusyLoadingError:
-                pass
-            except redis.exceptions.ConnectionError:
-                pass
-            time.sleep(0.02)
-        return False
-
-    def _reap(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-        self.proc = None
-
-    def kill(self) -> None:
-        """SIGKILL the server (a crashed process: no shutdown, no final save)."""
-        assert self.proc is not None and self.proc.poll() is None, "not running"
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self.proc = None
-        self.kills += 1
-
-    def restart(self) -> None:
-        """Start again on the same port; the append-only file brings the data back."""
-        self.start()
-        self.restarts += 1
-
-    def ensure_up(self) -> None:
-        if not self.up:
-            self.restart()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._reap()
-        self.proc = None
-
-    # ---- access ---------------------------------------------------------------------------
-    @property
-    def up(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def url(self, db: int = 0) -> str:
-        return f"redis://:{self.password}@127.0.0.1:{self.port}/{db}"
-
-    def client(self) -> Any:
-        import redis
-
-        return redis.Redis(
-            host="127.0.0.1", port=self.port, password=self.password, socket_timeout=10
-        )
+        super().__init__(workdir, password, persistent=True)
 
 
 def kill_around(

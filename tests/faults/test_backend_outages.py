@@ -10,6 +10,9 @@ is back the sweep the decider's leader runs leaves no file that no snapshot refe
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -136,3 +139,62 @@ def test_an_outage_mid_action_loses_nothing(
         backend.ensure_up()
     assert outage.done and (first.done, first.failed) == (0, 1), first
     settle(backend, cfg, client, name, before, ledger)
+
+
+class PortThief:
+    """Wraps ``servers.start_s3proxy``: right before s3proxy starts, another process (this
+    one) takes its port, as a client's connection may while it is down; ``keep`` holds the
+    port until :meth:`release`, else it is let go once that s3proxy has exited."""
+
+    def __init__(self, start: Any, keep: bool) -> None:
+        self.start, self.keep, self.starts = start, keep, 0
+        self.sock: socket.socket | None = None
+
+    def __call__(self, base: Path, port: int, *args: Any) -> int:
+        self.starts += 1
+        if self.starts == 1:
+            self.sock = socket.create_server(("127.0.0.1", port))
+        pid = self.start(base, port, *args)
+        if self.starts == 1 and not self.keep:
+            threading.Thread(target=self._release_after, args=(pid,), daemon=True).start()
+        return int(pid)
+
+    def _release_after(self, pid: int) -> None:
+        from icefloe.app.ops import servers
+
+        while servers.alive(pid, "s3proxy"):
+            time.sleep(0.05)
+        self.release()
+
+    def release(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def test_a_port_taken_while_s3proxy_restarts_is_retried_then_named(
+    rest_s3: Any, monkeypatch: pytest.MonkeyPatch, ledger: Any
+) -> None:
+    """Issue 61 item 14: s3proxy stopped and started again on its port failed once under
+    load with "s3proxy exited while starting" (the port taken meanwhile)."""
+    from icefloe.app.ops import servers
+
+    start = servers.start_s3proxy
+    rest_s3.stop("s3proxy")
+    ledger.fault("s3proxy's port taken by another process while it restarts")
+    held = PortThief(start, keep=True)
+    monkeypatch.setattr(servers, "start_s3proxy", held)
+    try:
+        with pytest.raises(AssertionError) as named:
+            rest_s3.ensure_up(attempts=2)
+    finally:
+        held.release()
+    address = next(s.address for s in rest_s3.status() if s.name == "s3proxy")
+    assert f"{address} held by" in str(named.value) and "python" in str(named.value)
+    assert "another process took it while it was down" in str(named.value)
+
+    brief = PortThief(start, keep=False)  # let go once the first start failed
+    monkeypatch.setattr(servers, "start_s3proxy", brief)
+    rest_s3.ensure_up()
+    assert brief.starts == 2
+    assert all(s.running for s in rest_s3.status())

@@ -21,7 +21,7 @@ from icefloe.base.partition_key import display_key
 from icefloe.service.decider import catchup
 from icefloe.service.decider.wiring import open_decider
 from icefloe.state.rolling.scan import full_stats
-from tests.support.config import TEST_REDIS_URL, make_config, part
+from tests.support.config import make_config, part, redis_url
 
 pytestmark = [pytest.mark.redis, pytest.mark.integration]
 
@@ -247,7 +247,7 @@ def _write_config(path: Path, cfg: Config, namespace: str) -> Path:
             "uri": cfg.catalog.uri,
             "warehouse": cfg.catalog.warehouse,
         },
-        "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
+        "redis": {"url": redis_url(), "key_prefix": "icefloe-test"},
         "defaults": {
             "target_file_size_bytes": 1 << 20,
             "tolerance_bytes": 1000,

@@ -18,12 +18,11 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.support.config import TEST_REDIS_URL, config_raw
+from tests.support.config import config_raw, redis_url
 
 pytestmark = pytest.mark.integration
 
 ORDER = ["packages", "java", "jars", "catalog", "warehouse", "spark", "redis"]
-REDIS = urlsplit(TEST_REDIS_URL)
 
 
 def free_port() -> int:
@@ -139,7 +138,8 @@ def test_a_password_protected_redis_that_is_down(tmp_path: Path) -> None:
 def test_a_wrong_redis_password_says_check_the_password(tmp_path: Path) -> None:
     # the test Redis has no password; an ACL user that does not exist is refused all the same
     password = "doctor-wrong-" + os.urandom(6).hex()
-    url = f"redis://icefloe-nobody:{password}@{REDIS.hostname}:{REDIS.port or 6379}/11"
+    run = urlsplit(redis_url())
+    url = f"redis://icefloe-nobody:{password}@{run.hostname}:{run.port or 6379}/11"
     code, report = doctor(tmp_path, config_raw(tmp_path, redis={"url": url}), [password])
     assert code == 1
     failed = {n: c for n, c in by_name(report).items() if not c["ok"]}

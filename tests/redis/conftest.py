@@ -1,4 +1,4 @@
-"""The Redis tests' topologies: a single Redis (``ICEFLOE_TEST_REDIS_URL``) and a real
+"""The Redis tests' topologies: a single Redis (the run's: ``redis_url()``) and a real
 3-master Redis Cluster on loopback (:mod:`tests.support.cluster`).
 
 A module that sets ``TOPOLOGIES = ("single", "cluster")`` runs each of its tests that use
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import LocalCluster, primaries
-from tests.support.config import TEST_REDIS_URL
+from tests.support.config import redis_url
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -48,7 +48,7 @@ def redis_section(redis_topology: str, request: pytest.FixtureRequest) -> dict[s
     if redis_topology == "cluster":
         url = request.getfixturevalue("redis_cluster").url
         return {"url": url, "key_prefix": "icefloe-test", "cluster": True}
-    return {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"}
+    return {"url": redis_url(), "key_prefix": "icefloe-test"}
 
 
 @pytest.fixture

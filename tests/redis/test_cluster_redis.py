@@ -19,7 +19,7 @@ from icefloe.state.open import open_state
 from icefloe.state.queue import ActionItem
 from icefloe.state.rolling.redis import RollingStats
 from tests.support.cluster import LocalCluster, primaries
-from tests.support.config import TEST_REDIS_URL, make_config
+from tests.support.config import make_config, redis_url
 
 pytestmark = [pytest.mark.redis]
 
@@ -57,7 +57,7 @@ def test_a_flag_that_does_not_match_the_server_is_a_config_error(
     url = redis_cluster.url.replace("redis://", "redis://:pw-never-shown@")
     with pytest.raises(ConfigError, match="set redis.cluster: true") as plain:
         connect(make_config(tmp_path, redis={"url": url}))
-    single = TEST_REDIS_URL.rsplit("/", 1)[0] + "/0"  # only probed: nothing is written
+    single = redis_url().rsplit("/", 1)[0] + "/0"  # only probed: nothing is written
     with pytest.raises(ConfigError, match="not a Redis Cluster node"):
         connect(make_config(tmp_path, redis={"url": single, "cluster": True}))
     assert "pw-never-shown" not in str(plain.value)

@@ -23,7 +23,7 @@ from icefloe.service.observe.status import gather
 from icefloe.state.ledger.redis import RedisLedger
 from icefloe.state.queue import ActionItem
 from icefloe.state.queue.redis import RedisQueue
-from tests.support.config import TEST_REDIS_URL, make_config
+from tests.support.config import make_config, redis_url
 
 pytestmark = [pytest.mark.redis]
 TOPOLOGIES = ("single", "cluster")  # each test on both (tests/redis/conftest.py)
@@ -97,7 +97,7 @@ def test_second_decider_stands_by(redis_client: Any, tmp_path: Path) -> None:
 def test_status_shows_leases_dead_letters_and_recent_actions(
     redis_client: Any, tmp_path: Path
 ) -> None:
-    url = TEST_REDIS_URL.replace("redis://", "redis://:hunter2@")
+    url = redis_url().replace("redis://", "redis://:hunter2@")
     cfg = make_config(tmp_path, redis={"url": url, "key_prefix": "icefloe-test"})
     q = RedisQueue(redis_client, KEYS, max_attempts=1)
     for i, cls in enumerate([0, 1, 1]):

@@ -1,8 +1,9 @@
 """A real 3-master Redis Cluster on loopback, from Debian's ``redis-server`` and
 ``redis-cli``, for the contract suites (``tests/redis/conftest.py`` starts one per run).
 
-Each node is ``redis-server --cluster-enabled yes`` on a free port (its cluster bus on the
-port + 10000 must be free too) in its own folder, without persistence; ``redis-cli
+Each node is ``redis-server --cluster-enabled yes`` (:mod:`tests.support.redis_server`) on
+a free port below the ephemeral range (its cluster bus on the port + 10000 must be free and
+below it too) in its own folder, without persistence; ``redis-cli
 --cluster create ... --cluster-replicas 0`` splits the 16384 slots over the three, and the
 cluster is ready once every node reports ``cluster_state:ok``.
 
@@ -24,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icefloe.app.ops import servers
+from tests.support.redis_server import server_argv, spawn, why_not_started
+
 MASTERS = 3
 BUS_OFFSET = 10_000  # Redis Cluster's bus port is the client port + 10000
 
@@ -38,14 +42,17 @@ def _free(port: int) -> bool:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` ports whose cluster bus ports are free as well."""
+    """``count`` distinct free ports whose cluster bus ports are free as well, both below the
+    ephemeral range when the first 200 picks find such (:func:`servers.free_port`)."""
     ports: list[int] = []
+    below = servers.ephemeral_start()
+    tries = 0
     while len(ports) < count:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port + BUS_OFFSET < 65536 and port not in ports and _free(port + BUS_OFFSET):
-            ports.append(port)
+        port, tries = servers.free_port(), tries + 1
+        bus = port + BUS_OFFSET
+        if bus >= 65536 or port in ports or not _free(bus) or (bus >= below and tries < 200):
+            continue
+        ports.append(port)
     return ports
 
 
@@ -83,20 +90,9 @@ class LocalCluster:
             self._wait(port, "CLUSTER INFO", "cluster_state:ok", deadline)
 
     def _spawn(self, port: int) -> subprocess.Popen[bytes]:
+        cluster = ["--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"]
         node = self.workdir / str(port)
-        node.mkdir(parents=True, exist_ok=True)
-        persistence = ["--appendonly", "no"]
-        if self.persistent:
-            persistence = ["--appendonly", "yes", "--appendfsync", "always"]
-        return subprocess.Popen(
-            ["redis-server", "--port", str(port), "--cluster-enabled", "yes"]
-            + ["--cluster-config-file", f"nodes-{port}.conf", "--bind", "127.0.0.1"]
-            + ["--save", "", *persistence, "--daemonize", "no"]
-            + ["--dir", str(node), "--logfile", str(node / "redis.log")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        return spawn(server_argv(port, node, persistent=self.persistent, extra=cluster))
 
     def owner(self, key: str) -> int:
         """The port of the master that holds ``key``'s slot (from ``CLUSTER NODES``: id,
@@ -146,8 +142,11 @@ class LocalCluster:
             if expect in out:
                 return
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                logs = self.workdir / str(port) / "redis.log"
-                raise RuntimeError(f"cluster node {port} never answered {expect} (see {logs})")
+                log = self.workdir / str(port) / "redis.log"
+                raise RuntimeError(
+                    f"cluster node {port} never answered {expect}: "
+                    f"{why_not_started(log, port)} (log: {log})"
+                )
             time.sleep(0.05)
 
     def stop(self) -> None:

@@ -1,6 +1,6 @@
-"""Test configs: the test Redis URL, a config over a temporary catalog (``make_config``,
-``config_raw``), the default file's settings (``base``) and encoded partition keys
-(``part``)."""
+"""Test configs: the run's Redis URL (``redis_url``), a config over a temporary catalog
+(``make_config``, ``config_raw``), the default file's settings (``base``) and encoded
+partition keys (``part``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,22 @@ import yaml
 
 from icefloe.base.config import DEFAULT_CONFIG, Config, build_config
 
-TEST_REDIS_URL = os.environ.get("ICEFLOE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL_ENV = "ICEFLOE_TEST_REDIS_URL"
 REPO = Path(__file__).resolve().parents[2]
+
+
+def redis_url() -> str:
+    """The test run's Redis, which the tests flush at will: ``$ICEFLOE_TEST_REDIS_URL`` when
+    the run was given one, else the ``redis-server`` that ``tests/conftest.py`` started for
+    the run (it sets the variable before any test module loads, so child processes see it
+    too)."""
+    url = os.environ.get(REDIS_URL_ENV)
+    if not url:
+        raise RuntimeError(
+            f"{REDIS_URL_ENV} is not set: the test run's Redis is started by tests/conftest.py "
+            "(run the tests with pytest from the repository)"
+        )
+    return url
 
 
 def part(spec_id: int = 0, kind: str = "string", **values: Any) -> str:
@@ -41,7 +55,7 @@ def config_raw(home: Path, **overrides: Any) -> dict[str, Any]:
     """The YAML-shaped mapping behind :func:`make_config` (for tests that need a file)."""
     raw: dict[str, Any] = {
         "catalog": {"uri": f"sqlite:///{home}/catalog.db", "warehouse": f"file://{home}/warehouse"},
-        "redis": {"url": TEST_REDIS_URL, "key_prefix": "icefloe-test"},
+        "redis": {"url": redis_url(), "key_prefix": "icefloe-test"},
         "spark": {
             "master": "local[2]",
             "conf": {
