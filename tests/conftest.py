@@ -11,6 +11,7 @@ README's test command sets both up (scripts/bootstrap.sh), and CI runs exactly t
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,17 +65,41 @@ def _no_default_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     home = tmp_path_factory.mktemp("default-config")
     path = home / "icefloe.yaml"
     path.write_text(yaml.safe_dump(config_raw(home)))
-    had_lakehouse = (REPO / ".lakehouse").exists()
-    before = os.environ.get("ICEFLOE_CONFIG")
+    had = {name for name in (".lakehouse", ".dev") if (REPO / name).exists()}
+    before = {name: os.environ.get(name) for name in ("ICEFLOE_CONFIG", "ICEFLOE_DEV_ROOT")}
     os.environ["ICEFLOE_CONFIG"] = str(path)
+    os.environ["ICEFLOE_DEV_ROOT"] = str(home / "dev")  # `icefloe dev` without --root
     os.environ.pop("ICEFLOE_PROFILE", None)  # a profile is chosen per test (tests/contract)
     yield
-    if before is None:
-        os.environ.pop("ICEFLOE_CONFIG", None)
-    else:
-        os.environ["ICEFLOE_CONFIG"] = before
-    if not had_lakehouse and (REPO / ".lakehouse").exists():
-        pytest.fail("a test wrote .lakehouse/ inside the repository: use a temporary catalog")
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for name in (".lakehouse", ".dev"):
+        if name not in had and (REPO / name).exists():
+            pytest.fail(f"a test wrote {name}/ inside the repository: use a temporary folder")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the end of the run, every ``icefloe dev`` service a test started under the run's
+    temporary directory is stopped (the fixtures that started them stop them first; this
+    catches what a failed one left), and the PostgreSQL clusters ``icefloe dev`` placed
+    outside it are removed: as root, PostgreSQL's user cannot enter pytest's 0700 folders,
+    so the cluster goes under the system's temporary folder (``servers.pg_cluster``)."""
+    yield
+    from icefloe.app.ops import dev
+
+    base = tmp_path_factory.getbasetemp().resolve()
+    for state in base.rglob("state.json"):
+        profile, root = state.parent.name, state.parent.parent
+        if profile not in dev.PROFILES:
+            continue
+        dev.down(profile, root)
+        pg_dir = dev.postgres_dir(root) if profile == "postgres" else None
+        if pg_dir is not None and not pg_dir.resolve().is_relative_to(base):
+            shutil.rmtree(pg_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
