@@ -29,6 +29,11 @@ from typing import Any
 PREFIX = "icefloe.skew.hot-keys."
 VERSION = 1
 MAX_KEYS = 64  # the most rows first
+# the JVM rule's limits (jvm/.../SkewConf.java): it ignores a report whose keys are bigger,
+# so none is written: a key over MAX_KEY_BYTES (UTF-8) is left out, and keys stop before
+# their sum passes MAX_KEYS_BYTES
+MAX_KEY_BYTES = 1024
+MAX_KEYS_BYTES = 16 * 1024
 
 _INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
 _FLOATING = frozenset({"float", "double"})
@@ -141,11 +146,20 @@ def build(
 ) -> HotKeyReport:
     """The report of ``keys`` ((value, rows) as Spark returns them): values written as
     :func:`value_string` says (NULL and unwritable ones left out), the most rows first
-    (ties by value), each value once, at most :data:`MAX_KEYS`."""
+    (ties by value), each value once, at most :data:`MAX_KEYS`, none over
+    :data:`MAX_KEY_BYTES` and :data:`MAX_KEYS_BYTES` together (the rule ignores a report past
+    them; a key left out is only left unsalted)."""
     ranked = [(value_string(v, spark_type), int(n)) for v, n in keys]
     written: dict[str, int] = {}
+    total = 0
     for s, n in sorted(((s, n) for s, n in ranked if s is not None and n > 0), key=_most_rows):
-        written.setdefault(s, n)
+        size = len(s.encode())
+        if s in written or size > MAX_KEY_BYTES:
+            continue
+        if len(written) == MAX_KEYS or total + size > MAX_KEYS_BYTES:
+            break
+        written[s] = n
+        total += size
     return HotKeyReport(
         column,
         spark_type,
@@ -154,7 +168,7 @@ def build(
         int(max_age_ms),
         int(rows),
         int(null_rows),
-        tuple(written.items())[:MAX_KEYS],
+        tuple(written.items()),
     )
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from icefloe.optimizer.skew_report import (
     MAX_KEYS,
+    MAX_KEYS_BYTES,
     HotKeyReport,
     build,
     decode,
@@ -132,6 +133,18 @@ def test_at_most_64_keys_the_most_rows_first() -> None:
     report = build("k", "int", 1, 0, 1, 10**6, 0, [(i, 1000 + i) for i in range(100)])
     assert len(report.keys) == MAX_KEYS
     assert report.keys[0] == ("99", 1099) and report.keys[-1] == ("36", 1036)
+
+
+def test_no_key_past_the_rules_size_limits() -> None:
+    # the JVM rule ignores a report with a key over 1 KiB or keys over 16 KiB together
+    huge = [("x" * (10 << 20), 10**6), ("é" * 512, 900), ("a", 800)]
+    report = build("s", "string", 1, 0, 1, 10**7, 0, huge)
+    assert [v for v, _ in report.keys] == ["é" * 512, "a"]  # 1,024 bytes is the most
+    wide = build(
+        "s", "string", 1, 0, 1, 10**7, 0, [(f"{i:03d}" + "y" * 297, 1000 - i) for i in range(64)]
+    )
+    assert len(wide.keys) == (16 * 1024) // 300  # 54 keys of 300 bytes, the heaviest
+    assert sum(len(v.encode()) for v, _ in wide.keys) <= MAX_KEYS_BYTES
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Divide;
+import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.If;
@@ -31,14 +32,16 @@ import org.apache.spark.sql.catalyst.trees.TreePattern;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DecimalType;
-import org.apache.spark.sql.types.NumericType;
+import org.apache.spark.sql.types.FractionalType;
+import org.apache.spark.sql.types.IntegralType;
 
 /**
  * A {@code GROUP BY} over a reported hot key in two stages: partial aggregates grouped by
  * (keys, salt), then combined grouped by the keys. Only functions whose partials combine
- * exactly: count (summed), sum, min, max (of themselves), avg of a non-decimal number
- * (as Spark computes it: a double sum over the count). DISTINCT aggregates, and any other
- * function, leave the aggregation as written. FILTER clauses stay on the partials.
+ * exactly ({@link #splittable}): count (summed), min, max (of themselves), sum and avg of a
+ * non-decimal number outside TRY mode (avg as Spark computes it: a double sum over the
+ * count). DISTINCT aggregates, and any other function, leave the aggregation as written.
+ * FILTER clauses stay on the partials.
  */
 final class SaltedAggregate {
   private SaltedAggregate() {}
@@ -88,12 +91,35 @@ final class SaltedAggregate {
     return true;
   }
 
-  private static boolean splittable(AggregateFunction f) {
-    if (f instanceof Average avg) {
-      DataType t = avg.child().dataType();
-      return t instanceof NumericType && !(t instanceof DecimalType);
+  /**
+   * Whether {@code f}'s two-stage form (a complete aggregate per (keys, salt), then one that
+   * combines those per keys) gives exactly its answer, NULLs, NaNs and overflows included:
+   * an allow-list by class. {@code count} (summed), {@code min} and {@code max} of any type;
+   * {@code sum} and {@code avg} of a non-decimal number (the {@code avg} as Spark computes it:
+   * a double sum over the count), not in TRY mode. A sum that overflows in TRY mode (as
+   * {@code try_sum}, {@code try_avg}), or of decimals (NULL past its precision unless ANSI),
+   * is NULL: combined, a partial that overflowed would count as an ordinary NULL, dropped.
+   * Interval sums are left out too. Anything else (and a subclass of these) is left alone.
+   */
+  static boolean splittable(AggregateFunction f) {
+    Class<?> c = f.getClass();
+    if (c == Count.class || c == Min.class || c == Max.class) {
+      return true;
     }
-    return f instanceof Sum || f instanceof Count || f instanceof Min || f instanceof Max;
+    if (c == Sum.class) {
+      Sum sum = (Sum) f;
+      return sum.evalContext().evalMode() != EvalMode$.MODULE$.TRY() && plainNumber(sum.child().dataType());
+    }
+    if (c == Average.class) {
+      Average avg = (Average) f;
+      return avg.evalMode() != EvalMode$.MODULE$.TRY() && plainNumber(avg.child().dataType());
+    }
+    return false;
+  }
+
+  /** A number that is not a decimal: integral, float or double. */
+  private static boolean plainNumber(DataType t) {
+    return t instanceof IntegralType || t instanceof FractionalType && !(t instanceof DecimalType);
   }
 
   private static SaltedJoin.Rewrite build(

@@ -93,6 +93,7 @@ final class Salts {
         .flatMap(
             source ->
                 HotKeyReport.of(
+                        source.tableName(),
                         source.relation().table().properties(),
                         source.column().name(),
                         key.dataType(),

@@ -27,12 +27,13 @@ import scala.Function1;
  * keys are spread. Off with {@code SET spark.icefloe.skew.enabled=false}.
  */
 public final class SkewRule extends Rule<LogicalPlan> {
-  static final String ENABLED = "spark.icefloe.skew.enabled";
-  static final String MAX_SALTS = "spark.icefloe.skew.maxSalts";
-  static final String AGGREGATES = "spark.icefloe.skew.aggregates";
-  static final String ISOLATE_MAX_BYTES = "spark.icefloe.skew.isolateMaxBytes";
-  static final String PROBE_FILES = "spark.icefloe.skew.probeFiles";
-  static final String ISOLATE_MIN_SHARE = "spark.icefloe.skew.isolateMinShare";
+  // the settings: one list, in SkewConf
+  static final String ENABLED = SkewConf.ENABLED;
+  static final String MAX_SALTS = SkewConf.MAX_SALTS;
+  static final String AGGREGATES = SkewConf.AGGREGATES;
+  static final String ISOLATE_MAX_BYTES = SkewConf.ISOLATE_MAX_BYTES;
+  static final String PROBE_FILES = SkewConf.PROBE_FILES;
+  static final String ISOLATE_MIN_SHARE = SkewConf.ISOLATE_MIN_SHARE;
   private static final Logger LOG = LoggerFactory.getLogger(SkewRule.class);
   private static final AtomicLong REWRITES = new AtomicLong();
 
