@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,9 +33,17 @@ if os.environ.get("CI"):
 RUN_REDIS = pytest.StashKey[RedisServer]()
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own: the run's temporary directory exists
 def pytest_configure(config: pytest.Config) -> None:
-    """The run's Redis, before any test module loads (they may read :func:`redis_url`)."""
+    """The run's Redis, before any test module loads (they may read :func:`redis_url`).
+    A SIGTERM (``timeout``, CI cancelling a job) ends the run as Ctrl-C does: the fixtures'
+    teardown still stops every server the run started."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
     if os.environ.get(REDIS_URL_ENV):
         return
     workdir = config._tmp_path_factory.mktemp("redis")  # what the tmp_path_factory fixture gives

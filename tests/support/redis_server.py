@@ -7,14 +7,15 @@ kill and restart, and the nodes of a Redis Cluster (:mod:`tests.support.cluster`
   temporary directory. ``tests/conftest.py`` starts it before collection unless
   ``ICEFLOE_TEST_REDIS_URL`` names one, puts its URL in that variable (every test and child
   process reads it there: :func:`tests.support.config.redis_url`) and stops it at the end
-  of the run. It dies with the pytest process too (``PR_SET_PDEATHSIG``): a run killed by a
-  timeout leaves no server behind.
+  of the run.
 * :class:`RedisServer` — one ``redis-server`` in its own folder: :meth:`~RedisServer.start`
   on a free port (then on the same port), :meth:`~RedisServer.kill` (SIGKILL),
   :meth:`~RedisServer.restart`, :meth:`~RedisServer.stop`, :meth:`~RedisServer.url`,
   :meth:`~RedisServer.client`; ``persistent`` gives it an append-only file fsynced on every
   write, so a restart comes back with every acknowledged write.
 * :func:`server_argv` / :func:`spawn` — the command line and the process, for the cluster.
+  A server started from the main thread dies with the test process too
+  (``PR_SET_PDEATHSIG``): a run killed by ``timeout`` or CI leaves no server behind.
 
 Every failure to start is a :class:`RedisServerError` of one line that names its cause (no
 binary, the port taken by another process, the log's last line).
@@ -27,6 +28,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,16 +83,20 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def spawn(argv: Sequence[str], *, die_with_parent: bool = False) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a session of its own (a Ctrl-C of the run does not reach it)."""
+def spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own (a Ctrl-C of the run does not reach it). One
+    started by the main thread dies with the test process, however that ends (a killed run
+    leaves no server); one restarted by another thread (an outage of some seconds) cannot:
+    the kernel ties it to that thread, which ends first."""
     Path(argv[argv.index("--dir") + 1]).mkdir(parents=True, exist_ok=True)
+    main = threading.current_thread() is threading.main_thread()
     return subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent if die_with_parent else None,
+        preexec_fn=_die_with_parent if main else None,
     )
 
 
@@ -116,12 +122,10 @@ class RedisServer:
         password: str | None = None,
         *,
         persistent: bool = False,
-        die_with_parent: bool = False,
     ) -> None:
         self.workdir = workdir
         self.password = password
         self.persistent = persistent
-        self.die_with_parent = die_with_parent
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
@@ -146,7 +150,7 @@ class RedisServer:
             argv = server_argv(
                 self.port, self.workdir, password=self.password, persistent=self.persistent
             )
-            self.proc = spawn(argv, die_with_parent=self.die_with_parent)
+            self.proc = spawn(argv)
             if self._wait_ready(timeout):
                 return
             self._reap()
@@ -248,6 +252,6 @@ class RedisServer:
 
 def start_run_redis(workdir: Path) -> RedisServer:
     """The test run's Redis (see the module doc), running; :meth:`RedisServer.stop` ends it."""
-    server = RedisServer(workdir, die_with_parent=True)
+    server = RedisServer(workdir)
     server.start()
     return server
