@@ -22,13 +22,15 @@ def local_path(location: str) -> str | None:
 
 def new_locations(table: Any, spec: Any, partition: Any, n: int) -> list[str]:
     """``n`` fresh data file locations in ``partition`` of ``spec`` of the Java ``table``,
-    by the table's location provider (as Iceberg's own writers name them)."""
+    by the table's location provider, as Iceberg's own writers ask it (``OutputFileFactory``):
+    an unpartitioned spec's files by name alone (its partition path is empty, and the
+    provider would put ``data//name``)."""
     provider = table.locationProvider()
     stem = uuid.uuid4()
-    return [
-        str(provider.newDataLocation(spec, partition, f"icefloe-{stem}-{i:05d}.parquet"))
-        for i in range(n)
-    ]
+    names = [f"icefloe-{stem}-{i:05d}.parquet" for i in range(n)]
+    if spec.isUnpartitioned() or partition is None:
+        return [str(provider.newDataLocation(name)) for name in names]
+    return [str(provider.newDataLocation(spec, partition, name)) for name in names]
 
 
 LOCATION_PROVIDER_IMPL = "write.location-provider.impl"
