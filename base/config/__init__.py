@@ -4,6 +4,7 @@
 * :mod:`~icefloe.base.config.fields`: strict field types (the action names:
   ``icefloe.optimizer.actions``);
 * :mod:`~icefloe.base.config.airflow_settings`: the ``airflow:`` section (the DAGs' runs);
+* :mod:`~icefloe.base.config.service_settings`: the ``decider:`` and ``history:`` sections;
 * :mod:`~icefloe.base.config.load`: YAML file + ``ICEFLOE_<SECTION>__<KEY>`` overrides → model;
 * :mod:`~icefloe.base.config.paths`: the project root and relative-path resolution;
 * :mod:`~icefloe.base.config.identifiers`: table, namespace and column identifiers;
@@ -36,13 +37,11 @@ from icefloe.base.config.load import (
     read_config_file,
 )
 from icefloe.base.config.model import (
-    DEFAULT_SHARDS,
     DEFAULT_SPARK_CONF,
     DEFAULT_TARGET,
     TARGET_PROPERTY,
     CatalogConfig,
     Config,
-    DeciderSettings,
     ManagedConfig,
     PlanInputs,
     RedisConfig,
@@ -50,6 +49,7 @@ from icefloe.base.config.model import (
     TablePolicy,
 )
 from icefloe.base.config.paths import DEFAULT_CONFIG, PROJECT_ROOT
+from icefloe.base.config.service_settings import DEFAULT_SHARDS, DeciderSettings, HistoryConfig
 from icefloe.base.errors import ConfigError
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeciderSettings",
+    "HistoryConfig",
     "ManagedConfig",
     "PlanInputs",
     "RedisConfig",

@@ -31,13 +31,11 @@ from icefloe.base.config.fields import (
     Namespaces,
     NonEmptyStr,
     NonNegativeInt,
-    Port,
     PositiveFloat,
     PositiveInt,
     Priority,
     RedisUrl,
     ScalarMap,
-    ShardCount,
     Tables,
     TargetSize,
 )
@@ -45,11 +43,10 @@ from icefloe.base.config.identifiers import is_table
 from icefloe.base.config.maintenance_policy import MaintenancePolicy
 from icefloe.base.config.messages import FieldProblem, show
 from icefloe.base.config.paths import PROJECT_ROOT
-from icefloe.base.config.validate import validate_section
+from icefloe.base.config.service_settings import DeciderSettings, HistoryConfig
 from icefloe.base.redact import display_url, is_secret_name, url_password
 
 DEFAULT_TARGET = 128 << 20  # 128 MiB
-DEFAULT_SHARDS = 16  # decider.shards
 DEFAULT_BATCH_BYTES = 16 << 30  # a table's batch: one commit per this much rewritten
 DEFAULT_SPARK_CONF = {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"}
 TARGET_PROPERTY = "write.target-file-size-bytes"  # a table's own target (Iceberg's property)
@@ -252,110 +249,6 @@ class ManagedConfig:
         default=(), description="Every table in these namespaces is managed."
     )
     tables: Tables = Field(default=(), description="... and these tables (namespace.table).")
-
-
-@dataclass(frozen=True, config=STRICT)
-class HistoryConfig:
-    """The durable action history (config section ``history:``): an Iceberg table in the
-    managed catalog, created on first use and managed like the other tables."""
-
-    enabled: Flag = Field(default=True, description="false: no action history table.")
-    table: NonEmptyStr = Field(
-        default="icefloe.action_history",
-        description="The history table (namespace.table) in the managed catalog.",
-    )
-    flush_seconds: PositiveFloat = Field(
-        default=60.0, description="The leader appends what actors recorded this often."
-    )
-    flush_records: PositiveInt = Field(
-        default=10_000, description="At most this many records per commit."
-    )
-
-    @model_validator(mode="after")
-    def _table_named(self) -> HistoryConfig:
-        if not is_table(self.table):
-            raise FieldProblem(
-                f"must be a table identifier (namespace.name), got {show(self.table)}", key="table"
-            )
-        return self
-
-
-@dataclass(frozen=True, config=STRICT)
-class DeciderSettings:
-    """The decider service and its actor pool (config section ``decider:``)."""
-
-    poll_seconds: PositiveFloat = Field(
-        default=10.0, description="Every table is polled when no commit event came for this long."
-    )
-    poll_budget_seconds: PositiveFloat = Field(
-        default=0.5, description="Seconds of polling per step, between batches of commit events."
-    )
-    lease_seconds: PositiveFloat = Field(
-        default=300.0, description="An actor's lease on a dequeued item (renewed while it runs)."
-    )
-    max_attempts: PositiveInt = Field(
-        default=3,
-        description="Attempts before an item goes to the dead-letter set with its last error.",
-    )
-    actors_min: NonNegativeInt = Field(
-        default=0, description="The fewest actors the pool asks for."
-    )
-    actors_max: PositiveInt = Field(default=4, description="The most actors the pool asks for.")
-    backlog_per_actor: PositiveInt = Field(
-        default=8, description="Queued items per actor the pool is sized by."
-    )
-    ready_depth: NonNegativeInt = Field(
-        default=8,
-        description="Items the fair dispatch keeps ready (0: enqueue only, never dispatch).",
-    )
-    aging_seconds: PositiveFloat = Field(
-        default=3600.0,
-        description="Aging of pending items: one enqueued this much earlier ranks as if it "
-        "were worth twice as much.",
-    )
-    quantum_bytes: PositiveInt = Field(
-        default=1 << 30, description="The deficit round robin's quantum, in bytes to rewrite."
-    )
-    leader_ttl_seconds: PositiveFloat = Field(
-        default=30.0,
-        description="The leader lease and each shard lease (must exceed poll_seconds).",
-    )
-    shards: ShardCount = Field(
-        default=DEFAULT_SHARDS,
-        description="Shards the tables are split into among live deciders (set it before the "
-        "first decider starts).",
-    )
-    claim_idle_ms: PositiveInt = Field(
-        default=60_000,
-        description="A commit event unacked this long is claimed by another decider.",
-    )
-    backoff_initial_seconds: PositiveFloat = Field(
-        default=1.0, description="The first wait after Redis or the catalog failed a step."
-    )
-    backoff_max_seconds: PositiveFloat = Field(default=60.0, description="... doubled up to this.")
-    recent_cap: PositiveInt = Field(default=200, description="Recent actions kept for status.")
-    metrics_port: Port = Field(
-        default=0, description="The default of decide --metrics-port (0: no metrics endpoint)."
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> DeciderSettings:
-        if self.actors_max < self.actors_min:
-            raise FieldProblem(
-                f"must be >= decider.actors_min ({self.actors_min}), got {self.actors_max}",
-                key="actors_max",
-            )
-        if self.leader_ttl_seconds <= self.poll_seconds:
-            raise FieldProblem(
-                f"must exceed poll_seconds ({self.poll_seconds}), got {self.leader_ttl_seconds}",
-                key="leader_ttl_seconds",
-            )
-        return self
-
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any] | None) -> DeciderSettings:
-        """Validate a ``decider:`` config section; errors name the key and the value."""
-        return validate_section(cls, raw, "decider")
 
 
 def _without_none(section: Any) -> Any:
