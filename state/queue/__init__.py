@@ -232,27 +232,30 @@ class PriorityQueue(Protocol):
         self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float
     ) -> list[bool]:
         """:meth:`renew` of each ``(item id, token)``, in order."""
-        ...
+        return [self.renew(item_id, token, now, lease_seconds) for item_id, token in leases]
 
     # ---- batches: each element as the one-item call, in order; Redis: one round trip ----
     def enqueue_many(
         self, items: Sequence[ActionItem], now: float, force: bool = False
     ) -> list[int]:
         """:meth:`enqueue` of each item in order (a later duplicate coalesces)."""
-        ...
+        return [self.enqueue(item, now, force) for item in items]
 
     def dispatch_many(self, tables: Sequence[str]) -> list[str | None]:
         """:meth:`dispatch` of each table in order (a table may repeat)."""
-        ...
+        return [self.dispatch(table) for table in tables]
 
     def dequeue_many(self, now: float, lease_seconds: float, limit: int) -> list[Lease]:
         """Up to ``limit`` leases, oldest ready first, each with its own token; fewer when
         fewer are ready (or another actor took some meanwhile), [] when none is."""
-        ...
+        out: list[Lease] = []
+        while len(out) < limit and (lease := self.dequeue(now, lease_seconds)):
+            out.append(lease)
+        return out
 
     def ack_many(self, leases: Sequence[tuple[str, str]]) -> list[int]:
         """:meth:`ack` of each ``(item id, token)`` in order."""
-        ...
+        return [self.ack(item_id, token) for item_id, token in leases]
 
     def ack(self, item_id: str, token: str) -> int:
         """0 when the lease was not ours; 1 done; 2 done, but the item was enqueued again

@@ -141,28 +141,6 @@ class MemoryQueue(PriorityQueue):
             out.append(lease)
         return out
 
-    def renew_many(
-        self, leases: Sequence[tuple[str, str]], now: float, lease_seconds: float
-    ) -> list[bool]:
-        return [self.renew(item_id, token, now, lease_seconds) for item_id, token in leases]
-
-    def enqueue_many(
-        self, items: Sequence[ActionItem], now: float, force: bool = False
-    ) -> list[int]:
-        return [self.enqueue(item, now, force) for item in items]
-
-    def dispatch_many(self, tables: Sequence[str]) -> list[str | None]:
-        return [self.dispatch(table) for table in tables]
-
-    def dequeue_many(self, now: float, lease_seconds: float, limit: int) -> list[Lease]:
-        out: list[Lease] = []
-        while len(out) < limit and (lease := self.dequeue(now, lease_seconds)):
-            out.append(lease)
-        return out
-
-    def ack_many(self, leases: Sequence[tuple[str, str]]) -> list[int]:
-        return [self.ack(item_id, token) for item_id, token in leases]
-
     def holder(self, item_id: str) -> str | None:
         """The token holding ``item_id``'s lease (for
         :class:`icefloe.state.intents.memory.MemoryIntents`)."""

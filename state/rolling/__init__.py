@@ -248,7 +248,7 @@ class StatsStore(Protocol):
         """Each of ``tables``' :meth:`last_applied` and :meth:`waiting` at once (one
         pipelined round trip a few hundred tables): what the decider's pass reads of a
         table nothing changed."""
-        ...
+        return {t: (self.last_applied(t), self.waiting(t)) for t in tables}
 
     def apply(
         self,

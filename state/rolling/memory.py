@@ -73,11 +73,6 @@ class MemoryStats(StatsStore):
     def waiting(self, table: str) -> dict[str, float]:
         return dict(self._waiting.get(table, {}))
 
-    def last_and_waiting(
-        self, tables: Sequence[str]
-    ) -> dict[str, tuple[int | None, dict[str, float]]]:
-        return {t: (self.last_applied(t), self.waiting(t)) for t in tables}
-
     def apply(
         self,
         table: str,
