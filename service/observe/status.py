@@ -13,7 +13,7 @@ reported as 22% fewer partition scans.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -27,14 +27,10 @@ from icefloe.base.verdicts import rules_of
 from icefloe.optimizer.health_score import removable_mse
 from icefloe.optimizer.verdict import NONE, Verdict
 from icefloe.service.observe.kept import Policies, clustering_of, inputs_of, kept_row, kept_verdicts
-from icefloe.state.health import HealthStore, from_summary, statistics_age, statistics_text
-from icefloe.state.layout import LayoutStore, spec_of
-from icefloe.state.leader import Leader
-from icefloe.state.ledger import Ledger
-from icefloe.state.open import open_state
+from icefloe.state.health import from_summary, statistics_age, statistics_text
+from icefloe.state.layout import spec_of
+from icefloe.state.open import State, open_state
 from icefloe.state.queue import ActionItem, PriorityQueue
-from icefloe.state.rolling import StatsStore
-from icefloe.state.shards import Shards
 
 RECENT_SHOWN = 20
 TABLES_SHOWN = 20  # rows of the tables section (worst first): ``--json`` has them all
@@ -60,26 +56,6 @@ def _item(it: ActionItem) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Sources:
-    """The adapters ``status`` reads (never Redis itself)."""
-
-    queue: PriorityQueue
-    stats: StatsStore
-    health: HealthStore
-    ledger: Ledger
-    leader: Leader
-    shards: Shards
-    layouts: LayoutStore | None = None  # each sorted table's file bounds
-
-
-def redis_sources(cfg: Config, client: Any, queue: PriorityQueue) -> Sources:
-    """The Redis adapters of ``cfg`` on ``client`` (``queue``: the one the caller opened);
-    the leader's and the shards' are read only (their holders)."""
-    s = open_state(cfg, client)
-    return Sources(queue, s.stats, s.health, s.ledger, s.leader, s.shards, s.layouts)
-
-
 def gather(
     cfg: Config,
     client: Any,
@@ -88,11 +64,12 @@ def gather(
     detail: bool | Collection[str] = False,
     tables_too: bool = True,
 ) -> dict[str, Any]:
-    """:func:`collect` from the Redis adapters on ``client``."""
-    return collect(cfg, redis_sources(cfg, client, queue), now, detail, tables_too)
+    """:func:`collect` from the Redis adapters on ``client`` (``queue``: the one the caller
+    opened; the leader's and the shards' are read only: their holders)."""
+    return collect(cfg, replace(open_state(cfg, client), queue=queue), now, detail, tables_too)
 
 
-def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
+def _table(cfg: Config, src: State, name: str, now: float) -> dict[str, Any]:
     store = src.stats
     # the stats keep the target the decider resolved (override, the table's property,
     # default): resolved again with it as the table's property, the policy is the
@@ -101,7 +78,7 @@ def _table(cfg: Config, src: Sources, name: str, now: float) -> dict[str, Any]:
     inputs = inputs_of(cfg, name, target)
     tol = inputs.tolerance
     parts = store.partitions(name)
-    sig = None if src.layouts is None else src.layouts.signature(name)
+    sig = src.layouts.signature(name)
     spec = None if sig is None else spec_of(sig, inputs.policy.clustering_tolerance)
     verdicts = kept_verdicts(src.layouts, name, rules_of(inputs, spec), parts, spec)
     over = [
@@ -154,7 +131,7 @@ def _merge_state(verdict: Verdict | None) -> str | None:
 
 def collect(
     cfg: Config,
-    src: Sources,
+    src: State,
     now: float,
     detail: bool | Collection[str] = False,
     tables_too: bool = True,

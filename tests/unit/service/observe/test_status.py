@@ -11,12 +11,14 @@ from icefloe.optimizer import FileBounds, stats_from_sizes
 from icefloe.optimizer.layout import Depth
 from icefloe.optimizer.maintenance_rules import MetadataHealth
 from icefloe.service.decider.scores import Scores
-from icefloe.service.observe.status import Sources, collect, recent_line
+from icefloe.service.observe.status import collect, recent_line
+from icefloe.state.events.memory import MemoryEvents
 from icefloe.state.health.memory import MemoryHealth
 from icefloe.state.layout import LayoutDelta
 from icefloe.state.layout.memory import MemoryLayouts
 from icefloe.state.leader.memory import LeaderBoard, MemoryLeader
 from icefloe.state.ledger.memory import MemoryLedger
+from icefloe.state.open import State
 from icefloe.state.queue import ActionItem
 from icefloe.state.queue.memory import MemoryQueue
 from icefloe.state.rolling.memory import MemoryStats
@@ -54,7 +56,8 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     assert leader.acquire()
     board = ShardBoard()
     MemoryShards(board, 4, 30, "d1").claim()
-    src = Sources(queue, stats, health, ledger, leader, MemoryShards(board, 4, 30, "d2"))
+    shards = MemoryShards(board, 4, 30, "d2")
+    src = State(queue, stats, MemoryEvents(), leader, shards, health, ledger, MemoryLayouts())
 
     data = collect(cfg, src, T0 + 10, detail=True)
 
@@ -75,15 +78,16 @@ def test_status_from_the_in_memory_adapters(tmp_path: Path) -> None:
     assert table["health"]["score"] < 100 and table["health"]["penalties"]["deletes"] > 0
 
 
-def layout_sources(stats: MemoryStats, layouts: MemoryLayouts) -> Sources:
-    """In-memory sources with ``stats`` and ``layouts``; the rest empty."""
-    return Sources(
+def layout_sources(stats: MemoryStats, layouts: MemoryLayouts) -> State:
+    """In-memory adapters with ``stats`` and ``layouts``; the rest empty."""
+    return State(
         MemoryQueue(),
         stats,
-        MemoryHealth(),
-        MemoryLedger(),
+        MemoryEvents(),
         MemoryLeader(LeaderBoard(), 30, "d1"),
         MemoryShards(ShardBoard(), 4, 30, "d1"),
+        MemoryHealth(),
+        MemoryLedger(),
         layouts,
     )
 
