@@ -188,7 +188,8 @@ def join(
     reports_namespace: str,
     as_json: bool,
 ) -> None:
-    """Join LEFT with RIGHT (or --right-sql) on --on, salting hot keys, into --into."""
+    """Join LEFT with RIGHT (or --right-sql) on --on, salting hot keys, into --into. A
+    column both sides have (other than an --on key) comes out as COL_left and COL_right."""
     # start-up: the skew jobs only when one runs
     from icefloe.jobs.skew.join_job import JoinJob, run
 

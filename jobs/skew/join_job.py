@@ -18,12 +18,15 @@ from icefloe.base.catalog import load_table, spark_table_name
 from icefloe.base.config import parse_table_identifier
 from icefloe.base.errors import UsageError
 from icefloe.jobs.skew.detect import stored_hot_keys
-from icefloe.jobs.skew.salting import plan_salted_join
+from icefloe.jobs.skew.salting import JOIN_TYPES, plan_salted_join
 
 if TYPE_CHECKING:
     from icefloe.base.config import Config
 
 MODES = ("create", "replace", "append")
+SUFFIXES = ("_left", "_right")
+"""What a column both sides have (other than a join key) is called in the result, after its
+side: pandas' ``merge(..., suffixes=("_left", "_right"))``."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ def run(spark: Any, cfg: Config, catalog: Any, job: JoinJob) -> dict[str, Any]:
         for name in (job.left, right_name):
             if name and hot is None:
                 hot = stored_hot_keys(catalog, name, job.on[0], job.reports_namespace)
+    left, right = suffixed(left, right, job.on, job.how)
     out, decision = plan_salted_join(
         left, right, list(job.on), job.how, hot_keys=hot, skewed_side=job.skewed_side
     )
@@ -106,3 +110,32 @@ def run(spark: Any, cfg: Config, catalog: Any, job: JoinJob) -> dict[str, Any]:
         "reasons": list(decision.reasons),
         "hot_keys_from_reports": hot is not None,
     }
+
+
+def suffixed(left: Any, right: Any, on: Sequence[str], how: str) -> tuple[Any, Any]:
+    """``left`` and ``right`` with each column both have (other than the ``on`` keys, which
+    the join merges into one) renamed ``<col>_left`` and ``<col>_right`` (:data:`SUFFIXES`),
+    so the result can be written (Spark refuses a table with two ``v``). A semi or anti join
+    returns the left side's columns only: nothing is renamed. Names compare as Spark's do,
+    case-insensitively; a suffixed name that is a column already is a UsageError."""
+    if JOIN_TYPES.get(how.lower(), how) in ("left_semi", "left_anti"):
+        return left, right
+    keys = {c.lower() for c in on}
+    right_names = {c.lower(): c for c in right.columns}
+    shared = [c for c in left.columns if c.lower() in right_names and c.lower() not in keys]
+    if not shared:
+        return left, right
+    names = {c.lower() for c in (*left.columns, *right.columns)}
+    for col in shared:
+        for suffix in SUFFIXES:
+            if f"{col}{suffix}".lower() in names:
+                raise UsageError(
+                    f"both sides have column {col}, and its suffixed name {col}{suffix} is a "
+                    f"column already: rename one of them (--right-sql 'SELECT ..., {col} AS "
+                    "... FROM ...')"
+                )
+    left_suffix, right_suffix = SUFFIXES
+    return (
+        left.withColumnsRenamed({c: f"{c}{left_suffix}" for c in shared}),
+        right.withColumnsRenamed({right_names[c.lower()]: f"{c}{right_suffix}" for c in shared}),
+    )

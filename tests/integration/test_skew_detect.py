@@ -17,9 +17,10 @@ from icefloe.app.scripts import salted_join as salted_join_script
 from icefloe.app.scripts import skew_detect as skew_detect_script
 from icefloe.base.catalog import spark_table_name
 from icefloe.base.config import Config
+from icefloe.base.errors import UsageError
 from icefloe.jobs.skew import detect as skew_detect
 from icefloe.jobs.skew.hot_keys import detect_hot_keys, partition_skew
-from icefloe.jobs.skew.join_job import build_command_args
+from icefloe.jobs.skew.join_job import JoinJob, build_command_args, run
 from icefloe.optimizer.skew_stats import HotKeyRules
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -229,3 +230,45 @@ def test_submit_entries_detect_then_salted_join(
     )
     assert_df_equality(written, plain, ignore_row_order=True, ignore_nullable=True)
     assert salted_join_script.main([*argv, "--config", conf]) == 2  # exists, mode create
+
+
+@pytest.mark.parametrize("how", ["inner", "full", "left_semi"])
+def test_a_self_join_suffixes_the_shared_columns_and_equals_the_plain_join(
+    spark: Any, cfg: Config, catalog: Any, tables: dict[str, str], how: str
+) -> None:
+    """#61.11: both sides share every non-key column (a self-join): the job names them
+    ``<col>_left`` and ``<col>_right`` (pandas' merge with those suffixes) instead of
+    failing with Spark's COLUMN_ALREADY_EXISTS; the table written equals the plain join."""
+    facts = tables["facts"]
+    out = f"{tables['ns']}.self_{how}"
+    result = run(spark, cfg, catalog, JoinJob(facts, facts, ("k",), out, how))
+    written = spark.table(spark_table_name(cfg, out))
+    fq = spark_table_name(cfg, facts)
+    if how == "left_semi":  # the left side's columns only: nothing to tell apart
+        plain = spark.sql(f"SELECT * FROM {fq} l LEFT SEMI JOIN {fq} r USING (k)")
+    else:
+        plain = spark.sql(
+            f"SELECT k, l.v AS v_left, l.p AS p_left, r.v AS v_right, r.p AS p_right "
+            f"FROM {fq} l {how.upper()} JOIN {fq} r USING (k)"
+        )
+    assert written.columns == plain.columns
+    assert_df_equality(written, plain, ignore_row_order=True, ignore_nullable=True)
+    assert result["into"] == out
+
+
+def test_a_suffixed_name_taken_already_is_refused_in_one_line(
+    spark: Any, cfg: Config, catalog: Any, tables: dict[str, str]
+) -> None:
+    ns = tables["ns"]
+    taken = f"{ns}.taken"
+    spark.sql(
+        f"CREATE TABLE {spark_table_name(cfg, taken)} (k INT, v INT, V_LEFT INT) USING iceberg"
+    )
+    job = JoinJob(taken, tables["facts"], ("k",), f"{ns}.never")
+    with pytest.raises(UsageError) as e:
+        run(spark, cfg, catalog, job)
+    assert str(e.value) == (
+        "both sides have column v, and its suffixed name v_left is a column already: "
+        "rename one of them (--right-sql 'SELECT ..., v AS ... FROM ...')"
+    )
+    assert not spark.catalog.tableExists(spark_table_name(cfg, f"{ns}.never").replace("`", ""))
