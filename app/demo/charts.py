@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from textwrap import fill
 from typing import Any
 
 MIB = 1 << 20
@@ -69,7 +70,7 @@ def render_rounds_chart(path: Path, result: Mapping[str, Any]) -> Path:
     plt = _pyplot()
     rounds = result["rounds"]
     xs = [int(r["round"]) for r in rounds]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     ax = axes[0][0]
     for side in LABELS:
         total, ys = 0, []
@@ -122,7 +123,7 @@ def render_rounds_chart(path: Path, result: Mapping[str, Any]) -> Path:
                 fontsize=7,
             )
     ax.set_yticks(ys)
-    ax.set_yticklabels([f"{q['table']}: {q['query']}" for q in queries], fontsize=7)
+    ax.set_yticklabels([fill(f"{q['table']}: {q['query']}", 24) for q in queries], fontsize=7)
     ax.invert_yaxis()
     ax.set_title("files each query opens · planning ms (fresh reader)")
     ax.set_xlabel("data files")

@@ -180,7 +180,10 @@ def render_verdicts(console: Console, result: dict[str, Any]) -> None:
     console.print(f"icefloe wins {won} of the {len(result['verdicts'])} figures above.")
     for v in lost:
         word = "ties" if v["winner"] == "tie" else "loses"
+        ours, theirs = (
+            (f"{v[side] / MIB:.2f} MiB" if "bytes" in v["figure"] else f"{v[side]:g}")
+            for side in ("icefloe", "baseline")
+        )
         console.print(
-            f"[yellow]icefloe {word} on {v['figure']}: {v['icefloe']:g} against Iceberg's "
-            f"{v['iceberg']:g}[/]"
+            f"[yellow]icefloe {word} on {v['figure']}: {ours} against {v['against']}'s {theirs}[/]"
         )

@@ -1,11 +1,13 @@
 """The demo's skew section: plant a hot key, detect it (``skew detect`` stores the report in
 the table's properties), and run a LEFT join written as plain SQL twice: as Spark plans it
-(AQE on) and with icefloe's SQL extension rewriting it (``jvm/``, the skew rule), compared by
-rows and checksum, with each run's join-stage max/median task time."""
+(AQE on) and with icefloe's SQL extension rewriting it (``jvm/``, the skew rule), each run
+counting the join's rows and summing their hashes (the two are compared), with its wall time
+and join-stage task times."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -69,12 +71,9 @@ def skew_section(
     )
     say(f"skew: {query}")
     meter = Meter(spark)
-    plain_df, salted_df = spark.sql(query), spark.sql(query)
-    plain = meter.run("plain left join (AQE on)", plain_df, {**SKEW_CONF, RULE: "false"})
-    salted = meter.run("left join, icefloe SQL extension", salted_df, {**SKEW_CONF, RULE: "true"})
+    plain, plain_sum, _ = _metered_checksum(meter, query, rule_on=False)
+    salted, salted_sum, salted_df = _metered_checksum(meter, query, rule_on=True)
     rewrite = SALT_LABEL.search(salted_df._jdf.queryExecution().optimizedPlan().toString())
-    checks = {on: _checksum(spark, query, on) for on in (False, True)}
-    spark.conf.set(RULE, "true")
     return {
         "table": purchases,
         "rows": report["rows"],
@@ -82,15 +81,25 @@ def skew_section(
         "skewed_partitions": report.get("skewed_partitions", []),
         "plain": {k: plain[k] for k in METRICS},
         "salted": {k: salted[k] for k in METRICS},
-        "identical": checks[False] == checks[True],
+        "identical": plain_sum == salted_sum,
         "sql": query,
         "rewrite": rewrite.group(0) if rewrite else None,
     }
 
 
-def _checksum(spark: Any, query: str, rule_on: bool) -> tuple[int, int]:
-    """Rows and the sum of their hashes, planned with the rule on or off (one plan holding
-    both sides of a comparison would be planned one way for both)."""
-    spark.conf.set(RULE, "true" if rule_on else "false")
-    row = spark.sql(f"SELECT count(*) AS n, sum(hash(*)) AS h FROM ({query})").collect()[0]
-    return int(row["n"]), int(row["h"] or 0)
+def _metered_checksum(meter: Meter, query: str, rule_on: bool) -> tuple[dict[str, Any], Any, Any]:
+    """The join's rows and the sum of their hashes, planned with the rule on or off (one
+    plan holding both sides of a comparison would be planned one way for both), with the
+    run's wall time and join-stage task metrics; and the DataFrame (its plan)."""
+    spark = meter.spark
+    for key, value in {**SKEW_CONF, RULE: "true" if rule_on else "false"}.items():
+        spark.conf.set(key, value)
+    df = spark.sql(f"SELECT count(*) AS n, sum(hash(*)) AS h FROM ({query})")
+    group = f"icefloe-demo-skew-{'salted' if rule_on else 'plain'}"
+    spark.sparkContext.setJobGroup(
+        group, f"the demo's LEFT join, rule {'on' if rule_on else 'off'}"
+    )
+    started = time.perf_counter()
+    row = df.collect()[0]
+    wall = time.perf_counter() - started
+    return {"wall": wall, **meter.stage_metrics(group)}, (int(row["n"]), int(row["h"] or 0)), df
