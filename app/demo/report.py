@@ -24,9 +24,10 @@ def render_demo(console: Console, result: dict[str, Any]) -> None:
     render_verdicts(console, result)
     charts = result["charts"]
     console.print(f"charts: {charts['rounds']}, {charts['sizes']}")
+    cpu = result["cpu_seconds"]
     console.print(
-        f"demo finished in {result['seconds']:.0f}s; "
-        "`icefloe status` explains the state it left behind"
+        f"demo finished in {result['seconds']:.0f}s (CPU: {cpu['python']:.0f}s Python, "
+        f"{cpu['jvm']:.0f}s Spark's JVM); `icefloe status` explains the state it left behind"
     )
 
 
