@@ -98,7 +98,7 @@ class AdhocLeases(Intents, Protocol):
         self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
     ) -> bool:
         """Add to the ad-hoc run's intent; False when its lease has expired."""
-        ...
+        return self.record(ADHOC + token, token, table, now, paths, prefixes)
 
 
 def sweep(

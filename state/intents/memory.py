@@ -27,23 +27,15 @@ class MemoryIntents(AdhocLeases):
         paths: Sequence[str] = (),
         prefixes: Sequence[str] = (),
     ) -> bool:
-        if self.holder(item_id) != token:
+        if item_id.startswith(ADHOC):  # an ad-hoc run's: under its deadline
+            if self.deadlines.get(token, float("-inf")) < now:
+                return False
+        elif self.holder(item_id) != token:
             return False
-        self._add(item_id, token, table, now, paths, prefixes)
-        return True
-
-    def _add(
-        self,
-        item_id: str,
-        token: str,
-        table: str,
-        now: float,
-        paths: Sequence[str],
-        prefixes: Sequence[str],
-    ) -> None:
         old = self.records.get(token) or Intent(item_id, token, table, now)
         paths, prefixes = old.paths + tuple(paths), old.prefixes + tuple(prefixes)
         self.records[token] = Intent(old.item, token, table, old.started, paths, prefixes)
+        return True
 
     def forget(self, token: str) -> None:
         self.records.pop(token, None)
@@ -73,11 +65,3 @@ class MemoryIntents(AdhocLeases):
 
     def end_adhoc(self, token: str) -> None:
         self.deadlines.pop(token, None)
-
-    def record_adhoc(
-        self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
-    ) -> bool:
-        if self.deadlines.get(token, float("-inf")) < now:
-            return False
-        self._add(ADHOC + token, token, table, now, paths, prefixes)
-        return True

@@ -33,18 +33,6 @@ class RedisIntents(AdhocLeases):
         paths: Sequence[str] = (),
         prefixes: Sequence[str] = (),
     ) -> bool:
-        return self._run_record(item_id, token, table, now, paths, prefixes, adhoc=False)
-
-    def _run_record(
-        self,
-        item_id: str,
-        token: str,
-        table: str,
-        now: float,
-        paths: Sequence[str],
-        prefixes: Sequence[str],
-        adhoc: bool,
-    ) -> bool:
         with translated("intent record"):
             got = self._record(
                 keys=[self.k.leases, self.k.intents, self.k.adhoc],
@@ -55,7 +43,7 @@ class RedisIntents(AdhocLeases):
                     repr(now),
                     json.dumps(list(paths)),
                     json.dumps(list(prefixes)),
-                    "1" if adhoc else "0",
+                    "1" if item_id.startswith(ADHOC) else "0",  # under its deadline
                 ],
             )
         return bool(got)
@@ -95,8 +83,3 @@ class RedisIntents(AdhocLeases):
     @translated("ad-hoc lease end")
     def end_adhoc(self, token: str) -> None:
         self.r.hdel(self.k.adhoc, token)
-
-    def record_adhoc(
-        self, token: str, table: str, now: float, paths: Sequence[str], prefixes: Sequence[str]
-    ) -> bool:
-        return self._run_record(ADHOC + token, token, table, now, paths, prefixes, adhoc=True)
