@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from icefloe.app.cli.common import emit
 from icefloe.app.ops.dev import DEFAULT_ROOT, PROFILES
 from icefloe.app.ops.dev import down as stop
+from icefloe.app.ops.dev import down_all as stop_all
 from icefloe.app.ops.dev import status as probe
 from icefloe.app.ops.dev import up as start
 from icefloe.base.config import dev_root
@@ -100,9 +102,13 @@ def up(profile: str, root: Path | None, free_ports: bool, as_json: bool) -> None
 
 @dev.command()
 @_options
-def down(profile: str, root: Path | None) -> None:
-    """Stop the profile's services; their data, ports and secrets stay for the next up."""
-    for line in stop(profile, _root(root)):
+@click.pass_context
+def down(ctx: click.Context, profile: str, root: Path | None) -> None:
+    """Stop what the root runs, whichever profile started it (--profile on the command
+    line: that profile's services only); their data, ports and secrets stay for the next
+    up."""
+    given = ctx.get_parameter_source("profile") is ParameterSource.COMMANDLINE
+    for line in stop(profile, _root(root)) if given else stop_all(_root(root)):
         click.echo(line)
 
 

@@ -328,6 +328,20 @@ def status(profile: str, root: Path = DEFAULT_ROOT) -> list[ServiceStatus]:
     return out
 
 
+def started_profiles(root: Path = DEFAULT_ROOT) -> list[str]:
+    """The profiles with services that ``up`` has started under ``root`` (a state file)."""
+    return [p for p in PROFILES if SERVICES[p] and (profile_dir(p, root) / "state.json").exists()]
+
+
+def down_all(root: Path = DEFAULT_ROOT) -> list[str]:
+    """Stop whatever ``root`` runs, whichever profile started it: :func:`down` of each of
+    :func:`started_profiles`, each line after its profile's name."""
+    profiles = started_profiles(root)
+    if not profiles:
+        return [f"{Path(root).resolve()}: no services (none was started there)"]
+    return [f"{p} {line}" for p in profiles for line in down(p, root)]
+
+
 def down(profile: str, root: Path = DEFAULT_ROOT) -> list[str]:
     """Stop the profile's services (data, ports and secrets stay); one line per service."""
     pdir = profile_dir(profile, root)

@@ -146,3 +146,49 @@ def test_down_stops_everything_and_up_finds_the_data_again(
     again = dev.up("postgres", root, free_ports=True)
     assert again.started == ("postgres",) and again.overlay == states["postgres"].overlay
     assert _catalog(again).load_table("ns.t").scan().to_arrow().num_rows >= 3
+
+
+def test_down_without_a_profile_stops_whatever_the_root_runs(tmp_path: Path) -> None:
+    """#61.15: ``dev down --root D`` stops the services the root runs, whichever profile
+    started them (here rest-s3, with no ICEFLOE_PROFILE: the default is embedded), and says
+    what it stopped; a second ``down`` finds nothing running."""
+    env = {k: v for k, v in os.environ.items() if k != "ICEFLOE_PROFILE"}
+    root = tmp_path / "root"
+    try:
+        up = subprocess.run(
+            [sys.executable, "-m", "icefloe", "dev", "up", "--profile", "rest-s3"]
+            + ["--root", str(root), "--free-ports"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
+        assert up.returncode == 0, up.stderr
+        pids = {s.name: s.pid for s in dev.status("rest-s3", root)}
+        assert all(s.running for s in dev.status("rest-s3", root))
+        down = subprocess.run(
+            [sys.executable, "-m", "icefloe", "dev", "down", "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.splitlines() == [
+            f"rest-s3 rest: stopped (pid {pids['rest']})",
+            f"rest-s3 s3proxy: stopped (pid {pids['s3proxy']})",
+        ]
+        assert not any(s.running for s in dev.status("rest-s3", root))
+        again = subprocess.run(
+            [sys.executable, "-m", "icefloe", "dev", "down", "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert again.returncode == 0 and again.stdout.splitlines() == [
+            "rest-s3 rest: not running",
+            "rest-s3 s3proxy: not running",
+        ], again.stdout
+    finally:
+        dev.down("rest-s3", root)
