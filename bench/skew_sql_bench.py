@@ -46,8 +46,13 @@ subqueries (a ``LIMIT 1`` for one hot key, a ``collect_set`` for more) on their 
 the rule runs for the keys it cannot find in the fact table's files on the driver
 (``DriverProbe``; all of them with ``--conf spark.icefloe.skew.probeFiles=0``).
 
+Last, the planning figure of issue #61 (``--planning-keys``, 100,000): an inner join's
+planning time (nothing runs) over a table whose report lists that many keys, rule on and
+off, side by side (``--sizes ''`` for it alone).
+
     .venv/bin/python bench/skew_sql_bench.py [--sizes demo,large,heavy]
         [--large-rows 4000000] [--reps 3] [--partitions 16] [--json out.json]
+        [--planning-keys 100000]
 """
 
 from __future__ import annotations
@@ -527,6 +532,82 @@ def run_size(spark: Any, meter: StageMeter, size: str, args: argparse.Namespace)
     return out
 
 
+PLANNED = (
+    f"SELECT f.id, f.k AS fk, d.name FROM lake.{NS}.plan_fact f JOIN lake.{NS}.dim d ON f.k = d.k"
+)
+
+
+def plan_seconds(spark: Any, sql: str, on: bool) -> float:
+    """Wall of planning ``sql`` (analysis, optimization with the rule on or off, the
+    physical plan): nothing runs."""
+    spark.conf.set(ENABLED, str(on).lower())
+    t = time.perf_counter()
+    spark.sql(sql)._jdf.queryExecution().sparkPlan()
+    return time.perf_counter() - t
+
+
+def planning(spark: Any, keys: int, reps: int) -> dict[str, Any]:
+    """Issue #61: the planning time of an inner join over a table whose hot-key report
+    lists ``keys`` keys (valid: the table's own hot keys, then made-up ones of one row
+    each), with the rule on and off. The rule uses the 64 heaviest and parses the report
+    once per (table, property value): the first plan after the report is written pays
+    the parse, the others find it parsed. Medians over ``reps`` plannings each way."""
+    fact = f"lake.{NS}.plan_fact"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS lake.{NS}")
+    spark.sql(
+        f"CREATE OR REPLACE TABLE {fact} USING iceberg AS SELECT CASE WHEN id % 10 < 4 "
+        "THEN 0L ELSE id % 1000 END AS k, id FROM range(100000)"
+    )
+    if not spark.catalog.tableExists(f"lake.{NS}.dim"):
+        spark.sql(
+            f"CREATE TABLE lake.{NS}.dim USING iceberg AS SELECT id AS k, "
+            "concat('user-', id) AS name FROM range(2000)"
+        )
+    snapshot = spark.sql(f"SELECT snapshot_id FROM {fact}.snapshots").first()[0]
+    made_up = [(10_000_000 + i, 1) for i in range(keys)]
+    report = skew_report.build(
+        "k", "bigint", snapshot, int(time.time() * 1000), 86_400_000, 100_000, 0, [(0, 40_000)]
+    )
+    # past build's MAX_KEYS on purpose: a report as big as anyone may write
+    report = dataclasses.replace(report, keys=(*report.keys, *((str(v), n) for v, n in made_up)))
+    value = skew_report.encode(report)
+    jtable = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, fact
+    )
+    jtable.updateProperties().set(report.name, value).commit()
+    before = rewrites(spark)
+    first_on = plan_seconds(spark, PLANNED, True)
+    fired = rewrites(spark) > before
+    first_off = plan_seconds(spark, PLANNED, False)
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(reps):
+        pair = [(True, on), (False, off)]
+        for flag, out in pair if i % 2 == 0 else pair[::-1]:
+            out.append(plan_seconds(spark, PLANNED, flag))
+    spark.conf.set(ENABLED, "true")
+    result = {
+        "keys": keys,
+        "property_bytes": len(value.encode()),
+        "fired": fired,
+        "first_on_s": first_on,
+        "first_off_s": first_off,
+        "on_s": statistics.median(on),
+        "off_s": statistics.median(off),
+    }
+    result["ratio"] = result["on_s"] / result["off_s"]
+    result["first_ratio"] = first_on / first_off
+    print(
+        f"\n== planning (issue #61): inner join, a report of {keys:,} keys "
+        f"({result['property_bytes'] / 1e6:.1f} MB), rule fired: {fired}\n"
+        f"   first plan after the report: on {first_on:.3f}s  off {first_off:.3f}s  "
+        f"on/off {result['first_ratio']:.2f}\n"
+        f"   median of {reps}:               on {result['on_s']:.3f}s  off {result['off_s']:.3f}s  "
+        f"on/off {result['ratio']:.2f}  (goal <= 2)"
+    )
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="demo,large,heavy", help="of demo, large, heavy")
@@ -543,6 +624,12 @@ def main() -> None:
     )
     parser.add_argument("--json", metavar="PATH", help="write every figure as JSON here")
     parser.add_argument(
+        "--planning-keys",
+        type=int,
+        default=100_000,
+        help="keys of the report whose join's planning is timed (0: no planning figure)",
+    )
+    parser.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -555,7 +642,9 @@ def main() -> None:
     started = time.perf_counter()
     spark = build_session(args.partitions)
     meter = StageMeter(spark)
-    results = {s: run_size(spark, meter, s, args) for s in args.sizes.split(",")}
+    sizes = [s for s in args.sizes.split(",") if s]
+    results: dict[str, Any] = {s: run_size(spark, meter, s, args) for s in sizes}
+    planned = planning(spark, args.planning_keys, 9) if args.planning_keys > 0 else None
     spark.stop()
     print(f"\ngoals (issue #49): {GOALS}; total {time.perf_counter() - started:.0f}s")
     summary = " ".join(
@@ -565,9 +654,12 @@ def main() -> None:
         for case, c in r["cases"].items()
     )
     equal = all(c["equal"] for r in results.values() for c in r["cases"].values())
+    if planned is not None:
+        summary += f" planning.{planned['keys']}keys=on/off:{planned['ratio']:.2f}"
     print(f"skew-sql-summary {summary} all_equal={str(equal).lower()}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False))
+        out = {**results, "planning": planned}
+        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":

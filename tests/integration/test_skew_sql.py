@@ -294,14 +294,14 @@ def test_conditions_beyond_the_key(spark: Any, tables: dict[str, str], form: str
 def test_group_by_equals_the_plain_aggregation(spark: Any, tables: dict[str, str]) -> None:
     f = tables["f"]
     query = (
-        f"SELECT k, count(*) AS n, count(v) AS nv, sum(id) AS s, sum(v) AS sv, min(v) AS lo, "
-        "max(sk) AS hi, avg(v) AS a, avg(id) FILTER (WHERE id % 2 = 0) AS ae, "
-        f"sum(v) FILTER (WHERE id < 0) AS none, max(id) - min(id) AS spread FROM {f} GROUP BY k"
+        f"SELECT k, count(*) AS n, count(v) AS nv, sum(id) AS s, min(v) AS lo, "
+        "max(sk) AS hi, count_if(v > 1) AS c, sum(id) FILTER (WHERE id % 2 = 0) AS se, "
+        f"sum(id) FILTER (WHERE id < 0) AS none, max(id) - min(id) AS spread FROM {f} GROUP BY k"
     )
     assert "icefloe_salt(" in _same_answer(spark, query)
-    two = f"SELECT k, id % 3 AS m, sum(v) AS s FROM {f} GROUP BY k, id % 3"
+    two = f"SELECT k, id % 3 AS m, sum(id) AS s FROM {f} GROUP BY k, id % 3"
     _same_answer(spark, two)  # grouped by an expression: left alone or salted, same rows
-    by_sk = f"SELECT sk, count(*), avg(v) FROM {f} GROUP BY sk"
+    by_sk = f"SELECT sk, count(*), max(v) FROM {f} GROUP BY sk"
     assert "icefloe_salt(" in _same_answer(spark, by_sk)
     spark.conf.set(AGGREGATES, "false")  # the default
     try:
@@ -317,6 +317,13 @@ def test_aggregates_that_do_not_split_are_left_alone(spark: Any, tables: dict[st
         "collect_set(id % 3)",
         "avg(CAST(v AS DECIMAL(12, 2)))",
         "stddev(v)",
+        # issue #61: an overflowed partial is NULL, and combined it would be dropped
+        "try_sum(id)",
+        "try_avg(v)",
+        "sum(CAST(v AS DECIMAL(38, 0)))",
+        # a double sum rounds by the order of its terms: partials per salt change a digit
+        "avg(id)",
+        "sum(v)",
     ):
         query = f"SELECT k, {agg} AS x FROM {f} GROUP BY k"
         with rule(spark, True):
@@ -355,7 +362,7 @@ def test_plan_unchanged_without_a_current_report(
     )
     _store(spark, plain, old)
     _unchanged(spark, f"SELECT * FROM {plain} x LEFT JOIN {d} y ON x.k = y.k")
-    _unchanged(spark, f"SELECT k, sum(v) FROM {plain} GROUP BY k")
+    _unchanged(spark, f"SELECT k, sum(id) FROM {plain} GROUP BY k")
     _store(spark, plain, _report(spark, plain, "k", type="int"))
     _unchanged(spark, f"SELECT * FROM {plain} x LEFT JOIN {d} y ON x.k = y.k")
     # the same report at the table's current snapshot is used however old it is

@@ -95,5 +95,5 @@ def test_any_report_gives_the_plain_answer(
     left, right = (f, dim) if fact_left else (dim, f)
     query = f"SELECT * FROM {left} x {join} {right} y ON x.k = y.k"
     assert _rows(spark, query, True) == _rows(spark, query, False)
-    grouped = f"SELECT k, count(*), sum(id), avg(id), max(id) FROM {f} GROUP BY k"
+    grouped = f"SELECT k, count(*), sum(id), min(id), max(id) FROM {f} GROUP BY k"
     assert _rows(spark, grouped, True) == _rows(spark, grouped, False)

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.Row;
@@ -23,10 +22,8 @@ import org.apache.spark.sql.catalyst.plans.logical.SHUFFLE_HASH$;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.plans.logical.WriteDelta;
 import org.apache.spark.sql.execution.CommandExecutionMode;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link SkewRule} over a local session: for each of its forms (salted join, isolated join,
@@ -47,12 +44,11 @@ class SkewRuleTest {
   // the dimension keeps its unmatched rows: which hot keys the fact holds must be found
   static final String LEFT = "SELECT * FROM " + DIM + " x LEFT JOIN " + FACT + " y ON x.k = y.k";
 
-  @TempDir static Path warehouse;
   static LocalSpark spark;
 
   @BeforeAll
   static void start() {
-    spark = LocalSpark.start(warehouse);
+    spark = LocalSpark.shared();
     for (String table : List.of(FACT, PLAIN)) {
       spark.sql(
           "CREATE TABLE " + table + " USING iceberg AS SELECT id, CASE WHEN id % 100 < 40 THEN 1L"
@@ -66,61 +62,15 @@ class SkewRuleTest {
     publish(FACT, report(FACT, "k", Map.of()));
   }
 
-  @AfterAll
-  static void stop() {
-    if (spark != null) {
-      spark.stop();
-    }
-  }
-
   // --- the reports, as `icefloe skew detect` writes them -------------------------------------
 
-  /**
-   * The report of {@code table}'s {@code column}, counted from the table: the keys of at
-   * least 5% of the rows, at the current snapshot, an hour's validity; {@code overrides}
-   * replace fields (JSON values as text).
-   */
+  /** {@link LocalSpark#report}. */
   static String report(String table, String column, Map<String, String> overrides) {
-    long rows = 0;
-    long nulls = 0;
-    StringBuilder keys = new StringBuilder();
-    List<Row> counts =
-        spark
-            .sql("SELECT " + column + ", count(*) AS n FROM " + table + " GROUP BY 1 ORDER BY 2 DESC")
-            .collectAsList();
-    for (Row r : counts) {
-      rows += r.getLong(1);
-    }
-    for (Row r : counts) {
-      if (r.isNullAt(0)) {
-        nulls = r.getLong(1);
-      } else if (r.getLong(1) >= 0.05 * rows) {
-        keys.append(keys.length() == 0 ? "" : ",");
-        keys.append("[\"").append(r.get(0)).append("\",").append(r.getLong(1)).append("]");
-      }
-    }
-    Map<String, String> fields = new java.util.LinkedHashMap<>();
-    fields.put("v", "1");
-    fields.put("column", "\"" + column + "\"");
-    fields.put("type", "\"bigint\"");
-    fields.put("snapshot_id", Long.toString(snapshot(table)));
-    fields.put("computed_at_ms", Long.toString(System.currentTimeMillis()));
-    fields.put("max_age_ms", "3600000");
-    fields.put("rows", Long.toString(rows));
-    fields.put("null_rows", Long.toString(nulls));
-    fields.put("keys", "[" + keys + "]");
-    fields.putAll(overrides);
-    StringBuilder json = new StringBuilder("{");
-    fields.forEach((k, v) -> json.append(json.length() > 1 ? "," : "").append('"').append(k).append("\":").append(v));
-    return json.append('}').toString();
+    return spark.report(table, column, overrides);
   }
 
   static long snapshot(String table) {
-    return spark
-        .sql("SELECT snapshot_id FROM " + table + ".snapshots ORDER BY committed_at DESC LIMIT 1")
-        .collectAsList()
-        .get(0)
-        .getLong(0);
+    return spark.snapshot(table);
   }
 
   /** Stores {@code json} as the report of the column it names ({@code k} unless it says). */
@@ -268,8 +218,8 @@ class SkewRuleTest {
   @Test
   void saltedAggregateCombinesPartialsPerSalt() {
     String query =
-        "SELECT k, count(*) AS n, count(v) AS nv, sum(id) AS s, sum(v) AS sv, min(v) AS lo,"
-            + " max(id) AS hi, avg(v) AS a FROM " + FACT + " GROUP BY k";
+        "SELECT k, count(*) AS n, count(v) AS nv, sum(id) AS s, min(v) AS lo,"
+            + " max(id) AS hi, count_if(v > 10) AS c FROM " + FACT + " GROUP BY k";
     // off by default: Spark's partial aggregation already collapses a hot key
     unchanged(query);
     spark.with(
@@ -299,7 +249,7 @@ class SkewRuleTest {
   void anAbsentOrBadReportLeavesThePlanUnchanged() {
     String join = "SELECT * FROM " + PLAIN + " x JOIN " + DIM + " y ON x.k = y.k";
     String left = "SELECT * FROM " + DIM + " x LEFT JOIN " + PLAIN + " y ON x.k = y.k";
-    String grouped = "SELECT k, sum(v) FROM " + PLAIN + " GROUP BY k";
+    String grouped = "SELECT k, sum(id) FROM " + PLAIN + " GROUP BY k";
     Map<String, String> modes = Map.of(ISOLATE, "-1", AGGREGATES, "true");
     spark.with(
         modes,
@@ -407,6 +357,89 @@ class SkewRuleTest {
     // the same target's reads outside a row-level write are still rewritten
     spark.with(Map.of(ISOLATE, "-1"), () -> saltedJoin(sameAnswer(
         "SELECT * FROM " + cow + " x JOIN " + DIM + " y ON x.k = y.k")));
+  }
+
+  // --- reports past the limits: never a slow plan, nor a big one ----------------------------
+
+  @Test
+  void aHundredThousandKeyReportIsCappedAndParsedOnce() {
+    // a valid report of 100,000 keys (1.8 MB; issue #61: 125 s to plan a join): its 64
+    // heaviest are used (the fact's keys 1 and 2, listed last, and 62 of the others), and
+    // it is parsed once for every join over the table
+    String table = "lake.db.many";
+    spark.sql("CREATE TABLE " + table + " USING iceberg AS SELECT * FROM " + FACT);
+    StringBuilder keys = new StringBuilder("[");
+    for (int i = 0; i < 100_000; i++) {
+      keys.append("[\"").append(1_000_000 + i).append("\",1],");
+    }
+    keys.append("[\"2\",400],[\"1\",800]]");
+    String json = report(table, "k", Map.of("keys", keys.toString()));
+    assertTrue(json.length() > 1_800_000, () -> Integer.toString(json.length()));
+    spark.publish(table, "k", json);
+    String inner = "SELECT * FROM " + table + " x JOIN " + DIM + " y ON x.k = y.k";
+    String left = "SELECT * FROM " + DIM + " x LEFT JOIN " + table + " y ON x.k = y.k";
+    long parses = HotKeyReport.parses();
+    spark.with(
+        Map.of(ISOLATE, "256m", MIN_SHARE, "0"),
+        () -> {
+          for (String query : List.of(inner, left)) {
+            LogicalPlan on = sameAnswer(query);
+            assertTrue(LocalSpark.outputs(on, "icefloe_isolate(lake.db.many.k: 64 hot keys, broadcast)"), on::toString);
+          }
+          for (int i = 0; i < 5; i++) {
+            spark.rule(true, () -> spark.optimized(inner));
+            spark.rule(true, () -> spark.optimized(left));
+          }
+          return null;
+        });
+    assertEquals(parses + 1, HotKeyReport.parses());
+  }
+
+  @Test
+  void aBigStringKeyLeavesThePlanAlone() {
+    // issue #61: one key of 10 MB (or 64 of 160 kB) made every join on the column fail with
+    // OutOfMemoryError in explainString; such a report is ignored, with one warning
+    String table = "lake.db.strs";
+    String dim = "lake.db.strd";
+    spark.sql("CREATE TABLE " + table + " USING iceberg AS SELECT id, concat('s', k) AS s, v FROM " + FACT);
+    spark.sql("CREATE TABLE " + dim + " USING iceberg AS SELECT concat('s', k) AS s, name FROM " + DIM);
+    String join = "SELECT * FROM " + table + " x JOIN " + dim + " y ON x.s = y.s";
+    Map<String, String> string = Map.of("type", "\"string\"");
+    spark.publish(table, "s", report(table, "s", string));
+    spark.with(Map.of(ISOLATE, "-1"), () -> saltedJoin(sameAnswer(join))); // a string report works
+    StringBuilder many = new StringBuilder("[");
+    for (int i = 0; i < 64; i++) {
+      many.append(i == 0 ? "" : ",").append("[\"s").append(i).append("x".repeat(160_000)).append("\",900]");
+    }
+    List<String> big = List.of("[[\"" + "x".repeat(10 << 20) + "\",900],[\"s1\",800]]", many + "]");
+    long ignored = HotKeyReport.ignored();
+    for (String keys : big) {
+      Map<String, String> fields = new java.util.HashMap<>(string);
+      fields.put("keys", keys);
+      spark.publish(table, "s", report(table, "s", fields));
+      for (Map<String, String> mode : List.of(Map.of(ISOLATE, "-1"), Map.of(ISOLATE, "256m", MIN_SHARE, "0"))) {
+        spark.with(
+            mode,
+            () -> {
+              unchanged(join);
+              assertEquals(spark.rule(false, () -> spark.rows(join)), spark.rule(true, () -> spark.rows(join)));
+              String text =
+                  spark.rule(
+                      true,
+                      () ->
+                          spark.sql(join).queryExecution().explainString(
+                              org.apache.spark.sql.execution.ExtendedMode$.MODULE$));
+              assertTrue(text.length() < 20_000, () -> "plan text of " + text.length() + " chars");
+              return null;
+            });
+      }
+    }
+    assertEquals(ignored + 2, HotKeyReport.ignored()); // once per report, not per query
+    unpublishAll(table, "s");
+  }
+
+  static void unpublishAll(String table, String column) {
+    spark.sql("ALTER TABLE " + table + " UNSET TBLPROPERTIES IF EXISTS ('" + HotKeyReport.PREFIX + column + "')");
   }
 
   /** The optimized plan of a command, with the rule on, without running it. */
