@@ -86,7 +86,9 @@ def demo(
 def _demo_quick(cfg: Config, namespace: str, seed: int, rounds: int, as_json: bool) -> None:
     # start-up: the demo's ingest only for --quick
     from icefloe.app.demo.run import create, ingest_round
+    from icefloe.app.demo.workload import demo_config, demo_workload
 
+    cfg = demo_config(cfg, namespace, demo_workload(rounds))  # as the full demo runs it
     started = time.monotonic()
     with console.status("streaming the demo's commits") as status:
         wh = create(cfg, namespace, seed, rounds, lambda _: None)
