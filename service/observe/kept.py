@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from contextlib import closing
 from typing import Any
 
 from icefloe.base.config import TARGET_PROPERTY, Config, PlanInputs, TablePolicy
@@ -284,11 +285,8 @@ def kept_names(cfg: Config) -> list[str] | None:
     the config manages more since, a namespace has no table) or Redis is away: then list
     them from the catalog."""
     try:
-        client = connect(cfg)
-        try:
+        with closing(connect(cfg)) as client:
             listed = open_state(cfg, client).health.managed()
-        finally:
-            client.close()
     except ServiceUnavailable:
         return None  # the catalog lists them; reading their records says what is wrong
     if listed is None:
@@ -308,11 +306,8 @@ def kept_rows(cfg: Config, names: list[str], now: float) -> list[dict[str, Any]]
     if not names:
         return []
     try:
-        client = connect(cfg)
-        try:
+        with closing(connect(cfg)) as client:
             records = open_state(cfg, client).health.records(names)
-        finally:
-            client.close()
     except ServiceUnavailable as e:  # say what works without Redis
         raise ServiceUnavailable(f"{e} (--fresh reads each table from the catalog)") from e
     policies = Policies(cfg)

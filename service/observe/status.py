@@ -13,6 +13,7 @@ reported as 22% fewer partition scans.
 from __future__ import annotations
 
 from collections.abc import Collection
+from contextlib import closing
 from dataclasses import replace
 from typing import Any
 
@@ -295,9 +296,6 @@ def recent_line(r: dict[str, Any]) -> str:
 
 def queue_backlog(cfg: Config) -> int:
     """Actions waiting for an actor (pending + ready): what actor pools are sized by."""
-    client = connect(cfg)
-    try:
+    with closing(connect(cfg)) as client:
         depth = open_state(cfg, client).queue.depth()
-    finally:
-        client.close()
     return int(depth["pending"] + depth["ready"])
