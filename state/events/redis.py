@@ -16,8 +16,6 @@ MAX_LEN = 100_000  # entries a stream keeps (approximately)
 
 
 class RedisEvents(CommitEvents):
-    """Commit events on a Redis Stream with the consumer group ``decider``."""
-
     def __init__(
         self,
         client: Any,

@@ -11,8 +11,6 @@ from icefloe.state.health import HealthStore, summary, to_fields
 
 
 class MemoryHealth(HealthStore):
-    """The same in a dict, for unit tests."""
-
     def __init__(self) -> None:
         self.data: dict[str, dict[str, str]] = {}
         self.kept: dict[str, str] = {}  # table → its record, as JSON (as Redis keeps it)

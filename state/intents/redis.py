@@ -16,8 +16,6 @@ from icefloe.state.intents import ADHOC, AdhocLeases, Intent
 
 
 class RedisIntents(AdhocLeases):
-    """Intents in one Redis hash (token → JSON), next to the queue's leases."""
-
     def __init__(self, client: Any, keys: Keys):
         self.r = client
         self.k = keys

@@ -13,8 +13,6 @@ from icefloe.state.leader import Leader
 
 
 class RedisLeader(Leader):
-    """A leader lease: ``SET NX PX`` to take it, Lua compare-and-extend to keep it."""
-
     def __init__(self, client: Any, keys: Keys, ttl_seconds: float, token: str | None = None):
         self.r = client
         self.key = keys.leader

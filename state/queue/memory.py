@@ -28,8 +28,6 @@ def pending_score(item: ActionItem, enq: float, aging_seconds: float) -> float:
 
 
 class MemoryQueue(PriorityQueue):
-    """The in-memory stub: the same semantics as the Lua scripts, for unit tests."""
-
     def __init__(self, max_attempts: int = 3, aging_seconds: float = DEFAULT_AGING_SECONDS):
         self.max_attempts = max_attempts
         self.aging_seconds = aging_seconds

@@ -63,8 +63,6 @@ def _lease(got: Any, token: str, deadline: float) -> Lease:
 
 
 class RedisQueue(PriorityQueue):
-    """The RPQ on Redis sorted sets; every state change is one Lua script (atomic)."""
-
     def __init__(
         self,
         client: Any,
