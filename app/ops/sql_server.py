@@ -7,15 +7,25 @@ spark-internal`` (the pip ``pyspark`` has no ``sbin/start-connect-server.sh`` bu
 ``.jars/`` and both SQL extensions (Iceberg's, and icefloe's skew rule when its jar is
 there). The argv is a pure function (:func:`build_server_command`), like ``icefloe submit``'s.
 
-Secrets: the command line holds what ``ps`` may show (:func:`icefloe.base.spark.public_conf`);
-a secret of the config (a JDBC password, S3 keys) goes in a properties file of mode 0600 in
-this user's own temporary folder (``--properties-file``, with ``--load-spark-defaults`` so a
-``SPARK_HOME``'s own defaults still apply), removed when the server stops.
+Secrets: none is in the server's Spark conf, which any Connect client reads back
+(``spark.conf.get``: Spark 4.1's Config RPC redacts nothing). Each reaches the catalog
+another way (:func:`deliver_secrets`): a REST catalog's properties as ``env:NAME`` (Iceberg's
+``RESTSessionCatalog`` resolves them from the server's environment), a PostgreSQL password
+in a pgpass file of mode 0600 (``PGPASSFILE``: the JDBC driver reads it), S3 keys as the
+AWS SDK's environment variables. Any other secret is refused, naming its key. The
+environment and that file are the server user's (``/proc/PID/environ`` is 0400): what a
+client reaches by running code there is the server user's anyway (docs: sql-server).
+
+Authentication: Spark Connect's own pre-shared token (``SPARK_CONNECT_AUTHENTICATE_TOKEN``
+in the server's environment; ``PreSharedKeyAuthenticationInterceptor`` answers every call
+without ``Authorization: Bearer <token>`` with UNAUTHENTICATED). A fresh token each start
+unless one is given; no token only on a loopback address.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 import signal
 import socket
@@ -39,7 +49,7 @@ from icefloe.base.spark import (
 
 CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
-DEFAULT_HOST = "127.0.0.1"  # Spark Connect has no authentication of its own
+DEFAULT_HOST = "127.0.0.1"
 START_TIMEOUT = 180.0  # seconds until the port answers (about 15 s here)
 STOP_GRACE = 30.0  # seconds a stopping server gets before SIGKILL
 _SUBMIT_OWN = ("spark.master", "spark.jars", "spark.jars.packages")  # argv options instead
@@ -73,99 +83,198 @@ def server_conf(
 
 
 def build_server_command(
-    conf: Mapping[str, str],
-    *,
-    spark_submit: str = "spark-submit",
-    properties_file: str | None = None,
+    conf: Mapping[str, str], *, spark_submit: str = "spark-submit"
 ) -> list[str]:
-    """The argv that runs the Connect server with ``conf`` (no secret in it: those are in
-    ``properties_file``). Order: ``spark-submit --master M --class C [--jars a,b]
-    [--packages p] [--properties-file F --load-spark-defaults] [--conf k=v ...sorted]
-    spark-internal``."""
+    """The argv that runs the Connect server with ``conf`` (no secret in it: see
+    :func:`deliver_secrets`). Order: ``spark-submit --master M --class C [--jars a,b]
+    [--packages p] [--conf k=v ...sorted] spark-internal``."""
     cmd = [spark_submit, "--master", conf.get("spark.master", "local[*]"), "--class", CONNECT_CLASS]
     if conf.get("spark.jars"):
         cmd += ["--jars", conf["spark.jars"]]
     if conf.get("spark.jars.packages"):
         cmd += ["--packages", conf["spark.jars.packages"]]
-    if properties_file is not None:
-        cmd += ["--properties-file", properties_file, "--load-spark-defaults"]
     for key in sorted(k for k in conf if k not in _SUBMIT_OWN):
         cmd += ["--conf", f"{key}={conf[key]}"]
     return [*cmd, "spark-internal"]
 
 
-def _escape(text: str) -> str:
-    """``text`` as a key or value of a Java properties file (read as UTF-8 by Spark)."""
-    specials = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
-    return "".join(specials.get(c, "\\" + c if c in " =:#!" else c) for c in text)
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""Where Spark's Connect server (``Connect.getAuthenticateToken``) and PySpark's client
+(``ChannelBuilder.token``) read the token when it is not in the Spark conf."""
+SECRET_ENV = "ICEFLOE_CATALOG_SECRET_"  # + a number: a REST catalog property's env: name
+AWS_ENV = {  # S3FileIO without keys of its own uses the AWS SDK's default chain
+    "s3.access-key-id": "AWS_ACCESS_KEY_ID",
+    "s3.secret-access-key": "AWS_SECRET_ACCESS_KEY",
+    "s3.session-token": "AWS_SESSION_TOKEN",
+}
 
 
-def properties_text(conf: Mapping[str, str]) -> str:
-    """``conf`` as a Java properties file, one ``key=value`` a line, sorted."""
-    return "".join(f"{_escape(k)}={_escape(conf[k])}\n" for k in sorted(conf))
+@dataclass(frozen=True)
+class Delivery:
+    """How the secrets reach the server other than by its Spark conf: ``conf`` entries to
+    add (``env:`` references), environment variables, and a pgpass file's text."""
+
+    conf: dict[str, str]
+    env: dict[str, str]
+    pgpass: str | None = None
 
 
-def write_properties(conf: Mapping[str, str], folder: Path) -> Path:
-    """A new file of mode 0600 in ``folder`` holding ``conf`` (:func:`properties_text`)."""
-    fd, name = tempfile.mkstemp(prefix="sql-server-", suffix=".properties", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: mode 0600 from the start
-        f.write(properties_text(conf))
-    return Path(name)
+def _pgpass_field(text: str) -> str:
+    return text.replace("\\", "\\\\").replace(":", "\\:")
+
+
+def deliver_secrets(cfg: Config, secrets: Mapping[str, str], conf: Mapping[str, str]) -> Delivery:
+    """The secret entries of the server's conf (``secrets``), each delivered outside the
+    Spark conf (the module doc says how), or a UsageError naming the one that cannot be."""
+    prefix = f"spark.sql.catalog.{cfg.catalog.name}."
+    out = Delivery({}, {})
+    for n, key in enumerate(sorted(secrets)):
+        value, prop = secrets[key], key.removeprefix(prefix)
+        if not key.startswith(prefix) or prop in ("uri", "warehouse"):
+            pass  # refused below
+        elif cfg.catalog.type == "rest":
+            name = f"{SECRET_ENV}{n}"
+            out.conf[key], out.env[name] = f"env:{name}", value
+            continue
+        elif prop in AWS_ENV:
+            out.env[AWS_ENV[prop]] = value
+            continue
+        elif prop == "jdbc.password" and conf.get(f"{prefix}uri", "").startswith(
+            "jdbc:postgresql:"
+        ):
+            user = conf.get(f"{prefix}jdbc.user", "")
+            line = f"*:*:*:{_pgpass_field(user)}:{_pgpass_field(value)}\n"
+            out = Delivery(out.conf, out.env, line)
+            continue
+        raise UsageError(
+            f"sql-server cannot keep {key} out of its clients' reach (any Spark Connect client "
+            "reads the server's Spark conf): give it to the catalog another way (a REST "
+            "catalog's property, a postgresql:// URI's password, S3 keys), or run Spark SQL "
+            "another way"
+        )
+    return out
 
 
 @dataclass(frozen=True)
 class ServerPlan:
-    """What :func:`serve` starts: the command line's conf and the secrets' (the properties
-    file's), the environment's additions and the driver's log file."""
+    """What :func:`serve` starts: the command line's conf (no secret in it), the
+    environment's additions (the secrets and the token among them: never print them), a
+    pgpass file's text, and the driver's log file."""
 
     conf: dict[str, str]
-    secrets: dict[str, str]
     env: dict[str, str]
     log_file: Path
     spark_submit: str
+    pgpass: str | None = None
 
-    def argv(self, properties_file: str | None = None) -> list[str]:
-        return build_server_command(
-            self.conf, spark_submit=self.spark_submit, properties_file=properties_file
-        )
+    def argv(self) -> list[str]:
+        return build_server_command(self.conf, spark_submit=self.spark_submit)
 
 
 def plan_server(
-    cfg: Config, port: int, host: str = DEFAULT_HOST, env: Mapping[str, str] = os.environ
+    cfg: Config,
+    port: int,
+    host: str = DEFAULT_HOST,
+    env: Mapping[str, str] = os.environ,
+    token: str | None = None,
 ) -> ServerPlan:
-    """:func:`server_conf` split into what may go on the command line and the secrets, run
-    by ``$SPARK_HOME/bin/spark-submit`` with ``SPARK_HOME`` set (and ``SPARK_LOCAL_IP`` for a
-    local master, as :func:`icefloe.base.spark.build_spark` does)."""
+    """:func:`server_conf` without its secrets (:func:`deliver_secrets` gives them to the
+    catalog), run by ``$SPARK_HOME/bin/spark-submit`` with ``SPARK_HOME`` set (and
+    ``SPARK_LOCAL_IP`` for a local master, as :func:`icefloe.base.spark.build_spark` does),
+    the token (if any) in :data:`TOKEN_ENV`."""
     home = spark_home(env)
     log_file = spark_log_file()
     conf = server_conf(cfg, port, host, env, log_file)
-    extra = {"SPARK_HOME": str(home)}
+    if "spark.ui.enabled" not in cfg.spark.conf:  # its pages show every client's queries
+        conf["spark.ui.enabled"] = "false"
+    delivery = deliver_secrets(cfg, secret_conf(cfg, conf), conf)
+    extra = {"SPARK_HOME": str(home), **delivery.env}
     if cfg.spark.master.startswith("local"):
         extra["SPARK_LOCAL_IP"] = env.get("SPARK_LOCAL_IP", "127.0.0.1")
+    if token is not None:
+        extra[TOKEN_ENV] = token
     return ServerPlan(
-        public_conf(cfg, conf),
-        secret_conf(cfg, conf),
+        {**public_conf(cfg, conf), **delivery.conf},
         extra,
         log_file,
         str(home / "bin/spark-submit"),
+        delivery.pgpass,
     )
 
 
-def check_port_free(host: str, port: int) -> None:
-    """A UsageError when something listens on ``host:port`` already (the readiness check
+def write_private(text: str, folder: Path, suffix: str) -> Path:
+    """A new file of mode 0600 in ``folder`` holding ``text``."""
+    fd, name = tempfile.mkstemp(prefix="sql-server-", suffix=suffix, dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: mode 0600 from the start
+        f.write(text)
+    return Path(name)
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where the server listens: the address ``--host`` resolves to, as Spark binds it."""
+
+    ip: str
+    family: socket.AddressFamily
+
+    @property
+    def loopback(self) -> bool:
+        return ipaddress.ip_address(self.ip).is_loopback
+
+    @property
+    def every_interface(self) -> bool:
+        return ipaddress.ip_address(self.ip).is_unspecified
+
+    @property
+    def probe(self) -> str:
+        """Where a local client reaches it."""
+        if self.every_interface:
+            return "::1" if self.family == socket.AF_INET6 else "127.0.0.1"
+        return self.ip
+
+    def shown(self, port: int) -> str:
+        text = f"[{self.ip}]:{port}" if self.family == socket.AF_INET6 else f"{self.ip}:{port}"
+        return text + (" (every interface)" if self.every_interface else "")
+
+
+def resolve_host(host: str) -> Address:
+    """``--host`` as the address the server will listen on (its first IPv4 address, else its
+    first IPv6 one, as Java resolves a name), or a UsageError."""
+    if not host.strip():
+        raise UsageError("--host is empty: give an address (127.0.0.1, 0.0.0.0) or a host name")
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise UsageError(f"--host {host!r}: not an address this machine resolves ({e})") from None
+    by_family = sorted(found, key=lambda a: a[0] != socket.AF_INET)
+    family, _, _, _, sockaddr = by_family[0]
+    return Address(str(sockaddr[0]), socket.AddressFamily(family))
+
+
+def client_url(address: Address, port: int, token: str | None) -> str:
+    """The ``sc://`` URL a client uses. PySpark sends a token over plain text only to the
+    host name ``localhost`` (else it insists on TLS), so a loopback or every-interface
+    server is named so."""
+    host = "localhost" if address.loopback or address.every_interface else address.ip
+    if ":" in host:
+        host = f"[{host}]"
+    return f"sc://{host}:{port}" + (f"/;token={token}" if token else "")
+
+
+def check_port_free(address: Address, port: int) -> None:
+    """A UsageError when something listens on ``address:port`` already (the readiness check
     would take it for the new server)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    with socket.socket(address.family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((host, port))
+            s.bind((address.ip, port))
         except OSError as e:
-            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+            raise UsageError(f"cannot listen on {address.shown(port)}: {e.strerror or e}") from None
 
 
-def _answers(host: str, port: int) -> bool:
-    probe = "127.0.0.1" if host in ("0.0.0.0", "") else host
+def _answers(address: Address, port: int) -> bool:
     try:
-        with socket.create_connection((probe, port), timeout=1.0):
+        with socket.create_connection((address.probe, port), timeout=1.0):
             return True
     except OSError:
         return False
@@ -186,32 +295,38 @@ def serve(
     cfg: Config,
     port: int = DEFAULT_PORT,
     host: str = DEFAULT_HOST,
-    on_ready: Callable[[ServerPlan, int], None] = lambda plan, pid: None,
+    token: str | None = None,
+    on_ready: Callable[[ServerPlan, Address, int], None] = lambda plan, address, pid: None,
     signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
 ) -> None:
     """Run the server until one of ``signals`` arrives (then stop it and return) or it exits
-    by itself (:class:`OperationFailed`). ``on_ready(plan, pid)`` once the port answers."""
-    check_port_free(host, port)
-    plan = plan_server(cfg, port, host)
-    props = write_properties(plan.secrets, plan.log_file.parent) if plan.secrets else None
-    argv = plan.argv(str(props) if props is not None else None)
+    by itself (:class:`OperationFailed`). ``on_ready(plan, address, pid)`` once the port
+    answers."""
+    address = resolve_host(host)
+    check_port_free(address, port)
+    plan = plan_server(cfg, port, address.ip, token=token)
+    env = {**os.environ, **plan.env}
+    pgpass = None
+    if plan.pgpass is not None:
+        pgpass = write_private(plan.pgpass, plan.log_file.parent, ".pgpass")
+        env["PGPASSFILE"] = str(pgpass)
     stopping: list[int] = []
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
         stopping.append(signum)
 
     previous = {s: signal.signal(s, request_stop) for s in signals}
-    proc = subprocess.Popen(argv, env={**os.environ, **plan.env}, start_new_session=True)
+    proc = subprocess.Popen(plan.argv(), env=env, start_new_session=True)
     try:
         ready = False
         deadline = time.monotonic() + START_TIMEOUT
         while not stopping and proc.poll() is None:
-            if not ready and _answers(host, port):
+            if not ready and _answers(address, port):
                 ready = True
-                on_ready(plan, proc.pid)
+                on_ready(plan, address, proc.pid)
             elif not ready and time.monotonic() > deadline:
                 raise OperationFailed(
-                    f"the Spark Connect server did not listen on {host}:{port} within "
+                    f"the Spark Connect server did not listen on {address.shown(port)} within "
                     f"{START_TIMEOUT:.0f} s (its log: {plan.log_file})"
                 )
             time.sleep(0.2)
@@ -224,5 +339,5 @@ def serve(
         _stop(proc)
         for s, handler in previous.items():
             signal.signal(s, handler)
-        if props is not None:
-            props.unlink(missing_ok=True)
+        if pgpass is not None:
+            pgpass.unlink(missing_ok=True)

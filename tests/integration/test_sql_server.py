@@ -1,6 +1,8 @@
 """``icefloe sql-server``: a Spark Connect server (its own JVM, started once for the module on
-a free port over a temporary catalog) that a PySpark Connect client uses for Iceberg SQL,
-with icefloe's SQL extension loaded; SIGTERM stops it cleanly."""
+a free port over a PostgreSQL catalog of ``icefloe dev``) that a PySpark Connect client uses
+for Iceberg SQL with the token the server printed, with icefloe's SQL extension loaded; no
+client reads a secret back (#61.4), none connects without the token (#61.5); SIGTERM stops
+it cleanly."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from icefloe.app.ops import dev
 from icefloe.base.versions import EXTENSIONS_CLASS, ICEBERG_EXTENSIONS_CLASS, local_jars
 from icefloe.optimizer.skew_report import build, encode, property_name
 from tests.support.config import config_raw
@@ -35,6 +38,12 @@ class Server:
     proc: subprocess.Popen[bytes]
     port: int
     log: Path
+    url: str
+    password: str  # the catalog's (PostgreSQL's)
+
+    @property
+    def token(self) -> str:
+        return self.url.split(";token=", 1)[1]
 
 
 def _free_port() -> int:
@@ -52,7 +61,16 @@ def _answers(port: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dev.DevState]:
+    root = tmp_path_factory.mktemp("sql-server-pg")
+    try:
+        yield dev.up("postgres", root, free_ports=True)
+    finally:
+        dev.down("postgres", root)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, postgres: dev.DevState) -> Iterator[Server]:
     jars = [Path(j).name for j in local_jars()]
     assert any(j.startswith("icefloe-spark-extensions-") for j in jars), (
         "no icefloe-spark-extensions jar in .jars/: run scripts/bootstrap.sh"
@@ -60,24 +78,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("sql-server")
     config = home / "icefloe.yaml"
     raw = config_raw(home)
-    raw["catalog"]["properties"] = {"s3.secret-access-key": SECRET}  # unused by a file warehouse
+    raw["catalog"] = {
+        **postgres.overlay["catalog"],
+        "properties": {"s3.secret-access-key": SECRET},  # unused by a file warehouse
+    }
     config.write_text(yaml.safe_dump(raw))
+    password = str(postgres.overlay["catalog"]["uri"]).split(":")[2].split("@")[0]
     port, log = _free_port(), home / "sql-server.log"
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-c", CLI, "--config", str(config), "sql-server", "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
-    server = Server(proc, port, log)
     try:
         deadline = time.monotonic() + 120
-        while "Spark Connect at" not in log.read_text():
+        while "connect with sc://" not in log.read_text():
             assert proc.poll() is None, f"the server exited: {log.read_text()}"
             assert time.monotonic() < deadline, f"not ready in 120 s: {log.read_text()}"
             time.sleep(0.5)
-        yield server
+        url = log.read_text().split("connect with ", 1)[1].split(" ", 1)[0]
+        yield Server(proc, port, log, url, password)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -96,7 +120,7 @@ def remote(server: Server) -> Iterator[Any]:
     classic session."""
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
-    session = RemoteSparkSession.builder.remote(f"sc://localhost:{server.port}").create()
+    session = RemoteSparkSession.builder.remote(server.url).create()
     yield session
     session.stop()  # a no-op once stopped
 
@@ -165,23 +189,70 @@ def _server_argv(server: Server) -> list[bytes]:
     return Path(f"/proc/{jvm}/cmdline").read_bytes().split(b"\0")
 
 
-def _properties_file(argv: list[bytes]) -> Path:
-    return Path(argv[argv.index(b"--properties-file") + 1].decode())
+def _pgpass_file(server: Server) -> Path:
+    (jvm,) = _children(server.proc.pid)
+    environ = dict(
+        e.decode().split("=", 1)
+        for e in Path(f"/proc/{jvm}/environ").read_bytes().split(b"\0")
+        if b"=" in e
+    )
+    return Path(environ["PGPASSFILE"])
+
+
+def test_the_url_names_localhost_and_a_fresh_token(server: Server) -> None:
+    assert server.url.startswith(f"sc://localhost:{server.port}/;token=")
+    assert len(server.token) >= 32
+    text = server.log.read_text()
+    assert f"listening on 127.0.0.1:{server.port};" in text
+    assert text.count(server.token) == 1  # printed once
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-but-long-enough-0123"])
+def test_a_client_without_the_token_is_refused(
+    server: Server, token: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    url = f"sc://localhost:{server.port}" + (f"/;token={token}" if token else "")
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)  # the client's own
+    with pytest.raises(Exception, match="UNAUTHENTICATED|authentication token") as e:
+        session = RemoteSparkSession.builder.remote(url).create()
+        try:
+            session.sql("SELECT 1").collect()
+        finally:
+            session.stop()
+    assert server.token not in str(e.value)
+
+
+def test_no_client_reads_a_secret_back(server: Server, remote: Any) -> None:
+    """#61.4: the catalog password and the S3 key are not in the server's Spark conf, so
+    neither conf.get, getAll, SET nor SET -v returns them; the catalog still works."""
+    secrets = (SECRET, server.password, server.token)
+    prefix = "spark.sql.catalog.lake."
+    for key in ("jdbc.password", "s3.secret-access-key"):
+        assert remote.conf.get(prefix + key, None) is None
+    assert remote.conf.get(prefix + "jdbc.user") == "icefloe"
+    seen = [f"{k}={v}" for k, v in remote.conf.getAll.items()]
+    for statement in ("SET", "SET -v"):
+        seen += [f"{r[0]}={r[1]}" for r in remote.sql(statement).collect()]
+    assert seen and not [s for s in seen if any(secret in s for secret in secrets)]
+    remote.sql("CREATE NAMESPACE IF NOT EXISTS lake.sec")  # PostgreSQL took the password
+    assert remote.sql("SHOW NAMESPACES IN lake").count() >= 1
+    assert not any(secret in server.log.read_text() for secret in (SECRET, server.password))
 
 
 def test_secrets_reach_the_server_but_not_its_command_line(server: Server, remote: Any) -> None:
     argv = _server_argv(server)
     assert b"org.apache.spark.sql.connect.service.SparkConnectServer" in argv
-    assert not any(SECRET.encode() in a for a in argv)
-    props = _properties_file(argv)
-    assert props.stat().st_mode & 0o777 == 0o600
-    key = "spark.sql.catalog.lake.s3.secret-access-key"
-    assert props.read_text() == f"{key}={SECRET}\n"
-    assert remote.conf.get(key) in (SECRET, "*********(redacted)")
+    for secret in (SECRET, server.password, server.token):
+        assert not any(secret.encode() in a for a in argv)
+    pgpass = _pgpass_file(server)
+    assert pgpass.stat().st_mode & 0o777 == 0o600
+    assert pgpass.read_text() == f"*:*:*:icefloe:{server.password}\n"
 
 
 def test_sigterm_stops_the_server(server: Server, remote: Any) -> None:
-    props = _properties_file(_server_argv(server))
+    props = _pgpass_file(server)
     remote.stop()  # first: a client releasing its session retries for minutes on a dead server
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(60) == 0, server.log.read_text()
