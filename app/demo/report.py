@@ -25,9 +25,10 @@ def render_demo(console: Console, result: dict[str, Any]) -> None:
     charts = result["charts"]
     console.print(f"charts: {charts['rounds']}, {charts['sizes']}")
     cpu = result["cpu_seconds"]
+    jvm = "" if cpu["jvm"] is None else f", {cpu['jvm']:.0f}s Spark's JVM"
     console.print(
-        f"demo finished in {result['seconds']:.0f}s (CPU: {cpu['python']:.0f}s Python, "
-        f"{cpu['jvm']:.0f}s Spark's JVM); `icefloe status` explains the state it left behind"
+        f"demo finished in {result['seconds']:.0f}s (CPU: {cpu['python']:.0f}s Python{jvm}); "
+        "`icefloe status` explains the state it left behind"
     )
 
 

@@ -23,6 +23,7 @@ explains what the demo left behind (the default config manages the ``demo`` name
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -354,14 +355,19 @@ def run_demo(
     return result
 
 
-def cpu_seconds(spark: Any) -> dict[str, float]:
+def cpu_seconds(spark: Any) -> dict[str, float | None]:
     """CPU time this process and Spark's JVM spent so far: on a loaded machine, what the
-    demo itself cost (its wall time there counts the waits for other processes too)."""
-    bean = spark._jvm.java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-    return {
-        "python": round(time.process_time(), 1),
-        "jvm": round(bean.getProcessCpuTime() / 1e9, 1),
-    }
+    demo itself cost (its wall time there counts the waits for other processes too). The
+    JVM's is read from ``/proc`` (None where there is none)."""
+    jvm: float | None = None
+    try:
+        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        # /proc/<pid>/stat: utime and stime, fields 14 and 15, after the ``(comm)`` field
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        jvm = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"python": round(time.process_time(), 1), "jvm": jvm}
 
 
 def draw_charts(wh: Warehouse, result: dict[str, Any], out: Path) -> dict[str, str]:
