@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 
-from icefloe.app.cli.common import Context
+from icefloe.app.cli.common import Context, Terminated, stop_on_sigterm
 from icefloe.base.errors import IcefloeError, describe
 from icefloe.base.redact import scrub
 
@@ -80,19 +81,31 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the command line. SIGTERM stops a command cleanly (exit 0; its loop's own handler
+    finishes the work under way first), Ctrl-C exits 130; either way one line, no
+    traceback."""
+    if threading.current_thread() is threading.main_thread():
+        stop_on_sigterm()
     try:
         cli.main(args=argv, prog_name="icefloe", standalone_mode=False)
     except IcefloeError as e:
         click.echo(f"icefloe: error: {scrub(str(e))}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:  # click's own for Ctrl-C (its KeyboardInterrupt)
+        if isinstance(e.__cause__, KeyboardInterrupt):
+            click.echo("icefloe: interrupted", err=True)
+            sys.exit(130)
         click.echo("icefloe: aborted", err=True)
         sys.exit(1)
     except click.ClickException as e:
         e.show()
         sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
     except KeyboardInterrupt:
+        click.echo("icefloe: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("icefloe: stopped (SIGTERM)", err=True)
+        sys.exit(0)
     except Exception as e:  # a library's error no layer translated: still one line
         if os.environ.get("ICEFLOE_DEBUG"):
             raise

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import click
@@ -21,6 +23,23 @@ from rich.progress import (
 
 from icefloe.base.config import Config, load_config
 from icefloe.base.errors import UsageError
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived where no command stops gracefully (start-up, a server's wait):
+    raised by :func:`stop_on_sigterm`'s handler, it unwinds like Ctrl-C and the command
+    line exits 0 with one line."""
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread (a loop that finishes its
+    work first, ``icefloe.base.signals.on_sigterm``, takes SIGTERM over while it runs)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, handler)
+
 
 PIPE_WIDTH = 4096  # a file or pipe: whole lines (rich would cut them at 80 columns)
 

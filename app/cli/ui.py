@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from icefloe.app.cli.common import Context, IntRange, pass_ctx
+from icefloe.app.cli.common import Context, IntRange, Terminated, pass_ctx
 from icefloe.app.cli.token import read_token, refuse_token_option
 from icefloe.app.web.server import make_server
 
@@ -33,14 +33,15 @@ def ui(ctx: Context, host: str, port: int, token_file: str | None, token: str | 
     secret = read_token(token_file, TOKEN_ENV)
     server = make_server(ctx.cfg, host, port, secret)
     hint = " (open it with ?token=<the token>)" if secret else ""
-    click.echo(f"icefloe ui: serving {server.url}{hint}; Ctrl-C stops", err=True)
+    click.echo(f"icefloe ui: serving {server.url}{hint}; Ctrl-C or SIGTERM stops it", err=True)
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):
         pass
     finally:
         server.server_close()
         server.dashboard.close()
+    click.echo("icefloe ui: stopped", err=True)
 
 
 COMMANDS = [ui]
