@@ -30,6 +30,18 @@ from icefloe.app.ops.sql_server import (
 from icefloe.base.errors import UsageError
 
 
+def _server_token(host: str, address: Address, given: str | None, no_token: bool) -> str | None:
+    """The token the server demands: the one given, a fresh one, or none (--no-token, on
+    loopback only)."""
+    if no_token and given is not None:
+        raise UsageError(f"--no-token and a token (--token-file or {TOKEN_ENV}): choose one")
+    if no_token and not address.loopback:
+        raise UsageError(
+            f"--host {host} is not a loopback address: it needs a token (drop --no-token)"
+        )
+    return None if no_token else given or new_token()
+
+
 @click.command("sql-server")
 @click.option(
     "--port",
@@ -80,13 +92,7 @@ def sql_server(
     refuse_token_option(token, TOKEN_ENV)
     address = resolve_host(host)
     given = read_token(token_file, TOKEN_ENV)
-    if no_token and given is not None:
-        raise UsageError(f"--no-token and a token (--token-file or {TOKEN_ENV}): choose one")
-    if no_token and not address.loopback:
-        raise UsageError(
-            f"--host {host} is not a loopback address: it needs a token (drop --no-token)"
-        )
-    secret = None if no_token else given or new_token()
+    secret = _server_token(host, address, given, no_token)
     cfg = ctx.cfg
     if print_only:
         plan = plan_server(cfg, port, address.ip)

@@ -65,13 +65,9 @@ def render_chart(
     return _save(fig, path)
 
 
-def render_rounds_chart(path: Path, result: Mapping[str, Any]) -> Path:
-    """The demo's four panels, both sides in each (``result``: the demo's JSON)."""
-    plt = _pyplot()
+def _bytes_panel(ax: Any, result: Mapping[str, Any], xs: list[int]) -> None:
+    """Both sides' cumulative bytes rewritten, round by round, beside the bytes ingested."""
     rounds = result["rounds"]
-    xs = [int(r["round"]) for r in rounds]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    ax = axes[0][0]
     for side in LABELS:
         total, ys = 0, []
         for r in rounds:
@@ -86,6 +82,15 @@ def render_rounds_chart(path: Path, result: Mapping[str, Any]) -> Path:
     ax.set_ylabel("MiB")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
+
+
+def render_rounds_chart(path: Path, result: Mapping[str, Any]) -> Path:
+    """The demo's four panels, both sides in each (``result``: the demo's JSON)."""
+    plt = _pyplot()
+    rounds = result["rounds"]
+    xs = [int(r["round"]) for r in rounds]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    _bytes_panel(axes[0][0], result, xs)
 
     ax = axes[0][1]
     for side in LABELS:

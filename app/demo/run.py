@@ -53,6 +53,7 @@ from icefloe.app.demo.workload import DemoTable, Facts, Stream, demo_config, dem
 from icefloe.base.catalog import load_catalog
 from icefloe.base.config import Config
 from icefloe.base.spark import build_spark
+from icefloe.optimizer.verdict import MERGE, SORT, rewrite_action
 
 Say = Callable[[str], None]
 SIDES = ("icefloe", "iceberg")
@@ -65,6 +66,10 @@ def default_out(cfg: Config) -> Path:
     if url.scheme in ("", "file"):
         return Path(url.path).parent / "demo"
     return Path(cfg.home) / ".lakehouse" / "demo"
+
+
+# the demo's policy rewrites by merge, or by sort where the table declares an order
+DEMO_ACTIONS = frozenset({MERGE, SORT})
 
 
 @dataclass
@@ -173,7 +178,7 @@ def play_round(
             | {"manifests": views[t.name].manifests, "plan_ms": views[t.name].plan_ms},
             "icefloe": state(ours, t.target)
             | icefloe_work(entries, wh.name("icefloe", t))
-            | {"strategy": "sort" if t.sort_column else "merge"},
+            | {"strategy": rewrite_action(DEMO_ACTIONS, zorder=False, sort=bool(t.sort_column))},
             "iceberg": state(copy, t.target) | theirs[t.name] | {"strategy": t.iceberg_strategy},
             "rows_ok": ours.rows == expected and copy.rows == expected,
             "_sizes": ours.sizes(),
