@@ -8,6 +8,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,7 +59,8 @@ record HotKeyReport(
   /** What a property value parsed to: {@code report} null when it is no report to use. */
   private record Parsed(HotKeyReport report) {}
 
-  private record CacheKey(String table, String column, String type, int length, Object value) {}
+  /** {@code value}: the property value, or its SHA-256 in hex (a String: equal by content). */
+  private record CacheKey(String table, String column, String type, int length, String value) {}
 
   private static final Map<CacheKey, Parsed> PARSED =
       Collections.synchronizedMap(
@@ -103,7 +105,7 @@ record HotKeyReport(
     String typeName = type.catalogString();
     CacheKey key =
         new CacheKey(
-            table, column, typeName, raw.length(), raw.length() <= HELD_CHARS ? raw : digest(raw));
+            table, column, typeName, raw.length(), raw.length() <= HELD_CHARS ? raw : HexFormat.of().formatHex(digest(raw)));
     Parsed parsed = PARSED.get(key);
     if (parsed == null) {
       parsed = new Parsed(parse(table, raw, column, type));

@@ -100,16 +100,16 @@ class SaltedAggregateTest {
   }
 
   /**
-   * Whether {@code sql} analyzes (a call of a function with these arguments exists), not
-   * through a cast of the string or binary column (a test of Spark's casts, not of the
-   * function: in ANSI mode each would fail the query).
+   * {@code sql} analyzed (not optimized yet) where it analyzes (a call of a function with
+   * these arguments exists), not through a cast of the string or binary column (a test of
+   * Spark's casts, not of the function: in ANSI mode each would fail the query); else null.
    */
-  static boolean analyzes(String sql) {
+  static org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row> analyzed(String sql) {
     try {
-      String plan = spark.sql(sql).queryExecution().analyzed().toString();
-      return !CAST_OF_BYTES.matcher(plan).find();
+      org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row> ds = spark.sql(sql);
+      return CAST_OF_BYTES.matcher(ds.queryExecution().analyzed().toString()).find() ? null : ds;
     } catch (Exception e) {
-      return false;
+      return null;
     }
   }
 
@@ -139,29 +139,34 @@ class SaltedAggregateTest {
     return out;
   }
 
-  /** The calls of {@code function} that analyze: of the first shape that does, every column. */
-  static List<String> calls(String function) {
+  /**
+   * The calls of {@code function} that analyze (of the first shape that does, every column),
+   * each with its query analyzed: optimized later, with the rule on.
+   */
+  static Map<String, org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row>> calls(String function) {
+    Map<String, org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row>> out = new java.util.LinkedHashMap<>();
+    List<List<String>> shapes = new ArrayList<>();
     if (function.equals("count")) {
-      List<String> out = new ArrayList<>(List.of("count(*)"));
-      for (String c : COLUMNS) {
-        out.add("count(" + c + ")");
+      List<String> counts = new ArrayList<>(List.of("count(*)", "count(big, s)"));
+      COLUMNS.forEach(c -> counts.add("count(" + c + ")"));
+      shapes.add(counts);
+    } else {
+      for (String shape : SHAPES) {
+        shapes.add(COLUMNS.stream().map(c -> String.format(shape, function, c)).toList());
       }
-      out.add("count(big, s)");
-      return out;
     }
-    for (String shape : SHAPES) {
-      List<String> out = new ArrayList<>();
-      for (String c : COLUMNS) {
-        String call = String.format(shape, function, c);
-        if (analyzes(query(List.of(call)))) {
-          out.add(call);
+    for (List<String> shape : shapes) {
+      for (String call : shape) {
+        org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row> ds = analyzed(query(List.of(call)));
+        if (ds != null) {
+          out.put(call, ds);
         }
       }
       if (!out.isEmpty()) {
         return out;
       }
     }
-    return List.of();
+    return out;
   }
 
   /** The sorted rows of {@code sql} with the rule on or off, or the error's class. */
@@ -208,16 +213,16 @@ class SaltedAggregateTest {
         Map.of(SkewRule.AGGREGATES, "true"),
         () -> {
           for (String function : functions) {
-            List<String> calls = calls(function);
+            Map<String, org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row>> calls = calls(function);
             if (calls.isEmpty()) {
               unreached.add(function);
               continue;
             }
             List<String> fired = new ArrayList<>();
             List<String> alone = new ArrayList<>();
-            for (String call : calls) {
+            for (String call : calls.keySet()) {
               long before = SkewRule.rewrites();
-              LogicalPlan on = spark.rule(true, () -> spark.optimized(query(List.of(call))));
+              LogicalPlan on = spark.rule(true, () -> calls.get(call).queryExecution().optimizedPlan());
               if (SkewRule.rewrites() > before) {
                 fired.add(call);
               } else {
