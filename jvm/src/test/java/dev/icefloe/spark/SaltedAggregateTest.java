@@ -100,15 +100,10 @@ class SaltedAggregateTest {
   }
 
   /**
-   * Whether {@code sql} analyzes (a call of a function with these arguments exists), not
-   * through a cast of the string or binary column (a test of Spark's casts, not of the
-   * function: in ANSI mode each would fail the query).
+   * {@code sql} analyzed (not optimized yet) where it analyzes (a call of a function with
+   * these arguments exists), not through a cast of the string or binary column (a test of
+   * Spark's casts, not of the function: in ANSI mode each would fail the query); else null.
    */
-  static boolean analyzes(String sql) {
-    return analyzed(sql) != null;
-  }
-
-  /** {@code sql} analyzed (not optimized yet), or null where it does not ({@link #analyzes}). */
   static org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row> analyzed(String sql) {
     try {
       org.apache.spark.sql.classic.Dataset<org.apache.spark.sql.Row> ds = spark.sql(sql);
