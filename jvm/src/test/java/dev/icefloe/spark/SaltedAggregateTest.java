@@ -294,15 +294,32 @@ class SaltedAggregateTest {
   @Test
   void trySumOfTheIssue() {
     // issue #61: a partial try_sum that overflowed to NULL was summed as an ordinary NULL
-    String sql =
-        "SELECT k, try_sum(big), try_sum(huge), count(*) FROM " + TABLE + " WHERE k IN (42, 7) GROUP BY k";
+    // ((42, NULL) plain, (42, 0) with the rule). Which rows share a salt follows the hash of
+    // the aggregate's input row, so of its columns: the issue's query, and each sum alone
+    String where = " FROM " + TABLE + " WHERE k IN (42, 7) GROUP BY k";
+    List<String> queries =
+        List.of(
+            "SELECT k, try_sum(big), try_sum(huge), count(*)" + where,
+            "SELECT k, try_sum(big)" + where,
+            "SELECT k, try_sum(huge)" + where,
+            "SELECT k, try_sum(dec)" + where);
     spark.with(
         Map.of(SkewRule.AGGREGATES, "true"),
         () -> {
-          List<String> plain = spark.rule(false, () -> spark.rows(sql));
+          List<String> plain = spark.rule(false, () -> spark.rows(queries.get(0)));
           assertEquals(2, plain.size(), plain::toString);
           assertTrue(plain.contains("[42,null,null,6000]"), plain::toString); // both overflow
-          assertEquals(plain, spark.rule(true, () -> spark.rows(sql)));
+          for (String ansi : List.of("false", "true")) {
+            for (String sql : queries) {
+              spark.with(
+                  Map.of("spark.sql.ansi.enabled", ansi),
+                  () -> {
+                    assertEquals(
+                        spark.rule(false, () -> rows(sql)), spark.rule(true, () -> rows(sql)), sql + ", ansi " + ansi);
+                    return null;
+                  });
+            }
+          }
           return null;
         });
   }
