@@ -9,7 +9,6 @@ behind.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from icefloe.base.config import PROJECT_ROOT
-from tests.support.config import config_raw
+from tests.support.demo import run_demo
 
 pytestmark = pytest.mark.integration
 
@@ -35,28 +33,8 @@ def bash_blocks() -> list[list[str]]:
 @pytest.fixture(scope="module")
 def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     home = tmp_path_factory.mktemp("demo_home")
-    raw = config_raw(home)
-    del raw["defaults"]  # the default policy, as `make demo` runs it (not the tests' own)
-    raw["managed"] = {"namespaces": ["demo"]}
-    raw["redis"]["key_prefix"] = "icefloe-readme"
-    config = home / "icefloe.yaml"
-    config.write_text(yaml.safe_dump(raw))
-    # the README's `icefloe dev` examples keep their services' data here, not in .dev/
-    env = {**os.environ, "ICEFLOE_CONFIG": str(config), "ICEFLOE_DEV_ROOT": str(home / "dev")}
-    import redis
-
-    client = redis.Redis.from_url(raw["redis"]["url"])
-    for key in client.scan_iter(match="icefloe-readme:*"):
-        client.delete(key)
-    run = subprocess.run(
-        [sys.executable, "-m", "icefloe", "demo", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    return {"env": env, "home": home, "result": json.loads(run.stdout)}
+    env, out = run_demo(home, "icefloe-readme", "--json", default_policy=True, timeout=1200)
+    return {"env": env, "home": home, "result": json.loads(out)}
 
 
 def test_quickstart_is_exactly_two_commands_and_ci_runs_the_second() -> None:

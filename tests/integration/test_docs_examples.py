@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
 
 import pytest
-import yaml
 
 from icefloe.base.config import PROJECT_ROOT
-from tests.support.config import config_raw
+from tests.support.demo import run_demo
 from tests.unit.test_docs_blocks import RUN, Block, runnable
 
 pytestmark = pytest.mark.integration
@@ -25,32 +23,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def docs_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("docs_home")
-    raw: dict[str, Any] = config_raw(home)
-    raw["managed"] = {"namespaces": ["demo"]}
-    raw["redis"]["key_prefix"] = "icefloe-docs"
-    config = home / "icefloe.yaml"
-    config.write_text(yaml.safe_dump(raw))
-    env = {
-        **os.environ,
-        "ICEFLOE_CONFIG": str(config),
-        "ICEFLOE_DEV_ROOT": str(home / "dev"),  # `icefloe dev` examples keep their data here
-        "PATH": f"{PROJECT_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    import redis
-
-    client = redis.Redis.from_url(raw["redis"]["url"])
-    for key in client.scan_iter(match="icefloe-docs:*"):
-        client.delete(key)
-    run = subprocess.run(
-        [sys.executable, "-m", "icefloe", "demo", "--quick"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    return env
+    env, _ = run_demo(tmp_path_factory.mktemp("docs_home"), "icefloe-docs", "--quick")
+    path = f"{PROJECT_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**env, "PATH": path}
 
 
 def _argv(block: Block) -> list[str]:
