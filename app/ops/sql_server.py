@@ -143,6 +143,11 @@ def deliver_secrets(cfg: Config, secrets: Mapping[str, str], conf: Mapping[str, 
             "jdbc:postgresql:"
         ):
             user = conf.get(f"{prefix}jdbc.user", "")
+            if any(c in user + value for c in "\r\n"):
+                raise UsageError(
+                    f"{key}: the catalog's user or password holds a line break, which a "
+                    "pgpass file cannot: change the password"
+                )
             line = f"*:*:*:{_pgpass_field(user)}:{_pgpass_field(value)}\n"
             out = Delivery(out.conf, out.env, line)
             continue

@@ -9,6 +9,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from icefloe.app.cli import main
 from icefloe.app.ops.sql_server import (
@@ -163,3 +165,42 @@ def test_bad_hosts_and_tokens_are_one_line(
         main(["--config", str(config), "sql-server", *args])
     err = capsys.readouterr().err
     assert done.value.code == 2 and said in err and err.count("\n") == 1, err
+
+
+def _read_pgpass_line(line: str) -> list[str]:
+    """A pgpass line's fields as libpq and PgJDBC read them: ``:`` separates, a backslash
+    takes the next character as it is."""
+    fields, field, chars = [], "", iter(line.removesuffix("\n"))
+    for c in chars:
+        if c == "\\":
+            field += next(chars, "")
+        elif c == ":":
+            fields, field = [*fields, field], ""
+        else:
+            field += c
+    return [*fields, field]
+
+
+def _pg_delivery(tmp_path: Path, user: str, password: str) -> str | None:
+    from icefloe.app.ops.sql_server import deliver_secrets
+
+    cfg = build_config(config_raw(tmp_path))
+    prefix = f"spark.sql.catalog.{cfg.catalog.name}."
+    conf = {f"{prefix}uri": "jdbc:postgresql://db:5432/lake", f"{prefix}jdbc.user": user}
+    return deliver_secrets(cfg, {f"{prefix}jdbc.password": password}, conf).pgpass
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(user=st.text(), password=st.text())
+def test_a_pgpass_line_reads_back_as_the_user_and_password(
+    tmp_path: Path, user: str, password: str
+) -> None:
+    """Any user and password: the line PgJDBC reads gives them back exactly, or one with a
+    line break (which no pgpass line can hold) is refused with one line."""
+    if any(c in user + password for c in "\r\n"):
+        with pytest.raises(UsageError, match="line break"):
+            _pg_delivery(tmp_path, user, password)
+        return
+    line = _pg_delivery(tmp_path, user, password)
+    assert line is not None and line.endswith("\n") and line.count("\n") == 1
+    assert _read_pgpass_line(line) == ["*", "*", "*", user, password]
