@@ -22,6 +22,8 @@ MIN_TOKEN = 16
 """Characters a token needs at least, wherever it is read."""
 MAX_TOKEN = 512
 """Characters a token may have at most (an HTTP header or gRPC metadata value holds it)."""
+LINE_BOUND = 2 * MAX_TOKEN
+"""Characters of a token file's first line read at most (a token and blanks around it)."""
 TOKEN_SYNTAX = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 
 
@@ -51,11 +53,14 @@ def read_token_file(path: str | Path, option: str = "--token-file") -> str:
     source = f"{option} {path}"
     try:
         with open(path, encoding="utf-8") as f:
-            line = f.readline(MAX_TOKEN + 3)  # the token, a CRLF, and one more character
+            line = f.readline(LINE_BOUND)
+            cut = not line.endswith("\n") and f.read(1) not in ("", "\n")
     except UnicodeDecodeError:
         raise UsageError(f"{source}: not a text file") from None
     except OSError as e:
         raise UsageError(f"{source}: {e.strerror or e}") from None
+    if cut:  # a first line past the bound: refused, never cut to a token of its start
+        raise UsageError(f"the token of {source} is too long: {MAX_TOKEN} characters at most")
     token = line.strip()
     if not token:
         raise UsageError(f"{source}: its first line holds no token")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from icefloe.app.cli.token import (
     MAX_TOKEN,
@@ -65,3 +67,31 @@ def test_the_file_first_then_the_environment(tmp_path: Path) -> None:
     assert read_token(None, "TOK", {"TOK": " "}) is None
     with pytest.raises(UsageError, match=r"\$TOK is too short"):
         read_token(None, "TOK", {"TOK": "abc"})
+
+
+_TOKEN_CHARS = "ABCXYZabcxyz0189._~+/-"
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    token=st.text(_TOKEN_CHARS, min_size=MIN_TOKEN, max_size=MAX_TOKEN),
+    before=st.text(" \t", max_size=8),
+    after=st.text(" \t", max_size=8),
+    end=st.sampled_from(["", "\n", "\r\n", "\nsecond line\n"]),
+)
+@example(token="a" * MAX_TOKEN, before=" " * 5, after="", end="\n")  # read as 510 characters
+@example(token="a" * (MAX_TOKEN - 8), before=" " * 8, after=" " * 8, end="\r\n")
+def test_a_token_file_gives_its_token_exactly_or_refuses(
+    tmp_path: Path, token: str, before: str, after: str, end: str
+) -> None:
+    """Blanks around the token and any line ending: the token read is the one written, never
+    a cut of it (a long token pushed past the read's bound by blanks was cut)."""
+    path = tmp_path / "token"
+    path.write_bytes(f"{before}{token}{after}{end}".encode())
+    try:
+        got = read_token_file(path)
+    except UsageError as e:
+        assert "too long" in str(e), e
+        assert len(before + token + after) > MAX_TOKEN
+    else:
+        assert got == token
