@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icefloe.optimizer.skew_report import (
+    MAX_KEY_BYTES,
     MAX_KEYS,
     MAX_KEYS_BYTES,
     HotKeyReport,
@@ -231,3 +234,18 @@ def test_a_report_is_current_at_its_snapshot_or_while_young(
     now = computed + later
     expected = same_snapshot or later <= max_age
     assert is_current(report, 5 if same_snapshot else 6, now) is expected
+
+
+def test_the_limits_are_the_rules_own() -> None:
+    """The writer's limits are the ones the JVM rule reads reports by (SkewConf.java): a
+    report written past the rule's limits would be ignored whole."""
+    java = (
+        Path(__file__).resolve().parents[3] / "jvm/src/main/java/dev/icefloe/spark/SkewConf.java"
+    ).read_text()
+    found = re.findall(r"static final int (MAX_KEYS|MAX_KEY_BYTES|MAX_KEYS_BYTES) = ([^;]+);", java)
+    limits = {k: math.prod(int(f) for f in v.split("*")) for k, v in found}  # 16 * 1024
+    assert limits == {
+        "MAX_KEYS": MAX_KEYS,
+        "MAX_KEY_BYTES": MAX_KEY_BYTES,
+        "MAX_KEYS_BYTES": MAX_KEYS_BYTES,
+    }
