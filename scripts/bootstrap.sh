@@ -27,7 +27,10 @@ need_pkg redis-server redis-server
 
 # --- Python environment ----------------------------------------------------------------
 UV_PIN=uv==0.13.10
-stamp_of() { { cat setup.cfg pyproject.toml; echo "$UV_PIN"; } | sha256sum | cut -d' ' -f1; }
+# the build tools a wheel is built with (tests/integration/test_wheel.py, --no-build-isolation):
+# a venv's own setuptools is Python's bundled one, older than pyproject.toml asks
+BUILD_PINS=(pip==26.3 setuptools==84.2.1 wheel==0.48.0)
+stamp_of() { { cat setup.cfg pyproject.toml; echo "$UV_PIN ${BUILD_PINS[*]}"; } | sha256sum | cut -d' ' -f1; }
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$PY" -m venv .venv
@@ -37,7 +40,7 @@ if [ "$(cat .venv/.icefloe-stamp 2>/dev/null)" != "$(stamp_of)" ]; then
   say "installing pinned packages into .venv (first run: under a minute)"
   log=.venv/pip-install.log
   if ! { .venv/bin/python -m pip install -q "$UV_PIN" &&
-         .venv/bin/uv pip install -q --python .venv/bin/python -e '.[dev]'; } >"$log" 2>&1; then
+         .venv/bin/uv pip install -q --python .venv/bin/python "${BUILD_PINS[@]}" -e '.[dev]'; } >"$log" 2>&1; then
     tail -40 "$log"; say "pip install failed (full log: $log)"; exit 1
   fi
   stamp_of > .venv/.icefloe-stamp

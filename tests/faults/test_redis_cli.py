@@ -163,9 +163,9 @@ def test_decide_service_backs_off_through_redis_outages(fault_env: Any, ledger: 
             decide.proc.send_signal(signal.SIGINT)
         code = decide.finish()
 
-    # interrupted: one line and exit 1 (README: 1 = the operation failed)
-    assert code == 1, decide.output[-3000:]
-    assert decide.lines[-1].strip() == "icefloe: aborted", decide.output[-3000:]
+    # interrupted: one line and exit 130 (docs/operating/cli.md: 130 = interrupted by Ctrl-C)
+    assert code == 130, decide.output[-3000:]
+    assert decide.lines[-1].strip() == "icefloe: interrupted", decide.output[-3000:]
     ledger.clean(decide.output)
     assert client.get(env.keys.leader) is None  # the lease was handed back
     ready = {raw.decode() for raw in client.zrange(env.keys.ready, 0, -1)}
