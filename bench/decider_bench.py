@@ -147,8 +147,11 @@ def latency(cfg: Any, catalog: Any, client: Any, samples: int, notify: bool) -> 
         committed = time.perf_counter()
         if notify:
             decider.events.publish(name, table.current_snapshot().snapshot_id)
-        item_key = keys.item(ActionItem.make_id(name, f"region=r{i}", "merge"))
+        part = PartitionKey.of(0, [("region", "string")], [f"r{i}"]).encode()
+        item_key = keys.item(ActionItem.make_id(name, part, "merge"))
         while not client.exists(item_key):
+            if time.perf_counter() - committed > 60:
+                raise SystemExit(f"decider_bench: {name} r{i} not enqueued within 60 s")
             time.sleep(0.002)
         out.append(time.perf_counter() - committed)
     stop.set()
@@ -297,8 +300,13 @@ def main() -> None:
             )
             print("[2] commit-to-enqueue latency, 1 s poll (goal p99 < 2,000 ms)")
             n = 8 if quick else 20
-            poll = latency(cfg, catalog, client, n, notify=False)
-            note = latency(cfg, catalog, client, n, notify=True)
+            # two small files are worth a merge here (the default waits for 5: min_input_files)
+            lat_defaults = {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0}
+            lat_cfg = make_cfg(
+                Path(home), args.redis, prefix, defaults={**lat_defaults, "min_input_files": 2}
+            )
+            poll = latency(lat_cfg, catalog, client, n, notify=False)
+            note = latency(lat_cfg, catalog, client, n, notify=True)
             p50, p99 = pct(poll, 0.5) * 1000, pct(poll, 0.99) * 1000
             print(f"  polling only: p50 {p50:.0f} ms  p99 {p99:.0f} ms  (n={n})")
             print(
@@ -330,7 +338,11 @@ def main() -> None:
                 Path(home),
                 args.redis,
                 f"{prefix}-stream",
-                defaults={"target_file_size_bytes": 40 << 10, "tolerance_bytes": 10 << 10},
+                defaults={
+                    "target_file_size_bytes": 40 << 10,
+                    "tolerance_bytes": 10 << 10,
+                    "min_input_files": 2,  # the stream's few small files get merged
+                },
             )
             every, avoided = scans_avoided(stream_cfg, catalog, client, 15 if quick else 40, 20)
             print(
