@@ -34,15 +34,6 @@ from dataclasses import dataclass
 from itertools import accumulate, compress, count, repeat
 from operator import add, gt, lshift
 
-__all__ = [
-    "Packing",
-    "Spread",
-    "balance",
-    "ffd_packing",
-    "first_fit_decreasing",
-    "lpt_spread",
-]
-
 
 def _heaviest_first(weights: Sequence[int], items: Sequence[int] | None = None) -> list[int]:
     """``items`` (default: every index) by decreasing weight, ties in their given order.

@@ -24,16 +24,6 @@ from icefloe.optimizer.binpack import ffd_packing, lpt_spread
 from icefloe.optimizer.entropy import is_short, one_file_max, output_count, output_sse
 from icefloe.optimizer.linebreak import best_runs
 
-__all__ = [
-    "Group",
-    "absorbed",
-    "balanced",
-    "candidate_groups",
-    "ffd_groups",
-    "make_group",
-    "spill_group",
-]
-
 SPILL_GROUP_TARGETS = 32
 """A spill group rewrites at most this many targets' worth of bytes (16 GiB at 512 MiB):
 one actor task stays bounded, and the essential plan can take spill work piecemeal."""

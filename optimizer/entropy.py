@@ -22,20 +22,6 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = [
-    "PartitionStats",
-    "apply_delta",
-    "file_error",
-    "is_small",
-    "merge_estimate",
-    "merge_stats",
-    "one_file_max",
-    "output_count",
-    "output_sse",
-    "predict_output_sizes",
-    "stats_from_sizes",
-]
-
 
 def _check_target(target: int) -> None:
     if target <= 0:

@@ -42,15 +42,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = [
-    "DeficitWeightedRoundRobin",
-    "FlowView",
-    "PriorityScheduler",
-    "Scheduler",
-    "WeightedRoundRobin",
-    "fair_priority_scheduler",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class FlowView:

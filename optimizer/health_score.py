@@ -46,17 +46,6 @@ from dataclasses import dataclass, field
 from icefloe.optimizer.entropy import PartitionStats, merge_estimate
 from icefloe.optimizer.maintenance_rules import MaintenanceRules, MetadataHealth
 
-__all__ = [
-    "WEIGHTS",
-    "HealthInputs",
-    "Score",
-    "health_score",
-    "ramp",
-    "rank_worst",
-    "removable_mse",
-    "steady_ages",
-]
-
 WEIGHTS: Mapping[str, float] = {
     "data_files": 40.0,
     "deletes": 25.0,

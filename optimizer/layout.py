@@ -29,8 +29,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["MIN_DEPTH_GAIN", "Depth", "FileBounds", "clustering_depth", "lowers_depth"]
-
 K = TypeVar("K", bound=Hashable)
 
 Bound = tuple[object, ...]

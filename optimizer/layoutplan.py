@@ -69,8 +69,6 @@ from icefloe.optimizer.layout import (
     max_depths,
 )
 
-__all__ = ["EXACT_CLUSTER_FILES", "EXACT_COMBINATIONS", "LayoutPlan", "plan_layout"]
-
 EXACT_CLUSTER_FILES = 10
 """Clusters up to this many files offer all 2^n - 1 subsets (1,023 evaluations)."""
 

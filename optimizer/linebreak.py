@@ -29,8 +29,6 @@ from collections.abc import Sequence
 
 from icefloe.optimizer.entropy import one_file_max
 
-__all__ = ["best_runs", "runs_sse"]
-
 
 def runs_sse(sizes: Sequence[int], target: int, runs: Sequence[tuple[int, int]]) -> int:
     """Σ over runs ``[start, end)`` of ``(T - min(run_bytes, T))²``."""

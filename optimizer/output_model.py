@@ -41,16 +41,6 @@ from dataclasses import dataclass
 
 from icefloe.optimizer.entropy import predict_output_sizes
 
-__all__ = [
-    "BytesPerRow",
-    "OutputSplit",
-    "bytes_per_row",
-    "extrapolated_rate",
-    "group_bytes",
-    "merged_sizes",
-    "size_slope",
-]
-
 RECENT_REWRITES = 5
 """How many of the newest rewrites the rate is taken over (weighted by their rows)."""
 

@@ -71,14 +71,6 @@ from icefloe.optimizer.entropy import (
     stats_from_sizes,
 )
 
-__all__ = [
-    "DEFAULT_TOLERANCE_FRACTION",
-    "NEAR_TARGET_FRACTION",
-    "Plan",
-    "default_tolerance",
-    "plan_partition",
-]
-
 DEFAULT_TOLERANCE_FRACTION = 1 / 3
 """Default tolerance as a fraction of the target, for callers without a configured one.
 

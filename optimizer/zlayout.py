@@ -47,8 +47,6 @@ from icefloe.optimizer.layout import (
 from icefloe.optimizer.layoutplan import LayoutPlan, plan_layout
 from icefloe.optimizer.zorder import ZORDER_BITS, zorder_key
 
-__all__ = ["ideal_depths", "key_ordered", "plan_zorder", "zorder_depth"]
-
 _ALL_ONES = (1 << ZORDER_BITS) - 1
 
 

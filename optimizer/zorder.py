@@ -32,19 +32,6 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 
-__all__ = [
-    "ZORDER_BITS",
-    "ordered_bytes",
-    "ordered_date",
-    "ordered_float",
-    "ordered_int",
-    "ordered_str",
-    "ordered_timestamp",
-    "ordered_value",
-    "zorder_bytes",
-    "zorder_key",
-]
-
 ZORDER_BITS = 64
 """Bits per column: Iceberg's ``PRIMITIVE_BUFFER_SIZE`` of 8 bytes."""
 

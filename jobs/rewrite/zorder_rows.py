@@ -39,16 +39,6 @@ import pyarrow.compute as pc
 
 from icefloe.optimizer.zorder import ZORDER_BITS
 
-__all__ = [
-    "aligned_cuts",
-    "keys_of",
-    "ordered",
-    "spark_keys",
-    "zorder_keys",
-    "zorder_sort_indices",
-    "zordered_files",
-]
-
 Column: TypeAlias = "pa.Array | pa.ChunkedArray"
 Words: TypeAlias = list[Any]  # k uint64 numpy arrays, the key's least significant word first
 

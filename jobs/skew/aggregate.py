@@ -32,8 +32,6 @@ from icefloe.optimizer.skew_stats import HotKeyRules, salt_count
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["SPLITTABLE", "salted_aggregate"]
-
 SPLITTABLE = ("count", "sum", "min", "max", "avg", "mean", "count_distinct")
 
 Aggs = Mapping[str, tuple[str, str]]
