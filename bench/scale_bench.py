@@ -61,6 +61,7 @@ from bench.synthetic import MiB, SyntheticWarehouse, partition_key  # noqa: E402
 from icefloe.base.config import DeciderSettings, build_config  # noqa: E402
 from icefloe.base.keys import Keys  # noqa: E402
 from icefloe.base.redis_client import connect  # noqa: E402
+from icefloe.jobs.maintenance.orphans import cleaner  # noqa: E402
 from icefloe.service.decider.loop import Decider  # noqa: E402
 from icefloe.service.decider.wiring import open_decider  # noqa: E402
 from icefloe.state.open import open_state  # noqa: E402
@@ -423,7 +424,10 @@ def run_topology(
         queue = StampedQueue(client, keys)
         settings = DeciderSettings(ready_depth=0)  # enqueue only: dispatch is figure 5
         adapters = replace(open_state(cfg, client, settings), queue=queue)
-        decider = Decider(cfg, w.catalog(), adapters, settings, tables=lambda: w.names)
+        catalog = w.catalog()
+        decider = Decider(
+            cfg, catalog, adapters, settings, clean=cleaner(catalog), tables=lambda: w.names
+        )
         out: dict[str, Any] = {"load": os.getloadavg()[0]}  # the machine may be shared
         out["cold_s"] = cold_start(decider, client, keys, len(w.names))
         out |= memory(client, keys, w, before)

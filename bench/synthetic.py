@@ -179,6 +179,13 @@ class _Metadata:
     def snapshots(self) -> list[Snapshot]:
         return list(self._table._snapshots.values())
 
+    @property
+    def partition_specs(self) -> list[PartitionSpec]:
+        return [SPEC]
+
+    statistics: list[Any] = []  # no compute_stats files: a synthetic table has no data
+    partition_statistics: list[Any] = []
+
 
 class _Inspect:
     def __init__(self, table: SyntheticTable):
