@@ -157,6 +157,7 @@ def latency(cfg: Any, catalog: Any, client: Any, samples: int, notify: bool) -> 
     stop.set()
     loop.join(timeout=5)
     decider.leader.release()
+    decider.shards.release()  # as `icefloe decide` does on its way out: the next one claims
     return out
 
 
