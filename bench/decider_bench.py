@@ -89,6 +89,7 @@ def make_cfg(home: Path, url: str, prefix: str, **extra: Any) -> Any:
         "defaults": {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0},
         "managed": {"namespaces": ["bench"]},
     }
+    raw["defaults"].update(extra.pop("defaults", {}))  # overrides of the defaults above
     raw.update(extra)
     return build_config(raw, source="<bench>", home=home)
 
@@ -302,10 +303,7 @@ def main() -> None:
             print("[2] commit-to-enqueue latency, 1 s poll (goal p99 < 2,000 ms)")
             n = 8 if quick else 20
             # two small files are worth a merge here (the default waits for 5: min_input_files)
-            lat_defaults = {"target_file_size_bytes": 1 << 20, "tolerance_bytes": 0}
-            lat_cfg = make_cfg(
-                Path(home), args.redis, prefix, defaults={**lat_defaults, "min_input_files": 2}
-            )
+            lat_cfg = make_cfg(Path(home), args.redis, prefix, defaults={"min_input_files": 2})
             poll = latency(lat_cfg, catalog, client, n, notify=False)
             note = latency(lat_cfg, catalog, client, n, notify=True)
             p50, p99 = pct(poll, 0.5) * 1000, pct(poll, 0.99) * 1000
