@@ -141,17 +141,22 @@ class Decider:
 
     def _claim_shards(self) -> None:
         """Renew this decider's shard leases and take or hand back its fair share."""
-        before = self._claim.owned
-        self._claim, self._claimed_at = self.shards.claim(), time.monotonic()
+        before, started = self._claim.owned, time.monotonic()
+        # the leases run from before the call: a reply that came back late (a starved
+        # thread, a slow link) leaves less of them, never more
+        self._claim, self._claimed_at = self.shards.claim(), started
         if self._claim.owned != before:
             log.info("observing shards %s of %d", sorted(self._claim.owned), self.shards.count)
 
     def _still_mine(self, name: str) -> bool:
         """Renew the leases during a long pass (every third of their TTL); False once the
-        table's shard passed to another decider."""
-        if time.monotonic() - self._claimed_at > self.s.leader_ttl_seconds / 3:
+        table's shard passed to another decider, or while the last renewal took more than a
+        third of the TTL to come back (then another decider may hold the shard before this
+        one is done with the table: it waits for the next claim)."""
+        third = self.s.leader_ttl_seconds / 3
+        if time.monotonic() - self._claimed_at > third:
             self._claim_shards()
-        return self._mine(name)
+        return self._mine(name) and time.monotonic() - self._claimed_at <= third
 
     def _poll_due(self, one_shot: bool, events: list[CommitEvent]) -> bool:
         """Start polling every table of this decider's shards?"""
@@ -209,7 +214,8 @@ class Decider:
         self, name: str, now: float, report: StepReport, polled: bool = False
     ) -> None:
         if not self._still_mine(name):
-            return  # its shard passed to another decider during a long pass
+            report.deferred.add(name)  # its shard may have passed to another decider
+            return
         try:
             self.refresh(name, now, report, polled)
         except ServiceUnavailable:
@@ -310,8 +316,11 @@ class Decider:
             name = self._to_poll.popleft()
             if name not in tables:
                 self._refresh_safely(name, now, report, polled=True)
-        # ack only now, and not for tables that failed: a crash before this leaves them pending
-        self.events.ack([e for e in events if e.table not in report.failed])
+        # ack only now, and not for tables that failed or were deferred: a crash before this
+        # leaves them pending, and pending events are claimed again (by the shard's owner)
+        self.events.ack(
+            [e for e in events if e.table not in report.failed and e.table not in report.deferred]
+        )
         if not leader:
             report.holder = self.leader.holder()
             return report

@@ -30,6 +30,7 @@ class StepReport:
     polled: bool = False  # every table of its shards was polled (not only evented ones)
     next_lapse: float | None = None  # seconds until another decider's shard lease lapses
     failed: dict[str, str] = field(default_factory=dict)  # tables skipped: why (one line)
+    deferred: set[str] = field(default_factory=set)  # not this decider's when their turn came
 
     def count(self, outcomes: list[int]) -> int:
         """Count enqueue outcomes (1 new, 0 coalesced); their number."""

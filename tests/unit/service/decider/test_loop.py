@@ -5,6 +5,7 @@ The Redis adapters are proven equal to those by the contract suites."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,35 @@ def test_decider_rejects_bad_events_and_acks_them(tmp_path: Path) -> None:
     report = d.step()
     assert report.leader and len(report.rejected) == 2
     assert d.events.lag() == 0  # acked: no poison loop
+
+
+def test_a_claim_that_came_back_late_observes_nothing_and_keeps_the_events(
+    tmp_path: Path,
+) -> None:
+    """A renewal that took more than a third of the TTL to return (a starved thread, a slow
+    link) may hold shards another decider owns by then: the decider observes none of its
+    tables with it, and their events stay pending for the next claim (they failed before:
+    observed, and acked)."""
+    d = _decider(tmp_path, leader_ttl_seconds=0.3, poll_seconds=0.1)
+    d._tables = lambda: ["db.t"]
+    seen: list[str] = []
+    d.refresh = lambda name, now, report, polled=False: seen.append(name)  # type: ignore[method-assign]
+    claim, late = d.shards.claim, [True]
+
+    def slow_claim() -> Any:
+        claimed = claim()
+        if late[0]:
+            time.sleep(0.15)  # more than a third of the TTL: the leases may have lapsed
+        return claimed
+
+    d.shards.claim = slow_claim  # type: ignore[method-assign]
+    d.events.publish("db.t", 1)
+    report = d.step()
+    assert seen == [] and report.deferred == {"db.t"}
+    assert d.events.lag() == 1  # pending: claimed again once the claim is timely
+    late[0] = False
+    d.step()
+    assert "db.t" in seen
 
 
 def test_second_decider_stands_by(tmp_path: Path) -> None:
