@@ -167,8 +167,8 @@ class RedisServer:
             time.sleep(0.1)
 
     def _wait_ready(self, seconds: float) -> bool:
-        """Whether our process answers within ``seconds`` (its PID in ``INFO``: whatever else
-        may listen on the port, it is not taken for ours)."""
+        """Whether our process answers within ``seconds``, its data loaded (its PID in
+        ``INFO``: whatever else may listen on the port, it is not taken for ours)."""
         import redis
 
         deadline = time.monotonic() + seconds
@@ -176,8 +176,10 @@ class RedisServer:
             if self.proc is None or self.proc.poll() is not None:
                 return False
             try:
-                with self._probe() as c:
-                    if c.info("server").get("process_id") == self.proc.pid:
+                with self._probe() as c:  # ours, and done loading its data (INFO answers
+                    # while it loads; every other command fails with LOADING until then)
+                    ours = c.info("server").get("process_id") == self.proc.pid
+                    if ours and not c.info("persistence").get("loading"):
                         return True
             except redis.exceptions.RedisError:  # not listening yet, loading, someone else
                 pass
