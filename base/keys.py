@@ -21,6 +21,8 @@ tag                       keys                                          touched 
 ``{d}``  the decider      event streams, leader lease, deciders,        ``record_action``'s
                           shard leases, scheduler, counters, recent,    MULTI, the shard
                           actors, launch guard, known tables            script, XREADGROUP
+``{r}``  readers          the scan reports stream, every table's read   the fold's MULTI
+                          statistics, the dropped and fold counters     (``state/reads``)
 ========================  ============================================  ====================
 
 The queue is one shard (one slot): its scripts move items between sets of every table at
@@ -47,6 +49,7 @@ from icefloe.base.config import Config
 
 QUEUE_TAG = "q"
 DECIDER_TAG = "d"
+READS_TAG = "r"
 
 
 def shard_of(table: str, shards: int) -> int:
@@ -239,3 +242,27 @@ class Keys:
     def known_tables(self) -> str:
         """set: tables the decider has applied stats for (for status and rebuilds)."""
         return self._key(DECIDER_TAG, "known")
+
+    # ---- readers' scan reports: one slot --------------------------------------------------
+    @property
+    def reads(self) -> str:
+        """stream: readers' scan reports, one entry each (``icefloe.optimizer.reads``'s
+        fields), appended by ``dev.icefloe.iceberg.ReadReporter`` and capped by it."""
+        return self._key(READS_TAG, "reads")
+
+    @property
+    def read_stats(self) -> str:
+        """hash: table → its read statistics (JSON, ``icefloe.state.reads.encode``)."""
+        return self._key(READS_TAG, "read-stats")
+
+    @property
+    def reads_dropped(self) -> str:
+        """string: scan reports readers dropped (a full queue, Redis unreachable), added by
+        their reporters once Redis answers again."""
+        return self._key(READS_TAG, "dropped")
+
+    @property
+    def read_counters(self) -> str:
+        """hash: scan reports folded, and those set aside (``own``: icefloe's rewrites,
+        ``unmanaged``, ``malformed``)."""
+        return self._key(READS_TAG, "read-counters")

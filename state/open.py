@@ -5,7 +5,7 @@ in memory (unit tests, in-process benches). Nothing else constructs an adapter."
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from icefloe.base.config import Config, DeciderSettings
@@ -31,6 +31,9 @@ from icefloe.state.ledger.redis import RedisLedger
 from icefloe.state.queue import PriorityQueue
 from icefloe.state.queue.memory import MemoryQueue
 from icefloe.state.queue.redis import RedisQueue
+from icefloe.state.reads import ReadStore
+from icefloe.state.reads.memory import MemoryReads
+from icefloe.state.reads.redis import RedisReads
 from icefloe.state.rolling import StatsStore
 from icefloe.state.rolling.memory import MemoryStats
 from icefloe.state.rolling.redis import RollingStats
@@ -53,6 +56,7 @@ class State:
     ledger: Ledger  # counters, heartbeats, the scheduler's state, the launch guard
     layouts: LayoutStore  # partitions' file bounds
     intents: AdhocLeases | None = None
+    reads: ReadStore = field(default_factory=MemoryReads)  # readers' scan reports, folded
 
 
 def open_state(
@@ -78,6 +82,7 @@ def open_state(
         ledger=RedisLedger(r, keys),
         layouts=RedisLayouts(r, keys),
         intents=RedisIntents(r, keys),
+        reads=RedisReads(r, keys, token),
     )
 
 

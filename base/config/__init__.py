@@ -49,7 +49,12 @@ from icefloe.base.config.model import (
     TablePolicy,
 )
 from icefloe.base.config.paths import DEFAULT_CONFIG, PROJECT_ROOT
-from icefloe.base.config.service_settings import DEFAULT_SHARDS, DeciderSettings, HistoryConfig
+from icefloe.base.config.service_settings import (
+    DEFAULT_SHARDS,
+    DeciderSettings,
+    HistoryConfig,
+    ReadsConfig,
+)
 from icefloe.base.errors import ConfigError
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
     "ConfigError",
     "DeciderSettings",
     "HistoryConfig",
+    "ReadsConfig",
     "ManagedConfig",
     "PlanInputs",
     "RedisConfig",

@@ -43,7 +43,7 @@ from icefloe.base.config.identifiers import is_table
 from icefloe.base.config.maintenance_policy import MaintenancePolicy
 from icefloe.base.config.messages import FieldProblem, show
 from icefloe.base.config.paths import PROJECT_ROOT
-from icefloe.base.config.service_settings import DeciderSettings, HistoryConfig
+from icefloe.base.config.service_settings import DeciderSettings, HistoryConfig, ReadsConfig
 from icefloe.base.redact import display_url, is_secret_name, url_password
 
 DEFAULT_TARGET = 128 << 20  # 128 MiB
@@ -315,6 +315,9 @@ class Config:
     )
     history: HistoryConfig = Field(
         default_factory=HistoryConfig, description="The durable action history."
+    )
+    reads: ReadsConfig = Field(
+        default_factory=ReadsConfig, description="Readers' scan reports and read statistics."
     )
     airflow: AirflowSettings = Field(
         default_factory=AirflowSettings, description="The Airflow DAGs' spark-submit runs."

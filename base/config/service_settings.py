@@ -1,5 +1,6 @@
-"""The service sections of the configuration: ``history:`` (the durable action history)
-and ``decider:`` (the decider service and its actor pool); :mod:`icefloe.base.config.model`
+"""The service sections of the configuration: ``history:`` (the durable action history),
+``reads:`` (what readers' scan reports are kept as) and ``decider:`` (the decider service and
+its actor pool); :mod:`icefloe.base.config.model`
 holds them in :class:`~icefloe.base.config.model.Config`."""
 
 from __future__ import annotations
@@ -51,6 +52,30 @@ class HistoryConfig:
                 f"must be a table identifier (namespace.name), got {show(self.table)}", key="table"
             )
         return self
+
+
+@dataclass(frozen=True, config=STRICT)
+class ReadsConfig:
+    """Readers' scan reports (config section ``reads:``): ``dev.icefloe.iceberg.ReadReporter``
+    in a reader's catalog, or icefloe's REST catalog server, appends them to a Redis stream;
+    the decider folds them into each table's read statistics."""
+
+    half_life_hours: PositiveFloat = Field(
+        default=24.0,
+        description="A scan's weight in the read statistics halves every this many hours.",
+    )
+    max_per_step: PositiveInt = Field(
+        default=10_000, description="Scan reports the decider folds in per step at most."
+    )
+    stream_max_len: PositiveInt = Field(
+        default=100_000,
+        description="The reports stream's cap (the reporter's icefloe.reads.max-len).",
+    )
+    queue_size: PositiveInt = Field(
+        default=10_000,
+        description="Reports a reader holds for Redis at most before it drops them "
+        "(the reporter's icefloe.reads.queue-size).",
+    )
 
 
 @dataclass(frozen=True, config=STRICT)

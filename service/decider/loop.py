@@ -62,6 +62,7 @@ from icefloe.service.decider.pool import Launcher, LogLauncher
 from icefloe.service.decider.records import Records
 from icefloe.service.decider.report import StepReport
 from icefloe.service.decider.scores import Scores
+from icefloe.service.observe.reads import fold_reads
 from icefloe.state.events import CommitEvent
 from icefloe.state.intents import Intent
 from icefloe.state.open import State
@@ -95,6 +96,8 @@ class Decider:
         self.queue, self.stats, self.events = adapters.queue, adapters.stats, adapters.events
         self.leader, self.shards, self.health = adapters.leader, adapters.shards, adapters.health
         self.ledger, self.layouts = adapters.ledger, adapters.layouts
+        self.reads = adapters.reads  # readers' scan reports: the leader folds them in
+        self._managed: set[str] = set()  # the managed tables as the last step listed them
         self._claim = Claim(frozenset())
         self._claimed_at = 0.0  # time.monotonic() of the last claim
         self._polled: tuple[frozenset[int], float] | None = None  # shards, clock() of last poll
@@ -177,7 +180,7 @@ class Decider:
         (:attr:`_to_poll`, worked through by :meth:`step` a budget at a time)."""
         lapse = self._claim.next_lapse
         try:
-            managed = self.records.listed(self._tables())
+            managed = self._managed = self.records.listed(self._tables())
         except IcefloeError:
             raise
         except Exception as e:  # the catalog's own errors vary by backend; text may hold URIs
@@ -329,6 +332,8 @@ class Decider:
         report.dispatched = self.duties.dispatch(now, everything=dispatch_all)
         report.desired_actors = self.duties.scale(now)
         report.history = self.duties.flush_history(now)
+        folded = fold_reads(self.cfg, self.reads, self._managed, self.cfg.reads.max_per_step)
+        report.reads = folded.reports
         return report
 
     def run(

@@ -25,6 +25,7 @@ class StepReport:
     orphans_deleted: int = 0  # files of abandoned attempts (icefloe.state.intents)
     desired_actors: int = 0
     history: int = 0  # action records appended to the history table
+    reads: int = 0  # readers' scan reports folded into the read statistics
     holder: str | None = None  # who holds the leader lease, when it is not this decider
     shards: list[int] = field(default_factory=list)  # the shards this decider observes
     polled: bool = False  # every table of its shards was polled (not only evented ones)
